@@ -1,0 +1,44 @@
+import type { Scope } from '@herald/domain';
+import { HeraldError } from '@herald/errors';
+import type { Principal } from '@herald/proto/herald/account/v1/account';
+
+/**
+ * Who may call a route, in one place: the key's scopes (fixed from its origin, as the spec's
+ * table says) and the plan rules. Every route declares its RouteAccess; nothing else decides.
+ */
+export type RouteAccess =
+  | { public: true }
+  | {
+      scope: Scope;
+      /** 'api': a paid plan with API access (POST /send). 'partner': the Partner plan. */
+      plan?: 'api' | 'partner';
+    };
+
+export function assertAccess(principal: Principal, access: Exclude<RouteAccess, { public: true }>, upgradeUrl: string): void {
+  const plan = principal.plan;
+  if (!plan?.active) {
+    throw new HeraldError('subscription_required', 'This workspace has no active plan.', {
+      title: 'Subscription required',
+      extra: { upgradeUrl },
+    });
+  }
+  if (!principal.scopes.includes(access.scope)) {
+    throw new HeraldError('forbidden', 'This key cannot access this endpoint', {
+      hint: `Keys of origin "${principal.keyOrigin}" cannot call this endpoint; use a key created in the dashboard.`,
+    });
+  }
+  // Bound keys exist on the Partner plan only; a downgrade disables them.
+  const needsPartner = access.plan === 'partner' || principal.keyOrigin === 'bound';
+  if (needsPartner && !plan.partner) {
+    throw new HeraldError('plan_upgrade_required', 'This endpoint requires the Partner plan.', {
+      title: 'Plan upgrade required',
+      extra: { upgradeUrl },
+    });
+  }
+  if (access.plan === 'api' && !plan.apiAccess) {
+    throw new HeraldError('plan_upgrade_required', 'This endpoint requires a paid plan with API access.', {
+      title: 'Plan upgrade required',
+      extra: { upgradeUrl },
+    });
+  }
+}

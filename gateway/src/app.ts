@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+
+import { parseKey } from '@herald/domain';
+import { HeraldError } from '@herald/errors';
+import type { Logger } from '@herald/logging';
+import type { Principal } from '@herald/proto/herald/account/v1/account';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
+
+import { assertAccess, type RouteAccess } from './access.js';
+import type { ServiceClients } from './clients.js';
+import type { GatewayConfig } from './config.js';
+import { installErrorHandling } from './errors.js';
+import { MachineReporter } from './machines.js';
+import { PrincipalCache } from './principals.js';
+import { RateLimiter } from './rate-limit.js';
+import { accountRoutes } from './routes/account.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: RouteAccess;
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+export const API_PREFIX = '/api/v1/server';
+
+export interface AppDependencies {
+  config: GatewayConfig;
+  clients: ServiceClients;
+  redis: Redis;
+  logger: Logger;
+}
+
+export type App = FastifyInstance;
+
+/** The authenticated caller of a route that declared an access rule (set by the auth hook). */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error(`route ${request.routeOptions.url} has no access rule`);
+  return request.principal;
+}
+
+const bearerPattern = /^Bearer\s+(\S+)$/i;
+
+export async function buildApp({ config, clients, redis, logger }: AppDependencies): Promise<App> {
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    requestTimeout: config.requestTimeoutMs,
+    genReqId: (request) => {
+      const supplied = request.headers['x-request-id'];
+      return typeof supplied === 'string' && /^[\w.-]{1,128}$/.test(supplied) ? supplied : randomUUID();
+    },
+    requestIdHeader: false,
+    return503OnClosing: true,
+    forceCloseConnections: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Bodies are taken as sent: no type coercion and no silent removal of unknown fields.
+  // Query strings and path parameters arrive as text, so they are coerced to their declared types.
+  const bodyValidator = new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: true, strict: false });
+  const textValidator = new Ajv({ allErrors: true, coerceTypes: 'array', removeAdditional: false, useDefaults: true, strict: false });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyValidator : textValidator).compile(schema));
+
+  const documentationBase = `${config.publicOrigin}/docs/errors`;
+  installErrorHandling(app, documentationBase, `${config.publicOrigin}/openapi.json`, config.bodyLimitBytes);
+
+  const principals = new PrincipalCache(clients.account, config.keyCacheTtlMs);
+  const limiter = new RateLimiter(redis, config.rateLimitFallbackReplicas, (err) =>
+    logger.warn({ err }, 'Redis unreachable: rate limiting per replica until it is back'),
+  );
+  const machines = new MachineReporter(clients.account, logger);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    const access = request.routeOptions.config.access;
+    if (!access || 'public' in access) return;
+
+    const match = bearerPattern.exec(request.headers.authorization ?? '');
+    if (!match?.[1]) {
+      throw new HeraldError('unauthorized', 'Missing API key. Send it as a Bearer token: "Authorization: Bearer pk_<id>.<secret>".', {
+        title: 'Unauthorized',
+      });
+    }
+    const parsed = parseKey(match[1]);
+    if (parsed.kind === 'site') {
+      throw new HeraldError('unauthorized', 'A site key (pk_<id>) only works on the public browser endpoints; use a full API key.', {
+        title: 'Unauthorized',
+      });
+    }
+    if (parsed.kind === 'malformed') {
+      throw new HeraldError('unauthorized', 'Malformed API key. Use a Bearer key of the form pk_<id>.<secret>.', { title: 'Unauthorized' });
+    }
+    const principal = await principals.resolve(parsed.id, parsed.secret);
+    request.principal = principal;
+
+    const limit = principal.plan?.rateLimitPerMinute ?? 0;
+    const decision = await limiter.check(principal.keyId, limit);
+    const resetSeconds = Math.ceil(decision.resetAtMs / 1_000);
+    reply.header('x-ratelimit-limit', String(decision.limit));
+    reply.header('x-ratelimit-remaining', String(decision.remaining));
+    reply.header('x-ratelimit-reset', String(resetSeconds));
+    if (!decision.allowed) {
+      const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1_000));
+      throw new HeraldError('rate_limited', `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${retryAfter} s.`, {
+        title: 'Rate limit exceeded',
+        extra: { resetIn: retryAfter, retryAfter, limit: decision.limit },
+      });
+    }
+    assertAccess(principal, access, config.upgradeUrl);
+    await machines.report(request, principal);
+  });
+
+  await app.register(accountRoutes(clients), { prefix: API_PREFIX });
+  return app;
+}

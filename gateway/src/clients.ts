@@ -1,0 +1,22 @@
+import { createClient, type PromiseClient } from '@herald/grpc';
+import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
+import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+
+import type { GatewayConfig } from './config.js';
+
+/** gRPC clients of the services the gateway routes to; every call carries a deadline. */
+export interface ServiceClients {
+  account: PromiseClient<AccountServiceClient>;
+  audience: PromiseClient<AudienceServiceClient>;
+}
+
+export function createServiceClients(config: GatewayConfig): ServiceClients {
+  return {
+    account: createClient(AccountServiceClient, config.accountGrpcUrl, config.grpcDeadlineMs),
+    audience: createClient(AudienceServiceClient, config.audienceGrpcUrl, config.grpcDeadlineMs),
+  };
+}
+
+export function closeServiceClients(clients: ServiceClients): void {
+  for (const client of Object.values(clients)) client.close();
+}

@@ -1,0 +1,107 @@
+import { errorBody, HeraldError } from '@herald/errors';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import FindMyWay from 'find-my-way';
+
+/** Error rendering: every failure leaves in the spec's shape; a 5xx never shows internals. */
+
+interface ValidationIssue {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+function fieldOf(issue: ValidationIssue): string {
+  const path = issue.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  const child = (issue.params.missingProperty ?? issue.params.additionalProperty) as string | undefined;
+  return [path, child].filter(Boolean).join('.') || '(body)';
+}
+
+function problemOf(issue: ValidationIssue): string {
+  if (issue.keyword === 'required') return 'is required';
+  if (issue.keyword === 'additionalProperties') return 'is not allowed';
+  return issue.message ?? 'is invalid';
+}
+
+export function validationError(context: string, issues: ValidationIssue[]): HeraldError {
+  const fields = issues.map((issue) => ({ field: fieldOf(issue), in: context, problem: problemOf(issue) }));
+  const summary = fields.map((field) => `${field.field} ${field.problem}`).join('; ');
+  return new HeraldError('invalid_request', `Invalid ${context === 'body' ? 'request body' : context}: ${summary}.`, {
+    title: 'Invalid request',
+    extra: { fields },
+  });
+}
+
+/** Fastify's own 4xx errors (body parsing) become invalid_request with a plain explanation. */
+function fromFastifyError(err: FastifyError, bodyLimit: number): HeraldError | undefined {
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HeraldError('invalid_request', 'The body must be JSON, sent with "Content-Type: application/json".', {
+        title: 'Unsupported content type',
+      });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HeraldError('invalid_request', `The body is larger than ${bodyLimit} bytes.`, { title: 'Body too large' });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new HeraldError('invalid_request', 'The body is empty but Content-Type says JSON.', { title: 'Invalid JSON' });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new HeraldError('invalid_request', 'Content-Length does not match the body.', { title: 'Invalid request' });
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return new HeraldError('invalid_request', 'The body is not valid JSON.', { title: 'Invalid JSON' });
+  }
+  if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+    return new HeraldError('invalid_request', err.message, { title: 'Invalid request' });
+  }
+  return undefined;
+}
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+export function installErrorHandling(app: FastifyInstance, documentationBase: string, openapiUrl: string, bodyLimit: number): void {
+  // A second router holding every path lets 404 and 405 be told apart.
+  const known = FindMyWay({ ignoreTrailingSlash: false });
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) known.on(method as (typeof METHODS)[number], route.url, () => undefined);
+  });
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    let heraldError: HeraldError | undefined;
+    if (err instanceof HeraldError) heraldError = err;
+    else if (err.validation) heraldError = validationError(err.validationContext ?? 'body', err.validation as ValidationIssue[]);
+    else heraldError = fromFastifyError(err, bodyLimit);
+    if (!heraldError) {
+      request.log.error({ err }, 'unhandled error');
+      heraldError = new HeraldError('internal_error', 'An unexpected error occurred.', {
+        title: 'Internal server error',
+        extra: { requestId: request.id },
+      });
+    } else if (heraldError.status >= 500) {
+      request.log.warn({ code: heraldError.code }, heraldError.message);
+    }
+    if (heraldError.code === 'rate_limited' && heraldError.extra.retryAfter !== undefined) {
+      void reply.header('retry-after', String(heraldError.extra.retryAfter));
+    }
+    void reply.code(heraldError.status).type('application/json').send(errorBody(heraldError, documentationBase));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = METHODS.filter((method) => known.find(method, path) !== null);
+    if (allowed.length > 0) {
+      const error = new HeraldError('method_not_allowed', `${request.method} is not allowed on ${path}.`, {
+        title: 'Method not allowed',
+        extra: { allowed },
+      });
+      void reply.code(405).header('allow', allowed.join(', ')).send(errorBody(error, documentationBase));
+      return;
+    }
+    const error = new HeraldError('not_found', `No endpoint at ${request.method} ${path}.`, {
+      title: 'Not found',
+      hint: 'See the OpenAPI description for every endpoint.',
+      extra: { openapi: openapiUrl },
+    });
+    void reply.code(404).send(errorBody(error, documentationBase));
+  });
+}

@@ -1,0 +1,27 @@
+import { drainOnSignal, loadConfig } from '@herald/config';
+import { createLogger } from '@herald/logging';
+import { Redis } from 'ioredis';
+
+import { buildApp } from './app.js';
+import { closeServiceClients, createServiceClients } from './clients.js';
+import { readConfig } from './config.js';
+
+const config = loadConfig(readConfig);
+const logger = createLogger('gateway');
+// No offline queue: while Redis is down a command fails at once and the limiter falls back.
+const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 250, lazyConnect: false });
+redis.on('error', () => undefined);
+const clients = createServiceClients(config);
+const app = await buildApp({ config, clients, redis, logger });
+await app.listen({ host: config.host, port: config.port });
+
+drainOnSignal(
+  async () => {
+    // Stops accepting, answers new requests on kept-alive sockets with 503, waits for in-flight ones.
+    await app.close();
+    closeServiceClients(clients);
+    redis.disconnect();
+  },
+  config.shutdownGraceMs,
+  (message, err) => logger.info({ err }, message),
+);

@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+
+import type { Redis, Result } from 'ioredis';
+
+/**
+ * Per-key, per-minute rate limit: a sliding log in one Redis sorted set per key, updated by one
+ * atomic Lua script per request with Redis's own clock, so any number of gateway replicas admit
+ * at most `limit` requests per key in every 60-second window, not just per calendar minute.
+ *
+ * While Redis is unreachable each replica falls back to the same algorithm in its own memory
+ * with `limit / fallbackReplicas`: never unlimited, never a total outage.
+ */
+
+export const WINDOW_MS = 60_000;
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Epoch ms at which the oldest admitted request leaves the window (a slot frees). */
+  resetAtMs: number;
+  /** Milliseconds until a request would be admitted again (0 when allowed). */
+  retryAfterMs: number;
+}
+
+const slidingLogScript = `
+local now_parts = redis.call('TIME')
+local now = tonumber(now_parts[1]) * 1000 + math.floor(tonumber(now_parts[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+local allowed = 0
+if count < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  count = count + 1
+  allowed = 1
+end
+redis.call('PEXPIRE', KEYS[1], window)
+local reset = now + window
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if oldest[2] then reset = tonumber(oldest[2]) + window end
+return {allowed, limit - count, reset, now}
+`;
+
+type Reply = [number, number, number, number];
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    heraldSlidingLog(key: string, limit: number, windowMs: number, member: string): Result<Reply, Context>;
+  }
+}
+
+export class RateLimiter {
+  private readonly instance = randomBytes(6).toString('base64url');
+  private sequence = 0;
+  private readonly local = new Map<string, number[]>();
+  private lastFallbackWarning = 0;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly fallbackReplicas: number,
+    private readonly onFallback: (err: unknown) => void,
+  ) {
+    redis.defineCommand('heraldSlidingLog', { numberOfKeys: 1, lua: slidingLogScript });
+  }
+
+  async check(keyId: string, limit: number): Promise<RateDecision> {
+    this.sequence = (this.sequence + 1) % Number.MAX_SAFE_INTEGER;
+    try {
+      const [allowed, remaining, resetAtMs, nowMs] = await this.redis.heraldSlidingLog(
+        `herald:rl:${keyId}`,
+        limit,
+        WINDOW_MS,
+        `${this.instance}:${this.sequence}`,
+      );
+      return {
+        allowed: allowed === 1,
+        limit,
+        remaining: Math.max(0, remaining),
+        resetAtMs,
+        retryAfterMs: allowed === 1 ? 0 : Math.max(0, resetAtMs - nowMs),
+      };
+    } catch (err) {
+      const now = Date.now();
+      if (now - this.lastFallbackWarning > 10_000) {
+        this.lastFallbackWarning = now;
+        this.onFallback(err);
+      }
+      return this.checkLocally(keyId, limit, now);
+    }
+  }
+
+  private checkLocally(keyId: string, limit: number, now: number): RateDecision {
+    const share = Math.max(1, Math.floor(limit / this.fallbackReplicas));
+    const log = (this.local.get(keyId) ?? []).filter((at) => at > now - WINDOW_MS);
+    const allowed = log.length < share;
+    if (allowed) log.push(now);
+    this.local.set(keyId, log);
+    const resetAtMs = (log[0] ?? now) + WINDOW_MS;
+    return { allowed, limit: share, remaining: share - log.length, resetAtMs, retryAfterMs: allowed ? 0 : resetAtMs - now };
+  }
+}

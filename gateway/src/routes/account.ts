@@ -1,0 +1,150 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { Site } from '@herald/proto/herald/account/v1/account';
+
+import { principalOf } from '../app.js';
+import type { ServiceClients } from '../clients.js';
+import { Nullable, orNull, withErrors } from '../schemas.js';
+
+/** GET /identity, /site, /channels, /machines. */
+
+const SiteRecord = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  slug: Type.String(),
+  domain: Type.String(),
+  subscribePageUrl: Type.String(),
+  siteKey: Type.String({ description: 'Public site key (pk_<id>) for the browser SDK' }),
+  vapidPublicKey: Type.String({ description: 'VAPID public key, base64url (applicationServerKey)' }),
+  createdAt: Type.String(),
+});
+
+const PlanRecord = Type.Object({
+  name: Type.String(),
+  active: Type.Boolean(),
+  apiAccess: Type.Boolean(),
+  partner: Type.Boolean(),
+  rateLimitPerMinute: Type.Integer(),
+  monthlyNotificationAllowance: Type.Integer(),
+});
+
+const IdentityRecord = Type.Object({
+  key: Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    origin: Type.String({ description: 'dashboard | runtime | connector | bound' }),
+    scopes: Type.Array(Type.String()),
+    boundExternalId: Nullable(Type.String()),
+    createdAt: Type.String(),
+    lastUsedAt: Nullable(Type.String()),
+    expiresAt: Nullable(Type.String()),
+  }),
+  site: SiteRecord,
+  workspace: Type.Object({ id: Type.String(), name: Type.String(), approvalMode: Type.String() }),
+  plan: PlanRecord,
+});
+
+const ChannelCounts = Type.Object({
+  nativeAppDevices: Type.Integer(),
+  browserSubscriptions: Type.Integer(),
+});
+
+const ChannelsRecord = Type.Object({
+  keyOwner: Type.Object({
+    externalId: Type.String(),
+    nativeAppDevices: Type.Integer(),
+    browserSubscriptions: Type.Integer(),
+    reachable: Type.Boolean(),
+  }),
+  site: ChannelCounts,
+});
+
+const MachineRecord = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  platform: Type.String(),
+  keyId: Type.String(),
+  firstSeenAt: Type.String(),
+  lastSeenAt: Type.String(),
+});
+
+function siteRecord(site: Site | undefined) {
+  if (!site) throw new Error('account service returned no site');
+  return {
+    id: site.id,
+    name: site.name,
+    slug: site.slug,
+    domain: site.domain,
+    subscribePageUrl: site.subscribePageUrl,
+    siteKey: site.siteKey,
+    vapidPublicKey: site.vapidPublicKey,
+    createdAt: site.createdAt,
+  };
+}
+
+export const accountRoutes =
+  (clients: ServiceClients): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.get(
+      '/identity',
+      { config: { access: { scope: 'identity' } }, schema: { response: withErrors({ 200: IdentityRecord }) } },
+      async (request) => {
+        const principal = principalOf(request);
+        const identity = await clients.account.getIdentity({ workspaceId: principal.workspaceId, keyId: principal.keyId });
+        const { key, workspace, plan } = identity;
+        if (!key || !workspace || !plan) throw new Error('account service returned an incomplete identity');
+        return {
+          key: {
+            id: key.id,
+            name: key.name,
+            origin: key.origin,
+            scopes: key.scopes,
+            boundExternalId: orNull(key.boundExternalId),
+            createdAt: key.createdAt,
+            lastUsedAt: orNull(key.lastUsedAt),
+            expiresAt: orNull(key.expiresAt),
+          },
+          site: siteRecord(identity.site),
+          workspace: { id: workspace.id, name: workspace.name, approvalMode: workspace.approvalMode },
+          plan: { ...plan, monthlyNotificationAllowance: Number(plan.monthlyNotificationAllowance) },
+        };
+      },
+    );
+
+    app.get('/site', { config: { access: { scope: 'account:read' } }, schema: { response: withErrors({ 200: SiteRecord }) } }, async (request) => {
+      const { site } = await clients.account.getSite({ workspaceId: principalOf(request).workspaceId });
+      return siteRecord(site);
+    });
+
+    app.get(
+      '/channels',
+      { config: { access: { scope: 'account:read' } }, schema: { response: withErrors({ 200: ChannelsRecord }) } },
+      async (request) => {
+        const { workspaceId, ownerExternalId } = principalOf(request);
+        const [devices, subscriptions] = await Promise.all([
+          clients.account.countDevices({ workspaceId, externalId: ownerExternalId }),
+          clients.audience.countSubscriptions({ workspaceId, externalId: ownerExternalId }),
+        ]);
+        const ownerDevices = Number(devices.externalIdDevices);
+        const ownerBrowsers = Number(subscriptions.externalIdActive);
+        return {
+          keyOwner: {
+            externalId: ownerExternalId,
+            nativeAppDevices: ownerDevices,
+            browserSubscriptions: ownerBrowsers,
+            reachable: ownerDevices + ownerBrowsers > 0,
+          },
+          site: { nativeAppDevices: Number(devices.siteDevices), browserSubscriptions: Number(subscriptions.siteActive) },
+        };
+      },
+    );
+
+    app.get(
+      '/machines',
+      {
+        config: { access: { scope: 'account:read' } },
+        schema: { response: withErrors({ 200: Type.Object({ machines: Type.Array(MachineRecord) }) }) },
+      },
+      async (request) => clients.account.listMachines({ workspaceId: principalOf(request).workspaceId }),
+    );
+  };

@@ -1,0 +1,2 @@
+export * from './kafka.js';
+export * from './outbox.js';

@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+
+import { assertSchemaName, withTransaction, type Pool, type PoolClient, type Queryable } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import { currentTraceHeaders } from '@herald/telemetry';
+
+import { EVENT_ID_HEADER, type Bus } from './kafka.js';
+
+/**
+ * Transactional outbox. A service writes its state change and the event in one transaction
+ * (`enqueue` takes the transaction's client); the relay publishes committed rows to Kafka and
+ * deletes them only after Kafka acknowledged. A crash between the two republishes a batch, so
+ * delivery is at-least-once and consumers dedupe by event id (see `handleOnce`).
+ *
+ * Each service's migrations create, in its own schema:
+ *   outbox(id bigserial, event_id uuid unique, topic, message_key, payload bytea, headers jsonb, created_at)
+ *   processed_events(consumer text, event_id uuid, processed_at, primary key (consumer, event_id))
+ */
+
+export interface OutboxEvent {
+  topic: string;
+  key: string;
+  payload: Uint8Array;
+  /** Defaults to a fresh UUID; pass one when the payload already names its id. */
+  eventId?: string;
+}
+
+const channelOf = (schema: string): string => `${schema}_outbox`;
+
+export async function enqueue(tx: Queryable, schema: string, events: OutboxEvent[]): Promise<string[]> {
+  assertSchemaName(schema);
+  const trace = currentTraceHeaders();
+  const ids: string[] = [];
+  for (const event of events) {
+    const eventId = event.eventId ?? randomUUID();
+    ids.push(eventId);
+    await tx.query(
+      `INSERT INTO ${schema}.outbox (event_id, topic, message_key, payload, headers) VALUES ($1, $2, $3, $4, $5)`,
+      [eventId, event.topic, event.key, Buffer.from(event.payload), trace],
+    );
+  }
+  // Delivered at commit only, so the relay never wakes for a rolled-back event.
+  if (events.length > 0) await tx.query(`NOTIFY ${channelOf(schema)}`);
+  return ids;
+}
+
+export interface RelayOptions {
+  pool: Pool;
+  schema: string;
+  bus: Bus;
+  logger: Logger;
+  batchSize?: number;
+  /** Poll interval when no notification arrives (a NOTIFY can be missed across reconnects). */
+  pollMs?: number;
+}
+
+export interface Relay {
+  /** Finishes the batch in flight, then releases the leadership lock. */
+  stop(): Promise<void>;
+  /** Resolves once the outbox has been seen empty after this call (used by tests and drains). */
+  drained(): Promise<void>;
+}
+
+interface OutboxRow {
+  id: string;
+  event_id: string;
+  topic: string;
+  message_key: string;
+  payload: Buffer;
+  headers: Record<string, string>;
+}
+
+/**
+ * Runs the relay. Only one replica publishes a schema's outbox at a time (a session advisory lock),
+ * which keeps per-key order; the others wait and take over if the leader dies.
+ */
+export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, pollMs = 1_000 }: RelayOptions): Relay {
+  assertSchemaName(schema);
+  let stopping = false;
+  let wake: (() => void) | undefined;
+  let drainWaiters: Array<() => void> = [];
+  const sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+
+  const publishBatch = async (client: PoolClient): Promise<number> => {
+    await client.query('BEGIN');
+    try {
+      const { rows } = await client.query<OutboxRow>(
+        `SELECT id, event_id, topic, message_key, payload, headers FROM ${schema}.outbox ORDER BY id LIMIT $1 FOR UPDATE`,
+        [batchSize],
+      );
+      if (rows.length > 0) {
+        await bus.publish(
+          rows.map((row) => ({
+            topic: row.topic,
+            key: row.message_key,
+            value: row.payload,
+            headers: { ...row.headers, [EVENT_ID_HEADER]: row.event_id },
+          })),
+        );
+        await client.query(`DELETE FROM ${schema}.outbox WHERE id = ANY($1::bigint[])`, [rows.map((row) => row.id)]);
+      }
+      await client.query('COMMIT');
+      return rows.length;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  };
+
+  const run = async (): Promise<void> => {
+    let failures = 0;
+    while (!stopping) {
+      let client: PoolClient | undefined;
+      try {
+        client = await pool.connect();
+        const { rows } = await client.query<{ leader: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS leader', [
+          `herald.outbox.${schema}`,
+        ]);
+        if (!rows[0]?.leader) {
+          client.release();
+          client = undefined;
+          await sleep(pollMs * 5);
+          continue;
+        }
+        const onNotification = (): void => wake?.();
+        client.on('notification', onNotification);
+        await client.query(`LISTEN ${channelOf(schema)}`);
+        while (!stopping) {
+          const published = await publishBatch(client);
+          failures = 0;
+          if (published === batchSize) continue;
+          for (const resolve of drainWaiters) resolve();
+          drainWaiters = [];
+          await sleep(pollMs);
+        }
+        await client.query(`UNLISTEN ${channelOf(schema)}`);
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`herald.outbox.${schema}`]);
+        client.off('notification', onNotification);
+      } catch (err) {
+        failures += 1;
+        logger.warn({ err, schema }, 'outbox relay failed; retrying');
+        // A broken connection must not return to the pool holding the lock.
+        client?.release(err as Error);
+        client = undefined;
+        await sleep(Math.min(10_000, 100 * 2 ** failures));
+      } finally {
+        client?.release();
+      }
+    }
+  };
+
+  const running = run();
+  return {
+    async stop() {
+      stopping = true;
+      wake?.();
+      await running;
+    },
+    drained() {
+      return new Promise((resolve) => {
+        drainWaiters.push(resolve);
+        wake?.();
+      });
+    },
+  };
+}
+
+/**
+ * Runs `effect` at most once per (consumer, event id): the marker and the effect commit together,
+ * so a redelivered message is skipped and a failed effect is retried.
+ */
+export async function handleOnce(
+  pool: Pool,
+  schema: string,
+  consumer: string,
+  eventId: string,
+  effect: (tx: PoolClient) => Promise<void>,
+): Promise<boolean> {
+  assertSchemaName(schema);
+  return withTransaction(pool, async (tx) => {
+    const inserted = await tx.query(
+      `INSERT INTO ${schema}.processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+      [consumer, eventId],
+    );
+    if (inserted.rowCount === 0) return false;
+    await effect(tx);
+    return true;
+  });
+}

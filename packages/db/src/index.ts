@@ -1,0 +1,102 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import type { Logger } from '@herald/logging';
+import pg from 'pg';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+/** Anything that runs a query: the pool or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, 'query'>;
+
+export interface PoolOptions {
+  url: string;
+  /** The service's own schema; unqualified names in its SQL resolve there. */
+  schema: string;
+  max?: number;
+  applicationName: string;
+}
+
+const schemaPattern = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function assertSchemaName(schema: string): void {
+  if (!schemaPattern.test(schema)) throw new Error(`invalid schema name "${schema}"`);
+}
+
+export function createPool({ url, schema, max = 10, applicationName }: PoolOptions): Pool {
+  assertSchemaName(schema);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    application_name: applicationName,
+    options: `-c search_path=${schema}`,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+    // A statement that runs this long is a bug or a lock pile-up; fail it rather than hang.
+    statement_timeout: 30_000,
+  });
+  // An idle client that loses its connection emits here; without a listener the process dies.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+const migrationFile = /^(\d{3,})_[a-z0-9_]+\.sql$/;
+
+/**
+ * Applies the numbered plain-SQL files of `dir` to `schema`, each in its own transaction, once.
+ * An advisory lock per schema lets many replicas (or parallel test files) start at once.
+ */
+export async function migrate(pool: Pool, schema: string, dir: string, logger?: Logger): Promise<number> {
+  assertSchemaName(schema);
+  const files = (await readdir(dir)).filter((name) => migrationFile.test(name)).sort();
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`herald.migrate.${schema}`]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
+         version integer PRIMARY KEY,
+         name text NOT NULL,
+         applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${schema}.schema_migrations`);
+    const applied = new Set(rows.map((row) => row.version));
+    let count = 0;
+    for (const name of files) {
+      const version = Number(migrationFile.exec(name)?.[1]);
+      if (applied.has(version)) continue;
+      const sql = await readFile(join(dir, name), 'utf8');
+      await client.query('BEGIN');
+      try {
+        await client.query(`SET LOCAL search_path = ${schema}`);
+        await client.query(sql);
+        await client.query(`INSERT INTO ${schema}.schema_migrations (version, name) VALUES ($1, $2)`, [version, name]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${schema}/${name} failed: ${(err as Error).message}`);
+      }
+      count += 1;
+      logger?.info({ schema, migration: name }, 'migration applied');
+    }
+    return count;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`herald.migrate.${schema}`]).catch(() => undefined);
+    client.release();
+  }
+}

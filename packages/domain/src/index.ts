@@ -1,0 +1,3 @@
+export * from './keys.js';
+export * from './plans.js';
+export * from './scopes.js';

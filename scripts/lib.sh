@@ -1,0 +1,27 @@
+# Shared by start.sh and test.sh: dependencies, infrastructure, build.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+ensure_node_modules() {
+  # Reinstall only when the lock file changed since the last install.
+  local stamp=node_modules/.herald-lock-hash
+  local want
+  want="$(sha256sum package-lock.json | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "==> npm ci"
+    npm ci --no-audit --no-fund
+    echo "$want" > "$stamp"
+  fi
+}
+
+ensure_infrastructure() {
+  echo "==> local infrastructure (PostgreSQL, Redis, Kafka)"
+  bash deploy/infra.sh up
+  eval "$(bash deploy/infra.sh env)"
+}
+
+build() {
+  echo "==> build"
+  npm run build --silent
+}

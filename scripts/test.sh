@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `npm test`: the full suite against real PostgreSQL, Redis and Kafka, from a fresh machine.
+source "$(dirname "$0")/lib.sh"
+ensure_node_modules
+ensure_infrastructure
+build
+if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- proto/src/gen)" ]; then
+  echo "Generated code in proto/src/gen differs from the .proto files; run 'npm run generate' and commit." >&2
+  git status --porcelain -- proto/src/gen >&2
+  exit 1
+fi
+export DATABASE_URL="$TEST_DATABASE_URL"
+# Test files run in parallel; each works in its own workspace (tenant) or schema.
+mapfile -t files < <(find proto packages services gateway -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.test.js' -print | sort)
+echo "==> ${#files[@]} test files"
+exec node --test --test-concurrency="${TEST_CONCURRENCY:-4}" --test-reporter=spec "$@" "${files[@]}"

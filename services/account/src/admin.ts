@@ -1,0 +1,145 @@
+#!/usr/bin/env node
+/**
+ * Operator CLI: `npm run admin -- <command>`; prints one JSON document on stdout.
+ *
+ *   workspace create --name <n> --plan <plan> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal]
+ *       -> {workspaceId, siteId, siteSlug, siteKey, apiKey}   (apiKey is a dashboard-origin key)
+ *   workspace set-plan --workspace <id> --plan <none|free|starter|growth|enterprise|partner>
+ *       -> {workspaceId, plan, previousPlan}
+ *   key create --workspace <id> --origin <dashboard|runtime|connector> [--name <n>] [--expires-in <seconds>]
+ *       -> {keyId, apiKey}
+ *   key revoke --key <id> [--workspace <id>]
+ *       -> {keyId, revoked: true}
+ *
+ * Reads DATABASE_URL; applies the account migrations first, so it works before the services run.
+ * This interface is stable: the README quick start and every test bootstrap with it.
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import { createPool, migrate, type Pool } from '@herald/db';
+import { isKeyOrigin, isPlanName } from '@herald/domain';
+import { HeraldError } from '@herald/errors';
+
+import { issueKey, provisionWorkspace } from './provisioning.js';
+import { migrationsDir, revokeKey, SCHEMA, setPlan } from './store.js';
+
+export class UsageError extends Error {}
+
+const usage = `usage:
+  workspace create --name <n> --plan <none|free|starter|growth|enterprise|partner> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal]
+  workspace set-plan --workspace <id> --plan <plan>
+  key create --workspace <id> --origin <dashboard|runtime|connector> [--name <n>] [--expires-in <seconds>]
+  key revoke --key <id> [--workspace <id>]`;
+
+const optionSpec = {
+  name: { type: 'string' },
+  plan: { type: 'string' },
+  domain: { type: 'string' },
+  'owner-external-id': { type: 'string' },
+  'approval-mode': { type: 'string' },
+  workspace: { type: 'string' },
+  origin: { type: 'string' },
+  'expires-in': { type: 'string' },
+  key: { type: 'string' },
+} as const;
+
+function required(values: Record<string, string | undefined>, name: string): string {
+  const value = values[name];
+  if (value === undefined || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function planArg(value: string) {
+  if (!isPlanName(value)) throw new UsageError(`--plan must be one of none, free, starter, growth, enterprise, partner`);
+  return value;
+}
+
+/** Runs one command against `pool` and returns what the CLI prints. */
+export async function runAdmin(pool: Pool, argv: string[]): Promise<Record<string, unknown>> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: optionSpec, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const command = positionals.join(' ');
+  switch (command) {
+    case 'workspace create': {
+      const approvalMode = values['approval-mode'] ?? 'browser';
+      if (approvalMode !== 'browser' && approvalMode !== 'terminal') throw new UsageError('--approval-mode must be browser or terminal');
+      return { ...(await provisionWorkspace(pool, {
+        name: required(values, 'name'),
+        plan: planArg(required(values, 'plan')),
+        domain: required(values, 'domain'),
+        approvalMode,
+        ...(values['owner-external-id'] ? { ownerExternalId: values['owner-external-id'] } : {}),
+      })) };
+    }
+    case 'workspace set-plan': {
+      const workspaceId = required(values, 'workspace');
+      const plan = planArg(required(values, 'plan'));
+      const previousPlan = await setPlan(pool, workspaceId, plan);
+      if (previousPlan === undefined) throw new HeraldError('not_found', `No workspace ${workspaceId}.`);
+      return { workspaceId, plan, previousPlan };
+    }
+    case 'key create': {
+      const origin = required(values, 'origin');
+      // Bound keys belong to an end-user and are issued through POST /keys only.
+      if (!isKeyOrigin(origin) || origin === 'bound') throw new UsageError('--origin must be dashboard, runtime or connector');
+      const expiresIn = values['expires-in'];
+      let expiresAt: Date | undefined;
+      if (expiresIn !== undefined) {
+        const seconds = Number(expiresIn);
+        if (!Number.isInteger(seconds) || seconds < 1) throw new UsageError('--expires-in is a whole number of seconds, at least 1');
+        expiresAt = new Date(Date.now() + seconds * 1_000);
+      }
+      return {
+        ...(await issueKey(pool, {
+          workspaceId: required(values, 'workspace'),
+          origin,
+          ...(values.name ? { name: values.name } : {}),
+          ...(expiresAt ? { expiresAt } : {}),
+        })),
+      };
+    }
+    case 'key revoke': {
+      const keyId = required(values, 'key');
+      const owner = await revokeKey(pool, keyId, values.workspace);
+      if (owner === undefined) throw new HeraldError('not_found', `No active key ${keyId}.`);
+      return { keyId, revoked: true };
+    }
+    default:
+      throw new UsageError(command === '' ? 'a command is required' : `unknown command "${command}"`);
+  }
+}
+
+async function main(): Promise<void> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    process.stderr.write('DATABASE_URL is required (eval "$(deploy/infra.sh env)" sets it for the local infrastructure)\n');
+    process.exit(78);
+  }
+  const pool = createPool({ url: databaseUrl, schema: SCHEMA, max: 2, applicationName: 'herald-admin' });
+  try {
+    await migrate(pool, SCHEMA, migrationsDir);
+    const result = await runAdmin(pool, process.argv.slice(2));
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${JSON.stringify({ error: err.message })}\n${usage}\n`);
+      process.exitCode = 2;
+    } else if (err instanceof HeraldError) {
+      process.stderr.write(`${JSON.stringify({ error: err.message, code: err.code })}\n`);
+      process.exitCode = 1;
+    } else {
+      throw err;
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

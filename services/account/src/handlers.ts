@@ -1,0 +1,131 @@
+import type { Pool } from '@herald/db';
+import { hashSecret, isPlanName, planFacts, secretMatches, type PlanName } from '@herald/domain';
+import { HeraldError } from '@herald/errors';
+import { unaryImplementation } from '@herald/grpc';
+import type { Logger } from '@herald/logging';
+import { AccountServiceService, type Plan, type Site } from '@herald/proto/herald/account/v1/account';
+
+import * as store from './store.js';
+
+const toIso = (value: Date | null): string => (value ? value.toISOString() : '');
+
+export function toPlanMessage(name: PlanName): Plan {
+  const facts = planFacts(name);
+  return { ...facts, monthlyNotificationAllowance: String(facts.monthlyNotificationAllowance) };
+}
+
+export function subscribePageUrl(publicOrigin: string, slug: string): string {
+  return `${publicOrigin}/s/${slug}`;
+}
+
+function toSiteMessage(site: store.SiteRow, publicOrigin: string): Site {
+  return {
+    id: site.id,
+    name: site.name,
+    slug: site.slug,
+    domain: site.domain,
+    subscribePageUrl: subscribePageUrl(publicOrigin, site.slug),
+    siteKey: site.site_key,
+    vapidPublicKey: site.vapid_public_key,
+    createdAt: site.created_at.toISOString(),
+  };
+}
+
+/** Compared against when a key id is unknown, so a miss costs the same as a wrong secret. */
+const decoyHash = hashSecret('decoy');
+
+export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string) {
+  const unauthenticated = (): HeraldError => new HeraldError('unauthorized', 'The API key is invalid, revoked or expired.', { title: 'Invalid API key' });
+
+  return unaryImplementation(
+    AccountServiceService,
+    {
+      async authenticateKey({ keyId, secret }) {
+        const key = await store.findKeyForAuthentication(pool, keyId);
+        const matches = secretMatches(secret, key?.secret_hash ?? decoyHash);
+        if (!key || !matches || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= Date.now())) {
+          throw unauthenticated();
+        }
+        if (!isPlanName(key.plan)) throw new Error(`workspace ${key.workspace_id} has unknown plan ${key.plan}`);
+        await store.touchKey(pool, key.id);
+        return {
+          principal: {
+            keyId: key.id,
+            keyOrigin: key.origin,
+            workspaceId: key.workspace_id,
+            siteId: key.site_id,
+            boundExternalId: key.bound_external_id ?? '',
+            ownerExternalId: key.bound_external_id ?? key.owner_external_id,
+            plan: toPlanMessage(key.plan),
+            approvalMode: key.approval_mode,
+            keyExpiresAt: toIso(key.expires_at),
+            scopes: key.scopes,
+          },
+        };
+      },
+
+      async getIdentity({ workspaceId, keyId }) {
+        const [workspace, site, key] = await Promise.all([
+          store.findWorkspace(pool, workspaceId),
+          store.findSite(pool, workspaceId),
+          store.findKey(pool, workspaceId, keyId),
+        ]);
+        if (!workspace || !site || !key) throw new HeraldError('not_found', 'No such key in this workspace.');
+        return {
+          key: {
+            id: key.id,
+            name: key.name,
+            origin: key.origin,
+            scopes: key.scopes,
+            boundExternalId: key.bound_external_id ?? '',
+            revoked: key.revoked_at !== null,
+            createdAt: key.created_at.toISOString(),
+            lastUsedAt: toIso(key.last_used_at),
+            expiresAt: toIso(key.expires_at),
+            revokedAt: toIso(key.revoked_at),
+          },
+          site: toSiteMessage(site, publicOrigin),
+          workspace: {
+            id: workspace.id,
+            name: workspace.name,
+            approvalMode: workspace.approval_mode,
+            ownerExternalId: workspace.owner_external_id,
+            createdAt: workspace.created_at.toISOString(),
+          },
+          plan: toPlanMessage(workspace.plan),
+        };
+      },
+
+      async getSite({ workspaceId }) {
+        const site = await store.findSite(pool, workspaceId);
+        if (!site) throw new HeraldError('not_found', 'This workspace has no site.');
+        return { site: toSiteMessage(site, publicOrigin) };
+      },
+
+      async countDevices({ workspaceId, externalId }) {
+        const counts = await store.countDevices(pool, workspaceId, externalId);
+        return { siteDevices: String(counts.site), externalIdDevices: String(counts.externalId) };
+      },
+
+      async reportMachine(request) {
+        await store.upsertMachine(pool, request);
+        return {};
+      },
+
+      async listMachines({ workspaceId }) {
+        const rows = await store.listMachines(pool, workspaceId);
+        return {
+          machines: rows.map((row) => ({
+            id: row.machine_id,
+            name: row.name,
+            platform: row.platform,
+            keyId: row.key_id,
+            firstSeenAt: row.first_seen_at.toISOString(),
+            lastSeenAt: row.last_seen_at.toISOString(),
+          })),
+        };
+      },
+    },
+    logger,
+  );
+}

@@ -1,0 +1,32 @@
+import { createKafkaBus, startOutboxRelay } from '@herald/bus';
+import { drainOnSignal, loadConfig } from '@herald/config';
+import { createPool, migrate } from '@herald/db';
+import { startGrpcServer } from '@herald/grpc';
+import { createLogger } from '@herald/logging';
+import { AccountServiceService } from '@herald/proto/herald/account/v1/account';
+
+import { readConfig } from './config.js';
+import { accountHandlers } from './handlers.js';
+import { migrationsDir, SCHEMA } from './store.js';
+
+const config = loadConfig(readConfig);
+const logger = createLogger('account');
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, applicationName: 'herald-account' });
+await migrate(pool, SCHEMA, migrationsDir, logger);
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-account`, logger });
+const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
+  [AccountServiceService, accountHandlers(pool, logger, config.publicOrigin)],
+]);
+logger.info({ port: server.port }, 'account service serving');
+
+drainOnSignal(
+  async () => {
+    await server.drain(config.shutdownGraceMs);
+    await relay.stop();
+    await bus.close();
+    await pool.end();
+  },
+  config.shutdownGraceMs,
+  (message, err) => logger.info({ err }, message),
+);

@@ -1,0 +1,222 @@
+import { fileURLToPath } from 'node:url';
+
+import { withTransaction, type Pool, type Queryable } from '@herald/db';
+import { enqueue } from '@herald/bus';
+import type { KeyOrigin, PlanName } from '@herald/domain';
+import { AccountEvent } from '@herald/proto/herald/account/v1/events';
+
+/** Every SQL statement of the account service. Each query is scoped by workspace id. */
+
+export const SCHEMA = 'account';
+export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
+export const ACCOUNT_EVENTS_TOPIC = 'herald.account.events';
+
+export interface WorkspaceRow {
+  id: string;
+  name: string;
+  plan: PlanName;
+  approval_mode: 'browser' | 'terminal';
+  owner_external_id: string;
+  created_at: Date;
+}
+
+export interface SiteRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  slug: string;
+  domain: string;
+  site_key: string;
+  vapid_public_key: string;
+  created_at: Date;
+}
+
+export interface KeyRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  origin: KeyOrigin;
+  scopes: string[];
+  bound_external_id: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface MachineRow {
+  machine_id: string;
+  name: string;
+  platform: string;
+  key_id: string;
+  first_seen_at: Date;
+  last_seen_at: Date;
+}
+
+type EventKind = NonNullable<AccountEvent['kind']>;
+
+async function recordEvent(tx: Queryable, workspaceId: string, kind: EventKind): Promise<void> {
+  const eventId = crypto.randomUUID();
+  const payload = AccountEvent.encode({ eventId, occurredAt: new Date().toISOString(), workspaceId, kind }).finish();
+  await enqueue(tx, SCHEMA, [{ topic: ACCOUNT_EVENTS_TOPIC, key: workspaceId, payload, eventId }]);
+}
+
+export interface NewWorkspace {
+  workspace: { id: string; name: string; plan: PlanName; ownerExternalId: string; approvalMode: 'browser' | 'terminal' };
+  site: { id: string; slug: string; domain: string; siteKey: string; vapidPublicKey: string; vapidPrivateKey: string };
+}
+
+export async function createWorkspace(pool: Pool, { workspace, site }: NewWorkspace): Promise<void> {
+  await withTransaction(pool, async (tx) => {
+    await tx.query(
+      `INSERT INTO workspaces (id, name, plan, approval_mode, owner_external_id) VALUES ($1, $2, $3, $4, $5)`,
+      [workspace.id, workspace.name, workspace.plan, workspace.approvalMode, workspace.ownerExternalId],
+    );
+    await tx.query(
+      `INSERT INTO sites (id, workspace_id, name, slug, domain, site_key, vapid_public_key, vapid_private_key)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [site.id, workspace.id, workspace.name, site.slug, site.domain, site.siteKey, site.vapidPublicKey, site.vapidPrivateKey],
+    );
+    await recordEvent(tx, workspace.id, {
+      $case: 'workspaceCreated',
+      value: { name: workspace.name, plan: workspace.plan, siteId: site.id },
+    });
+  });
+}
+
+/** Returns the previous plan, or undefined when the workspace does not exist. */
+export async function setPlan(pool: Pool, workspaceId: string, plan: PlanName): Promise<PlanName | undefined> {
+  return withTransaction(pool, async (tx) => {
+    const { rows } = await tx.query<{ plan: PlanName }>(`SELECT plan FROM workspaces WHERE id = $1 FOR UPDATE`, [workspaceId]);
+    const previous = rows[0]?.plan;
+    if (previous === undefined) return undefined;
+    await tx.query(`UPDATE workspaces SET plan = $2, updated_at = now() WHERE id = $1`, [workspaceId, plan]);
+    await recordEvent(tx, workspaceId, { $case: 'planChanged', value: { previousPlan: previous, plan } });
+    return previous;
+  });
+}
+
+export interface NewKey {
+  id: string;
+  workspaceId: string;
+  name: string;
+  origin: KeyOrigin;
+  scopes: readonly string[];
+  boundExternalId: string | null;
+  secretHash: Buffer;
+  expiresAt: Date | null;
+}
+
+/** Returns false when the workspace does not exist. */
+export async function createKey(pool: Pool, key: NewKey): Promise<boolean> {
+  return withTransaction(pool, async (tx) => {
+    const { rowCount } = await tx.query(
+      `INSERT INTO api_keys (id, workspace_id, name, origin, scopes, bound_external_id, secret_hash, expires_at)
+       SELECT $1, id, $3, $4, $5, $6, $7, $8 FROM workspaces WHERE id = $2`,
+      [key.id, key.workspaceId, key.name, key.origin, key.scopes, key.boundExternalId, key.secretHash, key.expiresAt],
+    );
+    if (rowCount === 0) return false;
+    await recordEvent(tx, key.workspaceId, { $case: 'keyCreated', value: { keyId: key.id, origin: key.origin } });
+    return true;
+  });
+}
+
+/** Revokes a key; returns its workspace, or undefined when no such key (or it was revoked already). */
+export async function revokeKey(pool: Pool, keyId: string, workspaceId?: string): Promise<string | undefined> {
+  return withTransaction(pool, async (tx) => {
+    const { rows } = await tx.query<{ workspace_id: string }>(
+      `UPDATE api_keys SET revoked_at = now()
+        WHERE id = $1 AND revoked_at IS NULL AND ($2::text IS NULL OR workspace_id = $2)
+        RETURNING workspace_id`,
+      [keyId, workspaceId ?? null],
+    );
+    const owner = rows[0]?.workspace_id;
+    if (owner !== undefined) await recordEvent(tx, owner, { $case: 'keyRevoked', value: { keyId } });
+    return owner;
+  });
+}
+
+export interface KeyForAuthentication extends KeyRow {
+  secret_hash: Buffer;
+  plan: PlanName;
+  approval_mode: 'browser' | 'terminal';
+  owner_external_id: string;
+  site_id: string;
+}
+
+export async function findKeyForAuthentication(db: Queryable, keyId: string): Promise<KeyForAuthentication | undefined> {
+  const { rows } = await db.query<KeyForAuthentication>(
+    `SELECT k.*, w.plan, w.approval_mode, w.owner_external_id, s.id AS site_id
+       FROM api_keys k
+       JOIN workspaces w ON w.id = k.workspace_id
+       JOIN sites s ON s.workspace_id = k.workspace_id
+      WHERE k.id = $1`,
+    [keyId],
+  );
+  return rows[0];
+}
+
+/** Records use at most once a minute per key, so authentication stays a read. */
+export async function touchKey(db: Queryable, keyId: string): Promise<void> {
+  await db.query(
+    `UPDATE api_keys SET last_used_at = now()
+      WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
+    [keyId],
+  );
+}
+
+export async function findKey(db: Queryable, workspaceId: string, keyId: string): Promise<KeyRow | undefined> {
+  const { rows } = await db.query<KeyRow>(`SELECT * FROM api_keys WHERE workspace_id = $1 AND id = $2`, [workspaceId, keyId]);
+  return rows[0];
+}
+
+export async function findWorkspace(db: Queryable, workspaceId: string): Promise<WorkspaceRow | undefined> {
+  const { rows } = await db.query<WorkspaceRow>(`SELECT * FROM workspaces WHERE id = $1`, [workspaceId]);
+  return rows[0];
+}
+
+export async function findSite(db: Queryable, workspaceId: string): Promise<SiteRow | undefined> {
+  const { rows } = await db.query<SiteRow>(
+    `SELECT id, workspace_id, name, slug, domain, site_key, vapid_public_key, created_at FROM sites WHERE workspace_id = $1`,
+    [workspaceId],
+  );
+  return rows[0];
+}
+
+export async function countDevices(
+  db: Queryable,
+  workspaceId: string,
+  externalId: string,
+): Promise<{ site: number; externalId: number }> {
+  const { rows } = await db.query<{ site: string; external: string }>(
+    `SELECT count(*) AS site, count(*) FILTER (WHERE external_id = $2) AS external
+       FROM devices WHERE workspace_id = $1 AND revoked_at IS NULL`,
+    [workspaceId, externalId],
+  );
+  return { site: Number(rows[0]?.site ?? 0), externalId: Number(rows[0]?.external ?? 0) };
+}
+
+export async function upsertMachine(
+  db: Queryable,
+  machine: { workspaceId: string; keyId: string; machineId: string; name: string; platform: string },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO machines (workspace_id, machine_id, name, platform, key_id) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (workspace_id, machine_id) DO UPDATE
+        SET name = COALESCE(NULLIF(EXCLUDED.name, ''), machines.name),
+            platform = COALESCE(NULLIF(EXCLUDED.platform, ''), machines.platform),
+            key_id = EXCLUDED.key_id,
+            last_seen_at = now()`,
+    [machine.workspaceId, machine.machineId, machine.name, machine.platform, machine.keyId],
+  );
+}
+
+/** Most recently seen first; a workspace keeps at most the 500 newest in the answer. */
+export async function listMachines(db: Queryable, workspaceId: string): Promise<MachineRow[]> {
+  const { rows } = await db.query<MachineRow>(
+    `SELECT machine_id, name, platform, key_id, first_seen_at, last_seen_at
+       FROM machines WHERE workspace_id = $1 ORDER BY last_seen_at DESC, machine_id LIMIT 500`,
+    [workspaceId],
+  );
+  return rows;
+}

@@ -1,0 +1,9 @@
+import { pieces, type Env } from '@herald/config';
+
+export function readConfig(env: Env) {
+  return {
+    ...pieces.database(env),
+    ...pieces.grpcServer(env, 50052),
+    ...pieces.shutdown(env),
+  };
+}
