@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Local infrastructure for Herald: PostgreSQL, Redis and Kafka (KRaft), no Docker, no systemd.
+# All state lives in <repo>/.local (git-ignored). Ports: HERALD_PG_PORT, HERALD_REDIS_PORT,
+# HERALD_KAFKA_PORT, HERALD_KAFKA_CONTROLLER_PORT (defaults 15432, 16379, 19092, 19093).
+#
+#   deploy/infra.sh up       install what is missing, start everything, create DBs and topics
+#   deploy/infra.sh status   one line per component; exit 0 only if all are running
+#   deploy/infra.sh stop     stop everything (data kept)
+#   deploy/infra.sh env      print export lines:  eval "$(deploy/infra.sh env)"
+#   deploy/infra.sh reset    stop and delete .local (clean slate)
+#
+# Change ports only while everything is stopped (the running servers keep their old ports).
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+
+LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib"
+# shellcheck source=lib/common.sh
+source "$LIB_DIR/common.sh"
+# shellcheck source=lib/postgres.sh
+source "$LIB_DIR/postgres.sh"
+# shellcheck source=lib/redis.sh
+source "$LIB_DIR/redis.sh"
+# shellcheck source=lib/kafka.sh
+source "$LIB_DIR/kafka.sh"
+
+cmd_env() {
+  cat <<EOF
+export DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald
+export TEST_DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald_test
+export REDIS_URL=redis://$BIND_ADDR:$HERALD_REDIS_PORT
+export KAFKA_BROKERS=$BIND_ADDR:$HERALD_KAFKA_PORT
+EOF
+}
+
+cmd_status() {
+  local rc=0
+  pg_status_line || rc=1
+  redis_status_line || rc=1
+  kafka_status_line || rc=1
+  return "$rc"
+}
+
+# Installing packages and switching to the postgres user need root.
+require_root() { ((EUID == 0)) || die "deploy/infra.sh $1 must run as root"; }
+
+cmd_up() {
+  local started=$SECONDS
+  require_root up
+  ensure_packages postgresql redis-server openjdk-17-jre-headless maven
+  take_lock
+  kafka_fetch_libs
+  kafka_config
+  kafka_format
+  # Kafka boots slowest: launch it first and set up PostgreSQL and Redis meanwhile.
+  kafka_start
+  pg_up
+  redis_up
+  kafka_wait
+  kafka_topics
+  log "all up in $((SECONDS - started))s"
+  cmd_status
+  echo "Use in a shell:  eval \"\$(deploy/infra.sh env)\""
+}
+
+cmd_stop() {
+  require_root stop
+  take_lock
+  kafka_stop
+  redis_stop
+  pg_stop
+}
+
+cmd_reset() {
+  cmd_stop
+  log "deleting $LOCAL_DIR"
+  rm -rf "$LOCAL_DIR"
+  # The socket dir sits outside .local only for very deep checkouts.
+  [[ $PG_SOCK_DIR == "$LOCAL_DIR"/* ]] || rm -rf "$PG_SOCK_DIR"
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  status) cmd_status ;;
+  stop) cmd_stop ;;
+  env) cmd_env ;;
+  reset) cmd_reset ;;
+  *)
+    sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+    exit 2
+    ;;
+esac
