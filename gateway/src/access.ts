@@ -22,17 +22,17 @@ export function assertAccess(principal: Principal, access: Exclude<RouteAccess, 
       extra: { upgradeUrl },
     });
   }
-  if (!principal.scopes.includes(access.scope)) {
-    throw new HeraldError('forbidden', 'This key cannot access this endpoint', {
-      hint: `Keys of origin "${principal.keyOrigin}" cannot call this endpoint; use a key created in the dashboard.`,
-    });
-  }
   // Bound keys exist on the Partner plan only; a downgrade disables them.
   const needsPartner = access.plan === 'partner' || principal.keyOrigin === 'bound';
   if (needsPartner && !plan.partner) {
     throw new HeraldError('plan_upgrade_required', 'This endpoint requires the Partner plan.', {
       title: 'Plan upgrade required',
       extra: { upgradeUrl },
+    });
+  }
+  if (!principal.scopes.includes(access.scope)) {
+    throw new HeraldError('forbidden', 'This key cannot access this endpoint', {
+      hint: `Keys of origin "${principal.keyOrigin}" cannot call this endpoint; use a key created in the dashboard.`,
     });
   }
   if (access.plan === 'api' && !plan.apiAccess) {

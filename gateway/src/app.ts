@@ -70,7 +70,7 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   installErrorHandling(app, documentationBase, `${config.publicOrigin}/openapi.json`, config.bodyLimitBytes);
 
   const principals = new PrincipalCache(clients.account, config.keyCacheTtlMs);
-  const limiter = new RateLimiter(redis, config.rateLimitFallbackReplicas, (err) =>
+  const limiter = new RateLimiter(redis, config.rateLimitWindowMs, config.rateLimitFallbackReplicas, (err) =>
     logger.warn({ err }, 'Redis unreachable: rate limiting per replica until it is back'),
   );
   const machines = new MachineReporter(clients.account, logger);

@@ -18,6 +18,8 @@ export function readConfig(env: Env) {
      * While Redis is unreachable each replica enforces limit / this number on its own, so the
      * fleet as a whole stays within the plan's limit. Set it to the replica count.
      */
+    /** The rate-limit window; the plans' limits are per minute, so only tests shorten it. */
+    rateLimitWindowMs: env.integer('RATE_LIMIT_WINDOW_MS', 60_000, { min: 1_000, max: 3_600_000 }),
     rateLimitFallbackReplicas: env.integer('RATE_LIMIT_FALLBACK_REPLICAS', 2, { min: 1, max: 1_000 }),
     bodyLimitBytes: env.integer('BODY_LIMIT_BYTES', 1_048_576, { min: 1_024, max: 16_777_216 }),
     requestTimeoutMs: env.integer('REQUEST_TIMEOUT_MS', 70_000, { min: 1_000, max: 600_000 }),

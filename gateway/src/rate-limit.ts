@@ -11,8 +11,6 @@ import type { Redis, Result } from 'ioredis';
  * with `limit / fallbackReplicas`: never unlimited, never a total outage.
  */
 
-export const WINDOW_MS = 60_000;
-
 export interface RateDecision {
   allowed: boolean;
   limit: number;
@@ -59,6 +57,7 @@ export class RateLimiter {
 
   constructor(
     private readonly redis: Redis,
+    private readonly windowMs: number,
     private readonly fallbackReplicas: number,
     private readonly onFallback: (err: unknown) => void,
   ) {
@@ -71,7 +70,7 @@ export class RateLimiter {
       const [allowed, remaining, resetAtMs, nowMs] = await this.redis.heraldSlidingLog(
         `herald:rl:${keyId}`,
         limit,
-        WINDOW_MS,
+        this.windowMs,
         `${this.instance}:${this.sequence}`,
       );
       return {
@@ -93,11 +92,18 @@ export class RateLimiter {
 
   private checkLocally(keyId: string, limit: number, now: number): RateDecision {
     const share = Math.max(1, Math.floor(limit / this.fallbackReplicas));
-    const log = (this.local.get(keyId) ?? []).filter((at) => at > now - WINDOW_MS);
+    if (this.local.size > 10_000) this.sweep(now);
+    const log = (this.local.get(keyId) ?? []).filter((at) => at > now - this.windowMs);
     const allowed = log.length < share;
     if (allowed) log.push(now);
     this.local.set(keyId, log);
-    const resetAtMs = (log[0] ?? now) + WINDOW_MS;
+    const resetAtMs = (log[0] ?? now) + this.windowMs;
     return { allowed, limit: share, remaining: share - log.length, resetAtMs, retryAfterMs: allowed ? 0 : resetAtMs - now };
+  }
+
+  private sweep(now: number): void {
+    for (const [keyId, log] of this.local) {
+      if ((log.at(-1) ?? 0) <= now - this.windowMs) this.local.delete(keyId);
+    }
   }
 }

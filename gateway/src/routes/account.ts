@@ -111,14 +111,14 @@ export const accountRoutes =
       },
     );
 
-    app.get('/site', { config: { access: { scope: 'account:read' } }, schema: { response: withErrors({ 200: SiteRecord }) } }, async (request) => {
+    app.get('/site', { config: { access: { scope: 'account' } }, schema: { response: withErrors({ 200: SiteRecord }) } }, async (request) => {
       const { site } = await clients.account.getSite({ workspaceId: principalOf(request).workspaceId });
       return siteRecord(site);
     });
 
     app.get(
       '/channels',
-      { config: { access: { scope: 'account:read' } }, schema: { response: withErrors({ 200: ChannelsRecord }) } },
+      { config: { access: { scope: 'account' } }, schema: { response: withErrors({ 200: ChannelsRecord }) } },
       async (request) => {
         const { workspaceId, ownerExternalId } = principalOf(request);
         const [devices, subscriptions] = await Promise.all([
@@ -142,9 +142,33 @@ export const accountRoutes =
     app.get(
       '/machines',
       {
-        config: { access: { scope: 'account:read' } },
+        config: { access: { scope: 'account' } },
         schema: { response: withErrors({ 200: Type.Object({ machines: Type.Array(MachineRecord) }) }) },
       },
       async (request) => clients.account.listMachines({ workspaceId: principalOf(request).workspaceId }),
+    );
+
+    app.post(
+      '/machines',
+      {
+        config: { access: { scope: 'account' } },
+        schema: {
+          body: Type.Object(
+            {
+              machineId: Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'Stable id chosen by the client' }),
+              name: Type.Optional(Type.String({ maxLength: 200 })),
+              platform: Type.Optional(Type.String({ maxLength: 100 })),
+            },
+            { additionalProperties: false },
+          ),
+          response: withErrors({ 200: Type.Object({ machine: MachineRecord }) }),
+        },
+      },
+      async (request) => {
+        const { workspaceId, keyId } = principalOf(request);
+        const { machineId, name = '', platform = '' } = request.body;
+        const { machine } = await clients.account.reportMachine({ workspaceId, keyId, machineId, name, platform });
+        return { machine: machine as NonNullable<typeof machine> };
+      },
     );
   };

@@ -5,7 +5,7 @@
 
 export const SCOPES = [
   'identity', // GET /identity
-  'account:read', // GET /site, /channels, /machines
+  'account', // GET /site, /channels, /machines
   'notifications:send', // POST /send
   'notifications:read', // GET /notifications/{id}
   'ask', // /ask
@@ -29,7 +29,7 @@ const scopesByOrigin: Record<KeyOrigin, readonly Scope[]> = {
   // Every endpoint the plan includes.
   dashboard: SCOPES,
   // CLI setup or login, phone pairing, desktop app: runtime calls only.
-  runtime: ['identity', 'account:read', 'notifications:send', 'ask', 'decisions'],
+  runtime: ['identity', 'account', 'notifications:send', 'ask', 'decisions'],
   // Chat-assistant connector: send and identity only.
   connector: ['identity', 'notifications:send'],
   // Issued by POST /keys for one end-user: policy evaluation, that user's decisions and enrollment.

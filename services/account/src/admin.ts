@@ -8,6 +8,7 @@
  *       -> {workspaceId, plan, previousPlan}
  *   key create --workspace <id> --origin <dashboard|runtime|connector> [--name <n>] [--expires-in <seconds>]
  *       -> {keyId, apiKey}
+ *   key create --workspace <id> --origin bound --external-id <end-user id> ...   (Partner workspaces)
  *   key revoke --key <id> [--workspace <id>]
  *       -> {keyId, revoked: true}
  *
@@ -30,7 +31,7 @@ export class UsageError extends Error {}
 const usage = `usage:
   workspace create --name <n> --plan <none|free|starter|growth|enterprise|partner> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal]
   workspace set-plan --workspace <id> --plan <plan>
-  key create --workspace <id> --origin <dashboard|runtime|connector> [--name <n>] [--expires-in <seconds>]
+  key create --workspace <id> --origin <dashboard|runtime|connector|bound> [--external-id <id>] [--name <n>] [--expires-in <seconds>]
   key revoke --key <id> [--workspace <id>]`;
 
 const optionSpec = {
@@ -43,6 +44,7 @@ const optionSpec = {
   origin: { type: 'string' },
   'expires-in': { type: 'string' },
   key: { type: 'string' },
+  'external-id': { type: 'string' },
 } as const;
 
 function required(values: Record<string, string | undefined>, name: string): string {
@@ -87,8 +89,10 @@ export async function runAdmin(pool: Pool, argv: string[]): Promise<Record<strin
     }
     case 'key create': {
       const origin = required(values, 'origin');
-      // Bound keys belong to an end-user and are issued through POST /keys only.
-      if (!isKeyOrigin(origin) || origin === 'bound') throw new UsageError('--origin must be dashboard, runtime or connector');
+      if (!isKeyOrigin(origin)) throw new UsageError('--origin must be dashboard, runtime, connector or bound');
+      // A bound key acts for exactly one end-user; no other key names one.
+      const boundExternalId = origin === 'bound' ? required(values, 'external-id') : undefined;
+      if (origin !== 'bound' && values['external-id'] !== undefined) throw new UsageError('--external-id goes with --origin bound');
       const expiresIn = values['expires-in'];
       let expiresAt: Date | undefined;
       if (expiresIn !== undefined) {
@@ -100,6 +104,7 @@ export async function runAdmin(pool: Pool, argv: string[]): Promise<Record<strin
         ...(await issueKey(pool, {
           workspaceId: required(values, 'workspace'),
           origin,
+          ...(boundExternalId ? { boundExternalId } : {}),
           ...(values.name ? { name: values.name } : {}),
           ...(expiresAt ? { expiresAt } : {}),
         })),

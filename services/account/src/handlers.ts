@@ -3,7 +3,7 @@ import { hashSecret, isPlanName, planFacts, secretMatches, type PlanName } from 
 import { HeraldError } from '@herald/errors';
 import { unaryImplementation } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
-import { AccountServiceService, type Plan, type Site } from '@herald/proto/herald/account/v1/account';
+import { AccountServiceService, type Machine, type Plan, type Site } from '@herald/proto/herald/account/v1/account';
 
 import * as store from './store.js';
 
@@ -28,6 +28,17 @@ function toSiteMessage(site: store.SiteRow, publicOrigin: string): Site {
     siteKey: site.site_key,
     vapidPublicKey: site.vapid_public_key,
     createdAt: site.created_at.toISOString(),
+  };
+}
+
+function toMachineMessage(row: store.MachineRow): Machine {
+  return {
+    id: row.machine_id,
+    name: row.name,
+    platform: row.platform,
+    keyId: row.key_id,
+    firstSeenAt: row.first_seen_at.toISOString(),
+    lastSeenAt: row.last_seen_at.toISOString(),
   };
 }
 
@@ -108,22 +119,11 @@ export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string
       },
 
       async reportMachine(request) {
-        await store.upsertMachine(pool, request);
-        return {};
+        return { machine: toMachineMessage(await store.upsertMachine(pool, request)) };
       },
 
       async listMachines({ workspaceId }) {
-        const rows = await store.listMachines(pool, workspaceId);
-        return {
-          machines: rows.map((row) => ({
-            id: row.machine_id,
-            name: row.name,
-            platform: row.platform,
-            keyId: row.key_id,
-            firstSeenAt: row.first_seen_at.toISOString(),
-            lastSeenAt: row.last_seen_at.toISOString(),
-          })),
-        };
+        return { machines: (await store.listMachines(pool, workspaceId)).map(toMachineMessage) };
       },
     },
     logger,

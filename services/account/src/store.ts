@@ -199,16 +199,18 @@ export async function countDevices(
 export async function upsertMachine(
   db: Queryable,
   machine: { workspaceId: string; keyId: string; machineId: string; name: string; platform: string },
-): Promise<void> {
-  await db.query(
+): Promise<MachineRow> {
+  const { rows } = await db.query<MachineRow>(
     `INSERT INTO machines (workspace_id, machine_id, name, platform, key_id) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (workspace_id, machine_id) DO UPDATE
         SET name = COALESCE(NULLIF(EXCLUDED.name, ''), machines.name),
             platform = COALESCE(NULLIF(EXCLUDED.platform, ''), machines.platform),
             key_id = EXCLUDED.key_id,
-            last_seen_at = now()`,
+            last_seen_at = now()
+     RETURNING machine_id, name, platform, key_id, first_seen_at, last_seen_at`,
     [machine.workspaceId, machine.machineId, machine.name, machine.platform, machine.keyId],
   );
+  return rows[0] as MachineRow;
 }
 
 /** Most recently seen first; a workspace keeps at most the 500 newest in the answer. */

@@ -133,13 +133,14 @@ export interface CountDevicesResponse {
 export interface ReportMachineRequest {
   workspaceId: string;
   keyId: string;
-  /** Caller-chosen stable machine id (from the X-Herald-Machine-Id header). */
+  /** Caller-chosen stable machine id (X-Herald-Machine-Id header or POST /machines). */
   machineId: string;
   name: string;
   platform: string;
 }
 
 export interface ReportMachineResponse {
+  machine?: Machine | undefined;
 }
 
 export interface Machine {
@@ -2022,11 +2023,14 @@ export const ReportMachineRequest: MessageFns<ReportMachineRequest> = {
 };
 
 function createBaseReportMachineResponse(): ReportMachineResponse {
-  return {};
+  return { machine: undefined };
 }
 
 export const ReportMachineResponse: MessageFns<ReportMachineResponse> = {
-  encode(_: ReportMachineResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+  encode(message: ReportMachineResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.machine !== undefined) {
+      Machine.encode(message.machine, writer.uint32(10).fork()).join();
+    }
     return writer;
   },
 
@@ -2043,6 +2047,14 @@ export const ReportMachineResponse: MessageFns<ReportMachineResponse> = {
       while (reader.pos < end) {
         const tag = reader.uint32();
         switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.machine = Machine.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2055,20 +2067,26 @@ export const ReportMachineResponse: MessageFns<ReportMachineResponse> = {
     }
   },
 
-  fromJSON(_: any): ReportMachineResponse {
-    return {};
+  fromJSON(object: any): ReportMachineResponse {
+    return { machine: isSet(object.machine) ? Machine.fromJSON(object.machine) : undefined };
   },
 
-  toJSON(_: ReportMachineResponse): unknown {
+  toJSON(message: ReportMachineResponse): unknown {
     const obj: any = {};
+    if (message.machine !== undefined) {
+      obj.machine = Machine.toJSON(message.machine);
+    }
     return obj;
   },
 
   create<I extends Exact<DeepPartial<ReportMachineResponse>, I>>(base?: I): ReportMachineResponse {
     return ReportMachineResponse.fromPartial(base ?? ({} as any));
   },
-  fromPartial<I extends Exact<DeepPartial<ReportMachineResponse>, I>>(_: I): ReportMachineResponse {
+  fromPartial<I extends Exact<DeepPartial<ReportMachineResponse>, I>>(object: I): ReportMachineResponse {
     const message = createBaseReportMachineResponse();
+    message.machine = (object.machine !== undefined && object.machine !== null)
+      ? Machine.fromPartial(object.machine)
+      : undefined;
     return message;
   },
 };

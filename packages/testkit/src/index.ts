@@ -1,0 +1,3 @@
+export * from './admin.js';
+export * from './http.js';
+export * from './processes.js';
