@@ -57,7 +57,8 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
     },
     requestIdHeader: false,
     return503OnClosing: true,
-    forceCloseConnections: false,
+    // On close, idle keep-alive sockets are closed at once; busy ones finish their request.
+    forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Bodies are taken as sent: no type coercion and no silent removal of unknown fields.
@@ -65,6 +66,9 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   const bodyValidator = new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: true, strict: false });
   const textValidator = new Ajv({ allErrors: true, coerceTypes: 'array', removeAdditional: false, useDefaults: true, strict: false });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyValidator : textValidator).compile(schema));
+
+  // JSON only: a text/plain body is refused instead of arriving as a string.
+  app.removeContentTypeParser('text/plain');
 
   const documentationBase = `${config.publicOrigin}/docs/errors`;
   installErrorHandling(app, documentationBase, `${config.publicOrigin}/openapi.json`, config.bodyLimitBytes);
@@ -113,6 +117,16 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
     }
     assertAccess(principal, access, config.upgradeUrl);
     await machines.report(request, principal);
+  });
+
+  // While draining, each response closes its connection, so kept-alive clients move to another
+  // replica and close() is not held up until their sockets time out.
+  let draining = false;
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (draining) reply.header('connection', 'close');
   });
 
   await app.register(accountRoutes(clients), { prefix: API_PREFIX });

@@ -1,4 +1,4 @@
-import { trace } from '@opentelemetry/api';
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
@@ -58,10 +58,9 @@ export function createLogger(service: string, level = process.env.LOG_LEVEL ?? '
     },
     // Every line carries the active trace, so logs and traces join up.
     mixin() {
-      const span = trace.getActiveSpan();
-      if (!span) return {};
-      const { traceId, spanId } = span.spanContext();
-      return { traceId, spanId };
+      const context = trace.getActiveSpan()?.spanContext();
+      if (!context || !isSpanContextValid(context)) return {};
+      return { traceId: context.traceId, spanId: context.spanId };
     },
   });
 }

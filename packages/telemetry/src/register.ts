@@ -12,6 +12,13 @@ import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 
+const discardSpans = {
+  onStart: () => undefined,
+  onEnd: () => undefined,
+  forceFlush: () => Promise.resolve(),
+  shutdown: () => Promise.resolve(),
+};
+
 const exporting = Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
 
 if (process.env.OTEL_SDK_DISABLED !== 'true') {
@@ -19,8 +26,9 @@ if (process.env.OTEL_SDK_DISABLED !== 'true') {
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
   const sdk = new NodeSDK({
     serviceName: process.env.OTEL_SERVICE_NAME ?? process.env.HERALD_SERVICE ?? 'herald',
-    // An unset exporter would make the SDK default to OTLP on localhost and log export errors.
-    ...(exporting ? {} : { traceExporter: undefined, spanProcessors: [] }),
+    // Without an exporter the SDK would fall back to OTLP on localhost (and log every failed
+    // export); a processor that drops spans keeps real trace ids flowing into logs and headers.
+    ...(exporting ? {} : { spanProcessors: [discardSpans] }),
     instrumentations: [
       new HttpInstrumentation(),
       new GrpcInstrumentation(),

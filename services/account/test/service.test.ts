@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+
+import { credentials } from '@grpc/grpc-js';
+import { HealthCheckResponse_ServingStatus, HealthClient } from '@herald/proto/grpc/health/v1/health';
+import { AccountEvent } from '@herald/proto/herald/account/v1/events';
+import { admin, createWorkspace, freePort, infrastructureEnv, requiredEnv, startProcess, type RunningProcess } from '@herald/testkit';
+import { Kafka, logLevel, type Consumer } from 'kafkajs';
+
+// The account service over its public surfaces: the gRPC health protocol and its events on Kafka.
+
+let service: RunningProcess;
+let port: number;
+let consumer: Consumer;
+const received: AccountEvent[] = [];
+
+before(async () => {
+  port = await freePort();
+  service = await startProcess('account', 'services/account/dist/src/main.js', { ...infrastructureEnv(), GRPC_PORT: String(port) }, /serving/);
+  const kafka = new Kafka({ brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING });
+  consumer = kafka.consumer({ groupId: `test-account-${randomUUID()}` });
+  await consumer.connect();
+  await consumer.subscribe({ topic: 'herald.account.events', fromBeginning: false });
+  let joined!: () => void;
+  const ready = new Promise<void>((resolve) => (joined = resolve));
+  consumer.on(consumer.events.GROUP_JOIN, () => joined());
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      if (message.value) received.push(AccountEvent.decode(message.value));
+    },
+  });
+  await ready;
+});
+
+after(async () => {
+  await consumer.disconnect();
+  await service.stop();
+});
+
+async function eventsFor(workspaceId: string, count: number): Promise<AccountEvent[]> {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const events = received.filter((event) => event.workspaceId === workspaceId);
+    if (events.length >= count) return events;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`expected ${count} events for ${workspaceId}, got ${received.filter((e) => e.workspaceId === workspaceId).length}`);
+}
+
+test('state changes reach Kafka through the outbox, in order, with event ids', async () => {
+  const workspace = await createWorkspace('starter');
+  const key = await admin<{ keyId: string }>('key', 'create', '--workspace', workspace.workspaceId, '--origin', 'connector');
+  await admin('key', 'revoke', '--key', key.keyId);
+  await admin('workspace', 'set-plan', '--workspace', workspace.workspaceId, '--plan', 'growth');
+  const events = await eventsFor(workspace.workspaceId, 5);
+  assert.deepEqual(
+    events.map((event) => event.kind),
+    [
+      { $case: 'workspaceCreated', value: { name: events[0]?.kind?.$case === 'workspaceCreated' ? events[0].kind.value.name : '', plan: 'starter', siteId: workspace.siteId } },
+      { $case: 'keyCreated', value: { keyId: workspace.apiKey.slice(3, 19), origin: 'dashboard' } },
+      { $case: 'keyCreated', value: { keyId: key.keyId, origin: 'connector' } },
+      { $case: 'keyRevoked', value: { keyId: key.keyId } },
+      { $case: 'planChanged', value: { previousPlan: 'starter', plan: 'growth' } },
+    ],
+  );
+  assert.equal(new Set(events.map((event) => event.eventId)).size, 5);
+});
+
+test('the gRPC health protocol reports SERVING', async () => {
+  const client = new HealthClient(`127.0.0.1:${port}`, credentials.createInsecure());
+  const response = await new Promise((resolve, reject) =>
+    client.check({ service: '' }, (err, reply) => (err ? reject(err) : resolve(reply))),
+  );
+  assert.deepEqual(response, { status: HealthCheckResponse_ServingStatus.SERVING });
+  client.close();
+});
