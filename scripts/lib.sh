@@ -9,8 +9,10 @@ ensure_node_modules() {
   local want
   want="$(sha256sum package-lock.json | cut -d' ' -f1)"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "==> npm ci"
-    npm ci --no-audit --no-fund
+    # `npm install`, not `npm ci`: the registry mirror here lacks other platforms' optional
+    # binaries (e.g. buf for macOS), which `npm ci` insists on finding in the lock file.
+    echo "==> npm install"
+    npm install --no-audit --no-fund
     echo "$want" > "$stamp"
   fi
 }

@@ -78,15 +78,31 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
   assertSchemaName(schema);
   let stopping = false;
   let wake: (() => void) | undefined;
-  let drainWaiters: Array<() => void> = [];
+  // A wake-up (NOTIFY, drained(), stop()) that came while not sleeping, e.g. mid-batch: the next sleep
+  // returns at once instead of losing it for a whole poll interval.
+  let wakePending = false;
+  const drainWaiters: Array<() => void> = [];
   const sleep = (ms: number): Promise<void> =>
     new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      if (wakePending) {
+        wakePending = false;
+        resolve();
+        return;
+      }
+      const timer = setTimeout(() => {
+        wake = undefined;
+        resolve();
+      }, ms);
       wake = () => {
         clearTimeout(timer);
+        wake = undefined;
         resolve();
       };
     });
+  const poke = (): void => {
+    if (wake) wake();
+    else wakePending = true;
+  };
 
   const publishBatch = async (client: PoolClient): Promise<number> => {
     await client.query('BEGIN');
@@ -129,15 +145,16 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
           await sleep(pollMs * 5);
           continue;
         }
-        const onNotification = (): void => wake?.();
+        const onNotification = (): void => poke();
         client.on('notification', onNotification);
         await client.query(`LISTEN ${channelOf(schema)}`);
         while (!stopping) {
+          // Only waiters registered before this batch's SELECT may be resolved by it.
+          const waiting = drainWaiters.length;
           const published = await publishBatch(client);
           failures = 0;
           if (published === batchSize) continue;
-          for (const resolve of drainWaiters) resolve();
-          drainWaiters = [];
+          for (const resolve of drainWaiters.splice(0, waiting)) resolve();
           await sleep(pollMs);
         }
         await client.query(`UNLISTEN ${channelOf(schema)}`);
@@ -160,13 +177,13 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
   return {
     async stop() {
       stopping = true;
-      wake?.();
+      poke();
       await running;
     },
     drained() {
       return new Promise((resolve) => {
         drainWaiters.push(resolve);
-        wake?.();
+        poke();
       });
     },
   };

@@ -87,9 +87,9 @@ export class Env {
 
   /** Comma-separated list, e.g. KAFKA_BROKERS=host1:9092,host2:9092. */
   list(name: string, fallback?: string[]): string[] {
-    const value = this.raw(name);
-    if (value === undefined) return this.missing(name, fallback, []);
-    return value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+    const items = (this.raw(name) ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');
+    // A list of nothing (e.g. " , ") is as unset as a blank value.
+    return items.length > 0 ? items : this.missing(name, fallback, []);
   }
 
   /** Throws one ConfigError naming every problem seen so far. */
