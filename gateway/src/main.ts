@@ -8,8 +8,10 @@ import { readConfig } from './config.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('gateway');
-// No offline queue: while Redis is down a command fails at once and the limiter falls back.
-const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 250, lazyConnect: false });
+// No offline queue: while Redis is down a command fails at once and the limiter falls back. The
+// timeout only catches a Redis that hangs; a merely busy one is waited for, since every fallback
+// decision is one Redis did not see.
+const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
 redis.on('error', () => undefined);
 const clients = createServiceClients(config);
 const app = await buildApp({ config, clients, redis, logger });

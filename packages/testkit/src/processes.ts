@@ -91,6 +91,8 @@ export interface Stack {
   gatewayUrl: string;
   gateways: RunningProcess[];
   services: RunningProcess[];
+  /** Starts one more gateway on these services, with extra environment; returns its URL. */
+  addGateway(env?: Record<string, string>): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -108,8 +110,7 @@ export async function startStack({ gateways = 1, gatewayEnv = {} }: StackOptions
     startProcess('audience', 'services/audience/dist/src/main.js', { ...infra, GRPC_PORT: String(audiencePort) }, /audience service serving/),
   ]);
   const gatewayProcesses: RunningProcess[] = [];
-  const gatewayUrls: string[] = [];
-  for (let index = 0; index < gateways; index += 1) {
+  const addGateway = async (env: Record<string, string> = {}): Promise<string> => {
     const port = await freePort();
     gatewayProcesses.push(
       await startProcess(
@@ -120,18 +121,21 @@ export async function startStack({ gateways = 1, gatewayEnv = {} }: StackOptions
           PORT: String(port),
           ACCOUNT_GRPC_URL: `127.0.0.1:${accountPort}`,
           AUDIENCE_GRPC_URL: `127.0.0.1:${audiencePort}`,
-          ...gatewayEnv,
+          ...env,
         },
         /Server listening/,
       ),
     );
-    gatewayUrls.push(`http://127.0.0.1:${port}`);
-  }
+    return `http://127.0.0.1:${port}`;
+  };
+  const gatewayUrls: string[] = [];
+  for (let index = 0; index < gateways; index += 1) gatewayUrls.push(await addGateway(gatewayEnv));
   return {
     gatewayUrls,
     gatewayUrl: gatewayUrls[0] as string,
     gateways: gatewayProcesses,
     services,
+    addGateway,
     async stop() {
       await Promise.all(gatewayProcesses.map((gateway) => gateway.stop()));
       await Promise.all(services.map((service) => service.stop()));
