@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
-import { admin, call, createKey, createWorkspace, requiredEnv, SERVER_API, startStack, type Stack, type TestWorkspace } from '@herald/testkit';
-import pg from 'pg';
+import { admin, call, connectDatabase, createKey, createWorkspace, SERVER_API, startStack, type Stack, type TestWorkspace } from '@herald/testkit';
+import type pg from 'pg';
 
 // Authentication: missing, malformed, unknown, revoked and expired keys, the older key form,
 // and that only hashes of secrets are stored.
@@ -16,8 +16,7 @@ before(async () => {
   // A short cache TTL so revocation is observable quickly; production default is 5 s.
   stack = await startStack({ gatewayEnv: { KEY_CACHE_TTL_MS: '1000' } });
   workspace = await createWorkspace('growth');
-  db = new pg.Client({ connectionString: requiredEnv('DATABASE_URL') });
-  await db.connect();
+  db = await connectDatabase();
 });
 
 after(async () => {

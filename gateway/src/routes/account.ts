@@ -68,18 +68,9 @@ const MachineRecord = Type.Object({
   lastSeenAt: Type.String(),
 });
 
-function siteRecord(site: Site | undefined) {
+function siteRecord(site: Site | undefined): Site {
   if (!site) throw new Error('account service returned no site');
-  return {
-    id: site.id,
-    name: site.name,
-    slug: site.slug,
-    domain: site.domain,
-    subscribePageUrl: site.subscribePageUrl,
-    siteKey: site.siteKey,
-    vapidPublicKey: site.vapidPublicKey,
-    createdAt: site.createdAt,
-  };
+  return site;
 }
 
 export const accountRoutes =
