@@ -99,11 +99,13 @@ export interface Stack {
 export interface StackOptions {
   gateways?: number;
   gatewayEnv?: Record<string, string>;
+  /** Extra environment for every process of the stack, services and gateways. */
+  env?: Record<string, string>;
 }
 
 /** Account and audience services plus N gateways, on the real infrastructure. */
-export async function startStack({ gateways = 1, gatewayEnv = {} }: StackOptions = {}): Promise<Stack> {
-  const infra = infrastructureEnv();
+export async function startStack({ gateways = 1, gatewayEnv = {}, env = {} }: StackOptions = {}): Promise<Stack> {
+  const infra = { ...infrastructureEnv(), ...env };
   const [accountPort, audiencePort] = [await freePort(), await freePort()];
   const services = await Promise.all([
     startProcess('account', 'services/account/dist/src/main.js', { ...infra, GRPC_PORT: String(accountPort) }, /account service serving/),
