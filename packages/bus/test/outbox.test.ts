@@ -8,6 +8,9 @@ import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
 import { withTransaction, type PoolClient } from '@herald/db';
 import type { Admin } from 'kafkajs';
 
@@ -21,6 +24,7 @@ import {
   delay,
   kafka,
   messagesIn,
+  randomHex,
   testLogger,
   waitFor,
   withTimeout,
@@ -376,5 +380,36 @@ test('f: an event committed while a batch is in flight is relayed at once, and d
     assert.deepEqual(received.map((message) => message.headers[EVENT_ID_HEADER]), [first, second]);
   } finally {
     await cleanup.run();
+  }
+});
+
+test('g: the trace context of the transaction that enqueued an event travels in its Kafka headers', { timeout: 30_000 }, async () => {
+  // What the telemetry SDK installs in a service: a context manager and the W3C propagator.
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const cleanup = new Cleanup();
+  try {
+    const { schema, pool } = await createOutboxSchema(cleanup, 'outbox_trace');
+    const topic = await createTopic(cleanup, admin, 'outbox.trace', 1);
+    const received = await collect(cleanup, topic);
+    const bus = newBus('trace');
+    cleanup.defer(() => bus.close());
+    const relay = startOutboxRelay({ pool, schema, bus, logger: testLogger });
+    cleanup.defer(() => relay.stop());
+
+    const traceId = randomHex(16);
+    const spanId = randomHex(8);
+    const caller = trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true });
+    const [eventId] = await context.with(caller, () =>
+      withTransaction(pool, (tx) => enqueue(tx, schema, [{ topic, key: 'traced', payload: json({ traced: true }) }])),
+    );
+    await withTimeout(relay.drained(), 10_000, 'relay drained');
+    await waitFor('the traced event in Kafka', () => received.length === 1);
+    // The relay publishes outside any request, yet the event keeps the enqueuing caller's trace.
+    assert.deepEqual(received[0]?.headers, { traceparent: `00-${traceId}-${spanId}-01`, [EVENT_ID_HEADER]: eventId });
+  } finally {
+    await cleanup.run();
+    propagation.disable();
+    context.disable();
   }
 });
