@@ -1,8 +1,8 @@
 /**
  * Loaded with `node --import @herald/telemetry/register` so the SDK patches http, gRPC, pg and
  * ioredis before any of them is imported. Traces are exported over OTLP when
- * OTEL_EXPORTER_OTLP_ENDPOINT is set; without it the SDK still propagates context (so trace ids
- * reach logs and downstream services) but exports nothing.
+ * OTEL_EXPORTER_OTLP_ENDPOINT is set. Without it, spans are neither recorded nor exported, but
+ * every request still gets a real trace id: it reaches the logs and travels on to gRPC and Kafka.
  */
 import { register } from 'node:module';
 
@@ -10,8 +10,11 @@ import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import { NodeSDK, tracing } from '@opentelemetry/sdk-node';
 
+const exporting = Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+
+/** Drops spans; its presence makes the SDK install a tracer provider (and so real trace ids). */
 const discardSpans = {
   onStart: () => undefined,
   onEnd: () => undefined,
@@ -19,16 +22,18 @@ const discardSpans = {
   shutdown: () => Promise.resolve(),
 };
 
-const exporting = Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
-
 if (process.env.OTEL_SDK_DISABLED !== 'true') {
   // ESM imports bypass require(); this loader hook lets the instrumentations patch them too.
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
+  // Herald exports traces only; unset, the SDK would also build OTLP metric and log pipelines
+  // pointed at localhost and pay for them on every request.
+  process.env.OTEL_METRICS_EXPORTER ??= 'none';
+  process.env.OTEL_LOGS_EXPORTER ??= 'none';
   const sdk = new NodeSDK({
     serviceName: process.env.OTEL_SERVICE_NAME ?? process.env.HERALD_SERVICE ?? 'herald',
-    // Without an exporter the SDK would fall back to OTLP on localhost (and log every failed
-    // export); a processor that drops spans keeps real trace ids flowing into logs and headers.
-    ...(exporting ? {} : { spanProcessors: [discardSpans] }),
+    // Not exporting: a span that is not sampled still carries a fresh trace id, at a fraction of
+    // the cost of recording it.
+    ...(exporting ? {} : { spanProcessors: [discardSpans], sampler: new tracing.AlwaysOffSampler() }),
     instrumentations: [
       new HttpInstrumentation(),
       new GrpcInstrumentation(),

@@ -76,12 +76,9 @@ export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string
       },
 
       async getIdentity({ workspaceId, keyId }) {
-        const [workspace, site, key] = await Promise.all([
-          store.findWorkspace(pool, workspaceId),
-          store.findSite(pool, workspaceId),
-          store.findKey(pool, workspaceId, keyId),
-        ]);
-        if (!workspace || !site || !key) throw new HeraldError('not_found', 'No such key in this workspace.');
+        const identity = await store.findIdentity(pool, workspaceId, keyId);
+        if (!identity) throw new HeraldError('not_found', 'No such key in this workspace.');
+        const { key, workspace, site } = identity;
         return {
           key: {
             id: key.id,

@@ -165,14 +165,37 @@ export async function touchKey(db: Queryable, keyId: string): Promise<void> {
   );
 }
 
-export async function findKey(db: Queryable, workspaceId: string, keyId: string): Promise<KeyRow | undefined> {
-  const { rows } = await db.query<KeyRow>(`SELECT * FROM api_keys WHERE workspace_id = $1 AND id = $2`, [workspaceId, keyId]);
-  return rows[0];
+export interface IdentityRows {
+  key: KeyRow;
+  workspace: WorkspaceRow;
+  site: SiteRow;
 }
 
-export async function findWorkspace(db: Queryable, workspaceId: string): Promise<WorkspaceRow | undefined> {
-  const { rows } = await db.query<WorkspaceRow>(`SELECT * FROM workspaces WHERE id = $1`, [workspaceId]);
-  return rows[0];
+/** The calling key with its workspace and site, in one round trip. */
+export async function findIdentity(db: Queryable, workspaceId: string, keyId: string): Promise<IdentityRows | undefined> {
+  const { rows } = await db.query<{ key: KeyRow; workspace: WorkspaceRow; site: SiteRow }>(
+    `SELECT to_jsonb(k) - 'secret_hash' AS key, to_jsonb(w) AS workspace, to_jsonb(s) - 'vapid_private_key' AS site
+       FROM api_keys k
+       JOIN workspaces w ON w.id = k.workspace_id
+       JOIN sites s ON s.workspace_id = k.workspace_id
+      WHERE k.workspace_id = $1 AND k.id = $2`,
+    [workspaceId, keyId],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  // jsonb carries timestamps as text; the rows elsewhere carry Dates.
+  const dates = <T extends object>(record: T, fields: Array<keyof T>): T => {
+    for (const field of fields) {
+      const value = record[field];
+      if (typeof value === 'string') (record[field] as unknown) = new Date(value);
+    }
+    return record;
+  };
+  return {
+    key: dates(row.key, ['created_at', 'last_used_at', 'expires_at', 'revoked_at']),
+    workspace: dates(row.workspace, ['created_at']),
+    site: dates(row.site, ['created_at']),
+  };
 }
 
 export async function findSite(db: Queryable, workspaceId: string): Promise<SiteRow | undefined> {
