@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
-import { call, createKey, createWorkspace, SERVER_API, startStack, type Stack } from '@herald/testkit';
+import { call, connectDatabase, createKey, createWorkspace, SERVER_API, startStack, type Stack } from '@herald/testkit';
 
 // GET /identity, /site, /channels, /machines and POST /machines, and tenant isolation.
 
@@ -121,4 +122,43 @@ test("a key never sees another workspace's data", async () => {
     (bMachines.body.machines as Array<Record<string, string>>).map((entry) => [entry.id, entry.name]),
     [['b-only', '']],
   );
+});
+
+test('GET /channels counts live subscriptions and paired devices, for the key owner and the whole site', async () => {
+  const [workspace, other] = await Promise.all([createWorkspace('growth'), createWorkspace('growth')]);
+  // Seeded directly: the ways in for subscribers and devices belong to other capabilities.
+  const db = await connectDatabase();
+  try {
+    const subscriber = (workspaceId: string, siteId: string, externalId: string | null, status: string) =>
+      db.query(
+        `INSERT INTO audience.subscribers (id, workspace_id, site_id, status, external_id, endpoint, p256dh, auth)
+         VALUES ($1, $2, $3, $4, $5, $6, 'p', 'a')`,
+        [`sub_${randomUUID()}`, workspaceId, siteId, status, externalId, `https://push.example/${randomUUID()}`],
+      );
+    await subscriber(workspace.workspaceId, workspace.siteId, 'owner', 'active');
+    await subscriber(workspace.workspaceId, workspace.siteId, 'owner', 'active');
+    await subscriber(workspace.workspaceId, workspace.siteId, 'someone-else', 'active');
+    await subscriber(workspace.workspaceId, workspace.siteId, 'owner', 'unsubscribed');
+    await subscriber(workspace.workspaceId, workspace.siteId, null, 'expired');
+    await subscriber(other.workspaceId, other.siteId, 'owner', 'active');
+    const device = (workspaceId: string, externalId: string, revoked: boolean) =>
+      db.query(`INSERT INTO account.devices (id, workspace_id, external_id, platform, revoked_at) VALUES ($1, $2, $3, 'ios', $4)`, [
+        `dev_${randomUUID()}`,
+        workspaceId,
+        externalId,
+        revoked ? new Date() : null,
+      ]);
+    await device(workspace.workspaceId, 'owner', false);
+    await device(workspace.workspaceId, 'owner', true);
+    await device(workspace.workspaceId, 'someone-else', false);
+    await device(other.workspaceId, 'owner', false);
+  } finally {
+    await db.end();
+  }
+  const response = await get('/channels', workspace.apiKey);
+  assert.equal(response.status, 200);
+  assert.deepEqual(response.body, {
+    keyOwner: { externalId: 'owner', nativeAppDevices: 1, browserSubscriptions: 2, reachable: true },
+    site: { nativeAppDevices: 2, browserSubscriptions: 3 },
+  });
 });
