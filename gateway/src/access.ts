@@ -1,6 +1,7 @@
 import type { Scope } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { Principal } from '@herald/proto/herald/account/v1/account';
+import type { FastifyRequest } from 'fastify';
 
 /**
  * Who may call a route, in one place: the key's scopes (fixed from its origin, as the spec's
@@ -13,6 +14,21 @@ export type RouteAccess =
       /** 'api': a paid plan with API access (POST /send). 'partner': the Partner plan. */
       plan?: 'api' | 'partner';
     };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: RouteAccess;
+  }
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+/** The authenticated caller of a route that declared an access rule (set by the auth hook). */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new Error(`route ${request.routeOptions.url} has no access rule`);
+  return request.principal;
+}
 
 export function assertAccess(principal: Principal, access: Exclude<RouteAccess, { public: true }>, upgradeUrl: string): void {
   const plan = principal.plan;

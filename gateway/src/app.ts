@@ -3,13 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { parseKey } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { Logger } from '@herald/logging';
-import type { Principal } from '@herald/proto/herald/account/v1/account';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 
-import { assertAccess, type RouteAccess } from './access.js';
+import { assertAccess } from './access.js';
 import type { ServiceClients } from './clients.js';
 import type { GatewayConfig } from './config.js';
 import { installErrorHandling } from './errors.js';
@@ -17,15 +16,6 @@ import { MachineReporter } from './machines.js';
 import { PrincipalCache } from './principals.js';
 import { RateLimiter } from './rate-limit.js';
 import { accountRoutes } from './routes/account.js';
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    access?: RouteAccess;
-  }
-  interface FastifyRequest {
-    principal?: Principal;
-  }
-}
 
 export const API_PREFIX = '/api/v1/server';
 
@@ -37,12 +27,6 @@ export interface AppDependencies {
 }
 
 export type App = FastifyInstance;
-
-/** The authenticated caller of a route that declared an access rule (set by the auth hook). */
-export function principalOf(request: FastifyRequest): Principal {
-  if (!request.principal) throw new Error(`route ${request.routeOptions.url} has no access rule`);
-  return request.principal;
-}
 
 const bearerPattern = /^Bearer\s+(\S+)$/i;
 

@@ -23,7 +23,7 @@ function problemOf(issue: ValidationIssue): string {
   return issue.message ?? 'is invalid';
 }
 
-export function validationError(context: string, issues: ValidationIssue[]): HeraldError {
+function validationError(context: string, issues: ValidationIssue[]): HeraldError {
   const fields = issues.map((issue) => ({ field: fieldOf(issue), in: context, problem: problemOf(issue) }));
   const summary = fields.map((field) => `${field.field} ${field.problem}`).join('; ');
   return new HeraldError('invalid_request', `Invalid ${context === 'body' ? 'request body' : context}: ${summary}.`, {

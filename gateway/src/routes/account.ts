@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Site } from '@herald/proto/herald/account/v1/account';
 
-import { principalOf } from '../app.js';
+import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import { Nullable, orNull, withErrors } from '../schemas.js';
 

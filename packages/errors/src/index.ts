@@ -79,10 +79,6 @@ const defaultHints: Record<ErrorCode, string> = {
   internal_error: 'Retry later; if it persists, report the request id.',
 };
 
-export function statusOf(code: ErrorCode): number {
-  return statusByCode[code];
-}
-
 export function isErrorCode(value: string): value is ErrorCode {
   return Object.hasOwn(statusByCode, value);
 }

@@ -9,12 +9,12 @@ import * as store from './store.js';
 
 const toIso = (value: Date | null): string => (value ? value.toISOString() : '');
 
-export function toPlanMessage(name: PlanName): Plan {
+function toPlanMessage(name: PlanName): Plan {
   const facts = planFacts(name);
   return { ...facts, monthlyNotificationAllowance: String(facts.monthlyNotificationAllowance) };
 }
 
-export function subscribePageUrl(publicOrigin: string, slug: string): string {
+function subscribePageUrl(publicOrigin: string, slug: string): string {
   return `${publicOrigin}/s/${slug}`;
 }
 

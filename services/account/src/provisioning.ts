@@ -8,14 +8,14 @@ import * as store from './store.js';
 
 /** Creating workspaces and keys: secrets are generated here and leave only in the return value. */
 
-export interface VapidKeys {
+interface VapidKeys {
   /** Uncompressed P-256 point (65 bytes), base64url: what browsers pass as applicationServerKey. */
   publicKey: string;
   /** Private scalar (32 bytes), base64url. */
   privateKey: string;
 }
 
-export function generateVapidKeys(): VapidKeys {
+function generateVapidKeys(): VapidKeys {
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const jwk = privateKey.export({ format: 'jwk' });
   if (!jwk.x || !jwk.y || !jwk.d) throw new Error('P-256 key export lacks coordinates');
@@ -25,7 +25,7 @@ export function generateVapidKeys(): VapidKeys {
 
 const hostnamePattern = /^(?=.{1,253}$)(localhost|(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}|(?:\d{1,3}\.){3}\d{1,3})(?::\d{1,5})?$/;
 
-export function normaliseDomain(domain: string): string {
+function normaliseDomain(domain: string): string {
   const value = domain.trim().toLowerCase().replace(/^https?:\/\//, '').replace(/\/+$/, '');
   if (!hostnamePattern.test(value)) {
     throw new HeraldError('invalid_request', `"${domain}" is not a domain name (e.g. example.com or localhost:3000).`);
