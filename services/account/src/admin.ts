@@ -121,16 +121,32 @@ export async function runAdmin(pool: Pool, argv: string[]): Promise<Record<strin
   }
 }
 
+export interface Admin {
+  run(argv: string[]): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+/** The CLI as a library, for tools that issue many commands (one pool, migrations applied once). */
+export async function openAdmin(databaseUrl: string, poolSize = 2): Promise<Admin> {
+  const pool = createPool({ url: databaseUrl, schema: SCHEMA, max: poolSize, applicationName: 'herald-admin' });
+  try {
+    await migrate(pool, SCHEMA, migrationsDir);
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return { run: (argv) => runAdmin(pool, argv), close: () => pool.end() };
+}
+
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL;
   if (!databaseUrl) {
     process.stderr.write('DATABASE_URL is required (eval "$(deploy/infra.sh env)" sets it for the local infrastructure)\n');
     process.exit(78);
   }
-  const pool = createPool({ url: databaseUrl, schema: SCHEMA, max: 2, applicationName: 'herald-admin' });
+  const admin = await openAdmin(databaseUrl);
   try {
-    await migrate(pool, SCHEMA, migrationsDir);
-    const result = await runAdmin(pool, process.argv.slice(2));
+    const result = await admin.run(process.argv.slice(2));
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } catch (err) {
     if (err instanceof UsageError) {
@@ -143,7 +159,7 @@ async function main(): Promise<void> {
       throw err;
     }
   } finally {
-    await pool.end();
+    await admin.close();
   }
 }
 

@@ -1,0 +1,173 @@
+// Child processes for the benchmark: start, wait until a port accepts, stop; CPU use from /proc.
+// Free ports and the repository root come from @herald/testkit. Starting differs from testkit's
+// startProcess on purpose: readiness is a TCP connect, not a log line (the services run with
+// LOG_LEVEL=warn and print nothing), node arguments are the caller's (--cpu-prof), and every
+// process is tracked so that stopAll / killAllNow can end whatever is still running.
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import type { Readable } from 'node:stream';
+
+import { repoRoot } from '@herald/testkit';
+
+export interface BenchProcess {
+  name: string;
+  child: ChildProcessByStdio<null, Readable, Readable>;
+  pid: number | undefined;
+  /** Resolves with the exit code (or signal name) once the process has ended. */
+  exited: Promise<number | string>;
+  /** The last 64 KiB the process printed. */
+  output(): string;
+  /** SIGTERM, SIGKILL after `graceMs`; resolves with the exit code (or signal name). */
+  stop(graceMs?: number): Promise<number | string>;
+}
+
+export interface StartOptions {
+  name: string;
+  /** Script path relative to the repository root. */
+  entry: string;
+  /** Resolves once 127.0.0.1:`port` accepts connections. */
+  port: number;
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+  timeoutMs?: number;
+}
+
+const running = new Set<BenchProcess>();
+
+function portAccepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Spawns `node [nodeArgs] entry` and resolves once 127.0.0.1:`port` accepts connections.
+ * Output is kept (last 64 KiB) for error messages.
+ */
+export async function startProcess({ name, entry, port, env = {}, nodeArgs = [], timeoutMs = 20_000 }: StartOptions): Promise<BenchProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, entry], {
+    cwd: repoRoot,
+    env: { ...process.env, HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer): void => {
+    output = (output + chunk.toString()).slice(-65_536);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code ?? -1)));
+  const proc: BenchProcess = {
+    name,
+    child,
+    pid: child.pid,
+    exited,
+    output: () => output,
+    async stop(graceMs = 8_000) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      running.delete(proc);
+      return exited;
+    },
+  };
+  running.add(proc);
+  let dead: number | string | null = null;
+  void exited.then((code) => {
+    dead = code;
+  });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (dead !== null) {
+      running.delete(proc);
+      throw new Error(`${name} exited (${dead}) before it was ready:\n${output}`);
+    }
+    if (await portAccepts(port)) return proc;
+    if (Date.now() > deadline) {
+      await proc.stop(1_000);
+      throw new Error(`${name} did not listen on ${port} within ${timeoutMs} ms:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Stops every process started here (SIGTERM, SIGKILL after the grace period). */
+export async function stopAll(graceMs = 8_000): Promise<void> {
+  await Promise.all([...running].map((proc) => proc.stop(graceMs)));
+}
+
+/** Last resort on exit: synchronous SIGKILL of anything still alive. */
+export function killAllNow(): void {
+  for (const proc of running) {
+    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
+  }
+}
+
+/** utime + stime in seconds from the text of /proc/<pid>/stat (fields 14 and 15, 1-based; 12 and 13 after "state"). */
+function statCpuSeconds(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); null elsewhere. */
+export function cpuSeconds(pid: number | undefined): number | null {
+  try {
+    return statCpuSeconds(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+export interface Jiffies {
+  busy: number;
+  total: number;
+}
+
+/** Busy and total jiffies of the whole machine, from /proc/stat; null elsewhere. */
+export function machineJiffies(): Jiffies | null {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+    const values = line.trim().split(/\s+/).slice(1).map(Number);
+    const idle = (values[3] ?? 0) + (values[4] ?? 0);
+    const total = values.slice(0, 8).reduce((sum, value) => sum + value, 0);
+    return { busy: total - idle, total };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU seconds used so far by all live processes whose command name is one of `names`
+ * (e.g. postgres backends, redis-server), from /proc; null elsewhere. Processes that exit
+ * between two samples drop out, so a difference is a lower bound.
+ */
+export function cpuSecondsByName<Name extends string>(names: readonly Name[]): Record<Name, number> | null {
+  try {
+    const totals = Object.fromEntries(names.map((name) => [name, 0])) as Record<Name, number>;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      } catch {
+        continue;
+      }
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const name = names.find((candidate) => comm === candidate || comm.startsWith(candidate));
+      if (!name) continue;
+      totals[name] += statCpuSeconds(stat);
+    }
+    return totals;
+  } catch {
+    return null;
+  }
+}
