@@ -7,7 +7,12 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const processes = [
   { name: 'account', entry: 'services/account/dist/src/main.js', env: { GRPC_PORT: '50051' } },
   { name: 'audience', entry: 'services/audience/dist/src/main.js', env: { GRPC_PORT: '50052' } },
-  { name: 'gateway', entry: 'gateway/dist/src/main.js', env: { PORT: process.env.PORT ?? '8080' } },
+  // A local run accepts push endpoints on any https host (local push services); production does not.
+  {
+    name: 'gateway',
+    entry: 'gateway/dist/src/main.js',
+    env: { PORT: process.env.PORT ?? '8080', ALLOW_ANY_PUSH_SERVICE: process.env.ALLOW_ANY_PUSH_SERVICE ?? 'true' },
+  },
 ];
 
 const children = new Map();

@@ -1,6 +1,6 @@
 import type { Scope } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
-import type { Principal } from '@herald/proto/herald/account/v1/account';
+import type { Plan, Principal } from '@herald/proto/herald/account/v1/account';
 import type { FastifyRequest } from 'fastify';
 
 /**
@@ -9,11 +9,16 @@ import type { FastifyRequest } from 'fastify';
  */
 export type RouteAccess =
   | { public: true }
-  | {
-      scope: Scope;
-      /** 'api': a paid plan with API access (POST /send). 'partner': the Partner plan. */
-      plan?: 'api' | 'partner';
-    };
+  /** The browser SDK's endpoints: the public site key and the page's Origin (see site-keys.ts). */
+  | { siteKey: true }
+  | ScopedAccess;
+
+/** A full API key with this scope (and plan). */
+export interface ScopedAccess {
+  scope: Scope;
+  /** 'api': a paid plan with API access (POST /send). 'partner': the Partner plan. */
+  plan?: 'api' | 'partner';
+}
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -30,14 +35,19 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
-export function assertAccess(principal: Principal, access: Exclude<RouteAccess, { public: true }>, upgradeUrl: string): void {
-  const plan = principal.plan;
+/** 403 subscription_required unless the workspace has an active plan. */
+export function assertActivePlan(plan: Plan | undefined, upgradeUrl: string): asserts plan is Plan {
   if (!plan?.active) {
     throw new HeraldError('subscription_required', 'This workspace has no active plan.', {
       title: 'Subscription required',
       extra: { upgradeUrl },
     });
   }
+}
+
+export function assertAccess(principal: Principal, access: ScopedAccess, upgradeUrl: string): void {
+  const plan = principal.plan;
+  assertActivePlan(plan, upgradeUrl);
   // Bound keys exist on the Partner plan only; a downgrade disables them.
   const needsPartner = access.plan === 'partner' || principal.keyOrigin === 'bound';
   if (needsPartner && !plan.partner) {

@@ -14,8 +14,12 @@ import type { GatewayConfig } from './config.js';
 import { installErrorHandling } from './errors.js';
 import { MachineReporter } from './machines.js';
 import { PrincipalCache } from './principals.js';
-import { RateLimiter } from './rate-limit.js';
+import { enforceRateLimit, RateLimiter } from './rate-limit.js';
 import { accountRoutes } from './routes/account.js';
+import { notificationRoutes } from './routes/notifications.js';
+import { PUBLIC_PREFIX, publicRoutes } from './routes/public.js';
+import { subscriberRoutes } from './routes/subscribers.js';
+import { siteKeyAuthentication, siteKeyResolver } from './site-keys.js';
 
 export const API_PREFIX = '/api/v1/server';
 
@@ -55,7 +59,12 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   app.removeContentTypeParser('text/plain');
 
   const documentationBase = `${config.publicOrigin}/docs/errors`;
-  installErrorHandling(app, documentationBase, `${config.publicOrigin}/openapi.json`, config.bodyLimitBytes);
+  installErrorHandling(app, {
+    documentationBase,
+    openapiUrl: `${config.publicOrigin}/openapi.json`,
+    bodyLimit: config.bodyLimitBytes,
+    upgradeUrl: config.upgradeUrl,
+  });
 
   const principals = new PrincipalCache(clients.account, config.keyCacheTtlMs);
   const limiter = new RateLimiter(redis, config.rateLimitWindowMs, config.rateLimitFallbackReplicas, (err) =>
@@ -66,7 +75,7 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     const access = request.routeOptions.config.access;
-    if (!access || 'public' in access) return;
+    if (!access || !('scope' in access)) return;
 
     const match = bearerPattern.exec(request.headers.authorization ?? '');
     if (!match?.[1]) {
@@ -86,22 +95,14 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
     const principal = await principals.resolve(parsed.id, parsed.secret);
     request.principal = principal;
 
-    const limit = principal.plan?.rateLimitPerMinute ?? 0;
-    const decision = await limiter.check(principal.keyId, limit);
-    const resetSeconds = Math.ceil(decision.resetAtMs / 1_000);
-    reply.header('x-ratelimit-limit', String(decision.limit));
-    reply.header('x-ratelimit-remaining', String(decision.remaining));
-    reply.header('x-ratelimit-reset', String(resetSeconds));
-    if (!decision.allowed) {
-      const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1_000));
-      throw new HeraldError('rate_limited', `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${retryAfter} s.`, {
-        title: 'Rate limit exceeded',
-        extra: { resetIn: retryAfter, retryAfter, limit: decision.limit },
-      });
-    }
+    await enforceRateLimit(limiter, reply, principal.keyId, principal.plan?.rateLimitPerMinute ?? 0);
     assertAccess(principal, access, config.upgradeUrl);
     await machines.report(request, principal);
   });
+
+  // The browser SDK's endpoints: site key, Origin and CORS (site-keys.ts).
+  const resolveSite = siteKeyResolver(clients.account, config.keyCacheTtlMs);
+  app.addHook('onRequest', siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSites: config.allowLocalhostSites, upgradeUrl: config.upgradeUrl }));
 
   // While draining, each response closes its connection, so kept-alive clients move to another
   // replica and close() is not held up until their sockets time out.
@@ -114,5 +115,8 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   });
 
   await app.register(accountRoutes(clients), { prefix: API_PREFIX });
+  await app.register(subscriberRoutes(clients), { prefix: API_PREFIX });
+  await app.register(publicRoutes({ clients, config, limiter }), { prefix: PUBLIC_PREFIX });
+  await app.register(notificationRoutes(clients), { prefix: API_PREFIX });
   return app;
 }

@@ -1,6 +1,8 @@
 import { createClient, type PromiseClient } from '@herald/grpc';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
+import { DeliveryServiceClient } from '@herald/proto/herald/delivery/v1/delivery';
 
 import type { GatewayConfig } from './config.js';
 
@@ -8,12 +10,16 @@ import type { GatewayConfig } from './config.js';
 export interface ServiceClients {
   account: PromiseClient<AccountServiceClient>;
   audience: PromiseClient<AudienceServiceClient>;
+  campaign: PromiseClient<CampaignServiceClient>;
+  delivery: PromiseClient<DeliveryServiceClient>;
 }
 
 export function createServiceClients(config: GatewayConfig): ServiceClients {
   return {
     account: createClient(AccountServiceClient, config.accountGrpcUrl, config.grpcDeadlineMs),
     audience: createClient(AudienceServiceClient, config.audienceGrpcUrl, config.grpcDeadlineMs),
+    campaign: createClient(CampaignServiceClient, config.campaignGrpcUrl, config.grpcDeadlineMs),
+    delivery: createClient(DeliveryServiceClient, config.deliveryGrpcUrl, config.grpcDeadlineMs),
   };
 }
 

@@ -11,6 +11,8 @@ export function readConfig(env: Env) {
     upgradeUrl: env.url('UPGRADE_URL', ['http:', 'https:'], 'https://herald.dev/pricing'),
     accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
     audienceGrpcUrl: env.string('AUDIENCE_GRPC_URL', '127.0.0.1:50052'),
+    campaignGrpcUrl: env.string('CAMPAIGN_GRPC_URL', '127.0.0.1:50053'),
+    deliveryGrpcUrl: env.string('DELIVERY_GRPC_URL', '127.0.0.1:50054'),
     grpcDeadlineMs: env.integer('GRPC_DEADLINE_MS', 5_000, { min: 100, max: 60_000 }),
     /** How long a verified key is trusted before it is checked again (bounds revocation delay). */
     keyCacheTtlMs: env.integer('KEY_CACHE_TTL_MS', 5_000, { min: 0, max: 60_000 }),
@@ -21,6 +23,24 @@ export function readConfig(env: Env) {
     /** The rate-limit window; the plans' limits are per minute, so only tests shorten it. */
     rateLimitWindowMs: env.integer('RATE_LIMIT_WINDOW_MS', 60_000, { min: 1_000, max: 3_600_000 }),
     rateLimitFallbackReplicas: env.integer('RATE_LIMIT_FALLBACK_REPLICAS', 2, { min: 1, max: 1_000 }),
+    /**
+     * Browser SDK endpoints. Sites registered on localhost (localhost, *.localhost, 127.x.x.x,
+     * with or without a port; http allowed) work only while this is true: production sets false.
+     */
+    allowLocalhostSites: env.boolean('ALLOW_LOCALHOST_SITES', true),
+    /** Host suffixes a push subscription's endpoint must be on (a browser's push service). */
+    pushServiceHosts: env.list('PUSH_SERVICE_HOSTS', [
+      'fcm.googleapis.com',
+      'updates.push.services.mozilla.com',
+      'push.services.mozilla.com',
+      'web.push.apple.com',
+      'notify.windows.com',
+      'push.apple.com',
+    ]),
+    /** Accept endpoints on any https host (tests, local push services); never in production. */
+    allowAnyPushService: env.boolean('ALLOW_ANY_PUSH_SERVICE', false),
+    /** GET /api/v1/site/{slug} needs no key: it is limited per client IP instead. */
+    ipRateLimitPerMinute: env.integer('IP_RATE_LIMIT_PER_MINUTE', 100, { min: 1, max: 100_000 }),
     bodyLimitBytes: env.integer('BODY_LIMIT_BYTES', 1_048_576, { min: 1_024, max: 16_777_216 }),
     requestTimeoutMs: env.integer('REQUEST_TIMEOUT_MS', 70_000, { min: 1_000, max: 600_000 }),
   };

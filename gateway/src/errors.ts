@@ -1,4 +1,4 @@
-import { errorBody, HeraldError } from '@herald/errors';
+import { errorBody, HeraldError, invalidFields } from '@herald/errors';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import FindMyWay from 'find-my-way';
 
@@ -24,12 +24,10 @@ function problemOf(issue: ValidationIssue): string {
 }
 
 function validationError(context: string, issues: ValidationIssue[]): HeraldError {
-  const fields = issues.map((issue) => ({ field: fieldOf(issue), in: context, problem: problemOf(issue) }));
-  const summary = fields.map((field) => `${field.field} ${field.problem}`).join('; ');
-  return new HeraldError('invalid_request', `Invalid ${context === 'body' ? 'request body' : context}: ${summary}.`, {
-    title: 'Invalid request',
-    extra: { fields },
-  });
+  return invalidFields(
+    context,
+    issues.map((issue) => ({ field: fieldOf(issue), in: context, problem: problemOf(issue) })),
+  );
 }
 
 /** Fastify's own 4xx errors (body parsing) become invalid_request with a plain explanation. */
@@ -59,7 +57,17 @@ function fromFastifyError(err: FastifyError, bodyLimit: number): HeraldError | u
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
-export function installErrorHandling(app: FastifyInstance, documentationBase: string, openapiUrl: string, bodyLimit: number): void {
+/** Plan errors raised by services do not know where upgrades happen; the edge adds it. */
+const upgradeCodes = new Set(['subscription_required', 'plan_upgrade_required', 'plan_limit_exceeded']);
+
+export interface ErrorHandlingOptions {
+  documentationBase: string;
+  openapiUrl: string;
+  bodyLimit: number;
+  upgradeUrl: string;
+}
+
+export function installErrorHandling(app: FastifyInstance, { documentationBase, openapiUrl, bodyLimit, upgradeUrl }: ErrorHandlingOptions): void {
   // A second router holding every path lets 404 and 405 be told apart.
   const known = FindMyWay({ ignoreTrailingSlash: false });
   app.addHook('onRoute', (route) => {
@@ -79,6 +87,9 @@ export function installErrorHandling(app: FastifyInstance, documentationBase: st
       });
     } else if (heraldError.status >= 500) {
       request.log.warn({ code: heraldError.code }, heraldError.message);
+    }
+    if (upgradeCodes.has(heraldError.code) && heraldError.extra.upgradeUrl === undefined) {
+      heraldError.extra.upgradeUrl = upgradeUrl;
     }
     if (heraldError.code === 'rate_limited' && heraldError.extra.retryAfter !== undefined) {
       void reply.header('retry-after', String(heraldError.extra.retryAfter));

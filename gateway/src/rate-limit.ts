@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
+import { HeraldError } from '@herald/errors';
+import type { FastifyReply } from 'fastify';
 import type { Redis, Result } from 'ioredis';
 
 /**
@@ -105,5 +107,23 @@ export class RateLimiter {
     for (const [keyId, log] of this.local) {
       if ((log.at(-1) ?? 0) <= now - this.windowMs) this.local.delete(keyId);
     }
+  }
+}
+
+/**
+ * Counts one request of `bucket` against `limit`: sets X-RateLimit-Limit, -Remaining and -Reset
+ * (epoch seconds) on the reply, and throws 429 rate_limited (with Retry-After) when it is over.
+ */
+export async function enforceRateLimit(limiter: RateLimiter, reply: FastifyReply, bucket: string, limit: number): Promise<void> {
+  const decision = await limiter.check(bucket, limit);
+  reply.header('x-ratelimit-limit', String(decision.limit));
+  reply.header('x-ratelimit-remaining', String(decision.remaining));
+  reply.header('x-ratelimit-reset', String(Math.ceil(decision.resetAtMs / 1_000)));
+  if (!decision.allowed) {
+    const retryAfter = Math.max(1, Math.ceil(decision.retryAfterMs / 1_000));
+    throw new HeraldError('rate_limited', `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${retryAfter} s.`, {
+      title: 'Rate limit exceeded',
+      extra: { resetIn: retryAfter, retryAfter, limit: decision.limit },
+    });
   }
 }

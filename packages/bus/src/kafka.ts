@@ -22,6 +22,8 @@ export interface IncomingMessage {
   key: string;
   value: Buffer;
   headers: Record<string, string>;
+  /** Long handlers call this now and then, so the group does not think the consumer died. */
+  heartbeat(): Promise<void>;
 }
 
 export interface SubscribeOptions {
@@ -52,9 +54,16 @@ export interface KafkaBusOptions {
   brokers: string[];
   clientId: string;
   logger: Logger;
+  /**
+   * Put before every topic and consumer group name on the wire (never seen by callers): one
+   * Kafka cluster then holds isolated namespaces, e.g. one per test stack.
+   */
+  topicPrefix?: string;
+  /** How long a silent consumer keeps its partitions before the group moves them elsewhere. */
+  sessionTimeoutMs?: number;
 }
 
-export function createKafkaBus({ brokers, clientId, logger }: KafkaBusOptions): Bus {
+export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', sessionTimeoutMs = 30_000 }: KafkaBusOptions): Bus {
   const kafka = new Kafka({
     clientId,
     brokers,
@@ -97,7 +106,7 @@ export function createKafkaBus({ brokers, clientId, logger }: KafkaBusOptions): 
     await (await connectedProducer()).sendBatch({
       acks: -1,
       topicMessages: [...byTopic].map(([topic, list]) => ({
-        topic,
+        topic: topicPrefix + topic,
         messages: list.map((message) => ({
           key: message.key,
           value: message.value,
@@ -111,24 +120,30 @@ export function createKafkaBus({ brokers, clientId, logger }: KafkaBusOptions): 
     publish,
 
     async subscribe({ groupId, topics, fromBeginning = false, handle, maxAttempts = 5, deadLetterTopic }) {
-      const consumer = kafka.consumer({ groupId, allowAutoTopicCreation: false });
+      const consumer = kafka.consumer({
+        groupId: topicPrefix + groupId,
+        allowAutoTopicCreation: false,
+        sessionTimeout: sessionTimeoutMs,
+        heartbeatInterval: Math.max(500, Math.floor(sessionTimeoutMs / 10)),
+      });
       consumers.add(consumer);
       await consumer.connect();
-      await consumer.subscribe({ topics, fromBeginning });
+      await consumer.subscribe({ topics: topics.map((topic) => topicPrefix + topic), fromBeginning });
       await consumer.run({
         autoCommit: true,
-        eachMessage: async ({ topic, partition, message }) => {
+        eachMessage: async ({ topic, partition, message, heartbeat }) => {
           const headers: Record<string, string> = {};
           for (const [name, value] of Object.entries(message.headers ?? {})) {
             if (value !== undefined) headers[name] = value.toString();
           }
           const incoming: IncomingMessage = {
-            topic,
+            topic: topic.slice(topicPrefix.length),
             partition,
             offset: message.offset,
             key: message.key?.toString() ?? '',
             value: message.value ?? Buffer.alloc(0),
             headers,
+            heartbeat,
           };
           for (let attempt = 1; ; attempt += 1) {
             try {
@@ -145,7 +160,7 @@ export function createKafkaBus({ brokers, clientId, logger }: KafkaBusOptions): 
                     value: incoming.value,
                     headers: {
                       ...headers,
-                      'herald-dlq-source': `${topic}/${partition}/${message.offset}`,
+                      'herald-dlq-source': `${incoming.topic}/${partition}/${message.offset}`,
                       'herald-dlq-error': String((err as Error).message).slice(0, 500),
                     },
                   },

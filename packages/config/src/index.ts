@@ -126,6 +126,9 @@ export const pieces = {
   kafka: (env: Env) => ({
     kafkaBrokers: env.list('KAFKA_BROKERS'),
     kafkaClientId: env.string('KAFKA_CLIENT_ID', 'herald'),
+    /** Namespace for topics and consumer groups (tests give each stack its own). */
+    kafkaTopicPrefix: env.string('KAFKA_TOPIC_PREFIX', ''),
+    kafkaSessionTimeoutMs: env.integer('KAFKA_SESSION_TIMEOUT_MS', 30_000, { min: 6_000, max: 300_000 }),
   }),
   grpcServer: (env: Env, defaultPort: number) => ({
     grpcHost: env.string('GRPC_HOST', '127.0.0.1'),

@@ -132,6 +132,8 @@ test('the shared pieces name the variables every service uses', () => {
     redisUrl: 'rediss://cache:6380',
     kafkaBrokers: ['k1:9092', 'k2:9092'],
     kafkaClientId: 'herald',
+    kafkaTopicPrefix: '',
+    kafkaSessionTimeoutMs: 30_000,
     grpcHost: '127.0.0.1',
     grpcPort: 6000,
     shutdownGraceMs: 10_000,

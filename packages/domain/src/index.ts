@@ -1,3 +1,4 @@
+export * from './audience.js';
 export * from './keys.js';
 export * from './plans.js';
 export * from './scopes.js';

@@ -79,6 +79,23 @@ const defaultHints: Record<ErrorCode, string> = {
   internal_error: 'Retry later; if it persists, report the request id.',
 };
 
+/** One bad field of a request: its name (dotted path), where it was sent, and what is wrong. */
+export interface FieldProblem {
+  field: string;
+  /** body, querystring, params or headers. */
+  in: string;
+  problem: string;
+}
+
+/** 400 invalid_request naming each bad field: the message lists them, `fields` carries them. */
+export function invalidFields(location: string, fields: FieldProblem[]): HeraldError {
+  const summary = fields.map((field) => `${field.field} ${field.problem}`).join('; ');
+  return new HeraldError('invalid_request', `Invalid ${location === 'body' ? 'request body' : location}: ${summary}.`, {
+    title: 'Invalid request',
+    extra: { fields },
+  });
+}
+
 export function isErrorCode(value: string): value is ErrorCode {
   return Object.hasOwn(statusByCode, value);
 }

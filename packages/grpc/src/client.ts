@@ -1,4 +1,12 @@
-import { credentials, Metadata, type CallOptions, type Client, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
+import {
+  credentials,
+  Metadata,
+  type CallOptions,
+  type Client,
+  type ClientReadableStream,
+  type ClientUnaryCall,
+  type ServiceError,
+} from '@grpc/grpc-js';
 
 import { fromGrpcError } from './errors.js';
 
@@ -10,15 +18,16 @@ export interface CallSettings {
   metadata?: Metadata;
 }
 
-/** The last overload ts-proto generates: (request, metadata, options, callback). */
-type Promisify<F> = F extends (
-  request: infer Req,
-  metadata: Metadata,
-  options: Partial<CallOptions>,
-  callback: Callback<infer Res>,
-) => ClientUnaryCall
-  ? (request: Req, settings?: CallSettings) => Promise<Res>
-  : never;
+/**
+ * The last overload ts-proto generates: (request, metadata, options, callback) for unary calls,
+ * (request, metadata, options) returning a readable stream for server streaming. A stream has no
+ * deadline unless the settings give one.
+ */
+type Promisify<F> = F extends (request: infer Req, metadata?: Metadata, options?: Partial<CallOptions>) => ClientReadableStream<infer Res>
+  ? (request: Req, settings?: CallSettings) => AsyncIterable<Res>
+  : F extends (request: infer Req, metadata: Metadata, options: Partial<CallOptions>, callback: Callback<infer Res>) => ClientUnaryCall
+    ? (request: Req, settings?: CallSettings) => Promise<Res>
+    : never;
 
 export type PromiseClient<C> = {
   [K in keyof C as Promisify<C[K]> extends never ? never : K]: Promisify<C[K]>;
@@ -45,6 +54,18 @@ export function createClient<C extends Client>(
     for (const name of Object.getOwnPropertyNames(proto)) {
       const method = (client as unknown as Record<string, unknown>)[name];
       if (name === 'constructor' || name in wrapped || typeof method !== 'function' || !isRpc(method)) continue;
+      if ((method as { responseStream?: boolean }).responseStream) {
+        wrapped[name] = (request: unknown, settings: CallSettings = {}) =>
+          readStream(() =>
+            (method as (...args: unknown[]) => ClientReadableStream<unknown>).call(
+              client,
+              request,
+              settings.metadata ?? new Metadata(),
+              settings.deadlineMs === undefined ? {} : { deadline: new Date(Date.now() + settings.deadlineMs) },
+            ),
+          );
+        continue;
+      }
       wrapped[name] = (request: unknown, settings: CallSettings = {}) =>
         new Promise((resolve, reject) => {
           const deadline = new Date(Date.now() + (settings.deadlineMs ?? defaultDeadlineMs));
@@ -60,6 +81,21 @@ export function createClient<C extends Client>(
     proto = Object.getPrototypeOf(proto) as object | null;
   }
   return wrapped as PromiseClient<C>;
+}
+
+/** Yields the stream's messages; a consumer that stops early cancels the call. */
+async function* readStream<T>(open: () => ClientReadableStream<T>): AsyncIterable<T> {
+  const call = open();
+  let finished = false;
+  try {
+    for await (const message of call) yield message as T;
+    finished = true;
+  } catch (err) {
+    finished = true;
+    throw fromGrpcError(err as ServiceError);
+  } finally {
+    if (!finished) call.cancel();
+  }
 }
 
 /** makeGenericClientConstructor attaches the method definition to each generated RPC method. */

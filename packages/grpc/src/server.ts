@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+
 import {
   Server,
   ServerCredentials,
@@ -21,28 +23,50 @@ import { toGrpcStatus } from './errors.js';
 /** A unary RPC written as an async function; thrown HeraldErrors become gRPC statuses. */
 export type UnaryHandler<Req, Res> = (request: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>;
 
+/**
+ * A server-streaming RPC written as an async generator. Each yielded message waits for the
+ * transport to take it (flow control), so a slow client slows the producer instead of filling memory.
+ */
+export type StreamHandler<Req, Res> = (request: Req, call: ServerWritableStream<Req, Res>) => AsyncIterable<Res>;
+
 type HandlersOf<S> = {
-  [K in keyof S]: S[K] extends { requestDeserialize: (b: Buffer) => infer Req; responseSerialize: (r: infer Res) => Buffer }
-    ? UnaryHandler<Req, Res>
+  [K in keyof S]: S[K] extends {
+    responseStream: infer Streaming;
+    requestDeserialize: (b: Buffer) => infer Req;
+    responseSerialize: (r: infer Res) => Buffer;
+  }
+    ? Streaming extends true
+      ? StreamHandler<Req, Res>
+      : UnaryHandler<Req, Res>
     : never;
 };
 
-export function unaryImplementation<S extends ServiceDefinition>(
-  definition: S,
-  handlers: HandlersOf<S>,
-  logger: Logger,
-): UntypedServiceImplementation {
+export function implementService<S extends ServiceDefinition>(definition: S, handlers: HandlersOf<S>, logger: Logger): UntypedServiceImplementation {
   const implementation: UntypedServiceImplementation = {};
+  const fail = (name: string, err: unknown) => {
+    const status = toGrpcStatus(err);
+    if (status.code === GrpcStatus.INTERNAL) logger.error({ err, rpc: definition[name]?.path }, 'rpc failed');
+    return status;
+  };
   for (const name of Object.keys(definition)) {
-    const handler = handlers[name as keyof S] as UnaryHandler<unknown, unknown>;
+    if (definition[name]?.responseStream) {
+      const handler = handlers[name as keyof S] as unknown as StreamHandler<unknown, unknown>;
+      implementation[name] = (call: ServerWritableStream<unknown, unknown>) => {
+        void (async () => {
+          for await (const message of handler(call.request, call)) {
+            if (call.cancelled) return;
+            if (!call.write(message)) await once(call, 'drain');
+          }
+          call.end();
+        })().catch((err: unknown) => call.emit('error', fail(name, err)));
+      };
+      continue;
+    }
+    const handler = handlers[name as keyof S] as unknown as UnaryHandler<unknown, unknown>;
     implementation[name] = (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
       handler(call.request, call).then(
         (response) => callback(null, response),
-        (err: unknown) => {
-          const status = toGrpcStatus(err);
-          if (status.code === GrpcStatus.INTERNAL) logger.error({ err, rpc: definition[name]?.path }, 'rpc failed');
-          callback(status, null);
-        },
+        (err: unknown) => callback(fail(name, err), null),
       );
     };
   }

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
+import { createKafkaNamespace } from './kafka.js';
+
 /** Starting Herald's real processes for a test, each on free ports, and stopping them. */
 
 export const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -90,44 +92,56 @@ export interface Stack {
   gatewayUrls: string[];
   gatewayUrl: string;
   gateways: RunningProcess[];
+  /** account, audience, then (with `sending`) campaign and delivery. */
   services: RunningProcess[];
+  /** The stack's own Kafka namespace (KAFKA_TOPIC_PREFIX of every process). */
+  topicPrefix: string;
   /** Starts one more gateway on these services, with extra environment; returns its URL. */
   addGateway(env?: Record<string, string>): Promise<string>;
+  /** Starts another instance of a service (a replica, or a replacement for one that was killed). */
+  startService(name: ServiceName, env?: Record<string, string>): Promise<RunningProcess>;
   stop(): Promise<void>;
 }
+
+export type ServiceName = 'account' | 'audience' | 'campaign' | 'delivery';
 
 export interface StackOptions {
   gateways?: number;
   gatewayEnv?: Record<string, string>;
   /** Extra environment for every process of the stack, services and gateways. */
   env?: Record<string, string>;
+  /** Also start the campaign service and the delivery fleet (POST /send end to end). */
+  sending?: boolean;
+  deliveryEnv?: Record<string, string>;
 }
 
-/** Account and audience services plus N gateways, on the real infrastructure. */
-export async function startStack({ gateways = 1, gatewayEnv = {}, env = {} }: StackOptions = {}): Promise<Stack> {
-  const infra = { ...infrastructureEnv(), ...env };
-  const [accountPort, audiencePort] = [await freePort(), await freePort()];
+/**
+ * Herald's processes on the real infrastructure. Each stack gets its own Kafka namespace (topics
+ * and consumer groups under a random prefix), so stacks of parallel test files never consume
+ * each other's events.
+ */
+export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, sending = false, deliveryEnv = {} }: StackOptions = {}): Promise<Stack> {
+  const namespace = await createKafkaNamespace();
+  // A short session lets a killed consumer's partitions move on quickly.
+  const infra = { ...infrastructureEnv(), KAFKA_TOPIC_PREFIX: namespace.prefix, KAFKA_SESSION_TIMEOUT_MS: '6000', ...env };
+  const ports = { account: await freePort(), audience: await freePort(), campaign: await freePort(), delivery: await freePort() };
+  const addresses = {
+    ACCOUNT_GRPC_URL: `127.0.0.1:${ports.account}`,
+    AUDIENCE_GRPC_URL: `127.0.0.1:${ports.audience}`,
+    CAMPAIGN_GRPC_URL: `127.0.0.1:${ports.campaign}`,
+    DELIVERY_GRPC_URL: `127.0.0.1:${ports.delivery}`,
+  };
+  const service = (name: ServiceName, extra: Record<string, string> = {}) =>
+    startProcess(name, `services/${name}/dist/src/main.js`, { ...infra, ...addresses, GRPC_PORT: String(ports[name]), ...extra }, new RegExp(`${name} service serving`));
   const services = await Promise.all([
-    startProcess('account', 'services/account/dist/src/main.js', { ...infra, GRPC_PORT: String(accountPort) }, /account service serving/),
-    startProcess('audience', 'services/audience/dist/src/main.js', { ...infra, GRPC_PORT: String(audiencePort) }, /audience service serving/),
+    service('account'),
+    service('audience'),
+    ...(sending ? [service('campaign'), service('delivery', deliveryEnv)] : []),
   ]);
   const gatewayProcesses: RunningProcess[] = [];
-  const addGateway = async (env: Record<string, string> = {}): Promise<string> => {
+  const addGateway = async (extra: Record<string, string> = {}): Promise<string> => {
     const port = await freePort();
-    gatewayProcesses.push(
-      await startProcess(
-        'gateway',
-        'gateway/dist/src/main.js',
-        {
-          ...infra,
-          PORT: String(port),
-          ACCOUNT_GRPC_URL: `127.0.0.1:${accountPort}`,
-          AUDIENCE_GRPC_URL: `127.0.0.1:${audiencePort}`,
-          ...env,
-        },
-        /Server listening/,
-      ),
-    );
+    gatewayProcesses.push(await startProcess('gateway', 'gateway/dist/src/main.js', { ...infra, ...addresses, PORT: String(port), ...extra }, /Server listening/));
     return `http://127.0.0.1:${port}`;
   };
   const gatewayUrls: string[] = [];
@@ -137,10 +151,23 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {} }: St
     gatewayUrl: gatewayUrls[0] as string,
     gateways: gatewayProcesses,
     services,
+    topicPrefix: namespace.prefix,
     addGateway,
+    async startService(name, extra = {}) {
+      // A replica needs a port of its own; the stack's clients keep talking to the first one.
+      const running = await startProcess(
+        name,
+        `services/${name}/dist/src/main.js`,
+        { ...infra, ...addresses, GRPC_PORT: String(await freePort()), ...(name === 'delivery' ? deliveryEnv : {}), ...extra },
+        new RegExp(`${name} service serving`),
+      );
+      services.push(running);
+      return running;
+    },
     async stop() {
       await Promise.all(gatewayProcesses.map((gateway) => gateway.stop()));
-      await Promise.all(services.map((service) => service.stop()));
+      await Promise.all(services.map((running) => running.stop()));
+      await namespace.remove();
     },
   };
 }

@@ -8,6 +8,8 @@ export function readConfig(env: Env) {
     ...pieces.shutdown(env),
     /** Where Herald is reached from outside; hosted subscribe pages live under it. */
     publicOrigin: env.url('PUBLIC_ORIGIN', ['http:', 'https:'], 'http://localhost:8080'),
+    /** The VAPID `sub` claim push services may use to contact the operator (RFC 8292 section 2.1). */
+    vapidSubject: env.url('VAPID_SUBJECT', ['mailto:', 'https:'], 'mailto:push-operator@herald.dev'),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { Pool } from '@herald/db';
 import { hashSecret, isPlanName, planFacts, secretMatches, type PlanName } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
-import { unaryImplementation } from '@herald/grpc';
+import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import { AccountServiceService, type Machine, type Plan, type Site } from '@herald/proto/herald/account/v1/account';
 
@@ -45,10 +45,10 @@ function toMachineMessage(row: store.MachineRow): Machine {
 /** Compared against when a key id is unknown, so a miss costs the same as a wrong secret. */
 const decoyHash = hashSecret('decoy');
 
-export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string) {
+export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string, vapidSubject: string) {
   const unauthenticated = (): HeraldError => new HeraldError('unauthorized', 'The API key is invalid, revoked or expired.', { title: 'Invalid API key' });
 
-  return unaryImplementation(
+  return implementService(
     AccountServiceService,
     {
       async authenticateKey({ keyId, secret }) {
@@ -121,6 +121,35 @@ export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string
 
       async listMachines({ workspaceId }) {
         return { machines: (await store.listMachines(pool, workspaceId)).map(toMachineMessage) };
+      },
+
+      async resolveSiteKey({ siteKey }) {
+        const site = await store.findSiteByKey(pool, siteKey);
+        if (!site) throw new HeraldError('unauthorized', 'Unknown site key.', { title: 'Invalid site key' });
+        return { workspaceId: site.workspace_id, siteId: site.id, domain: site.domain, plan: toPlanMessage(site.plan) };
+      },
+
+      async getPublicSite({ slug }) {
+        const site = await store.findSiteBySlug(pool, slug);
+        if (!site) throw new HeraldError('not_found', `No site ${slug}.`);
+        return {
+          site: {
+            name: site.name,
+            logoUrl: site.logo_url ?? '',
+            domain: site.domain,
+            siteKey: site.site_key,
+            primaryColor: site.primary_color,
+            buttonText: site.button_text,
+            vapidPublicKey: site.vapid_public_key,
+            slug: site.slug,
+          },
+        };
+      },
+
+      async getVapidKeys({ siteId }) {
+        const keys = await store.findVapidKeys(pool, siteId);
+        if (!keys) throw new HeraldError('not_found', `No site ${siteId}.`);
+        return { publicKey: keys.public, privateKey: keys.private, subject: vapidSubject };
       },
     },
     logger,

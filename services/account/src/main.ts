@@ -13,10 +13,10 @@ const config = loadConfig(readConfig);
 const logger = createLogger('account');
 const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, applicationName: 'herald-account' });
 await migrate(pool, SCHEMA, migrationsDir, logger);
-const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-account`, logger });
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-account`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
-  [AccountServiceService, accountHandlers(pool, logger, config.publicOrigin)],
+  [AccountServiceService, accountHandlers(pool, logger, config.publicOrigin, config.vapidSubject)],
 ]);
 logger.info({ port: server.port }, 'account service serving');
 

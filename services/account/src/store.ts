@@ -206,6 +206,47 @@ export async function findSite(db: Queryable, workspaceId: string): Promise<Site
   return rows[0];
 }
 
+export interface PublicSiteRow {
+  workspace_id: string;
+  id: string;
+  name: string;
+  slug: string;
+  domain: string;
+  site_key: string;
+  vapid_public_key: string;
+  logo_url: string | null;
+  primary_color: string;
+  button_text: string;
+  plan: PlanName;
+}
+
+const publicSiteColumns = `s.workspace_id, s.id, s.name, s.slug, s.domain, s.site_key, s.vapid_public_key,
+  s.logo_url, s.primary_color, s.button_text, w.plan`;
+
+export async function findSiteByKey(db: Queryable, siteKey: string): Promise<PublicSiteRow | undefined> {
+  const { rows } = await db.query<PublicSiteRow>(
+    `SELECT ${publicSiteColumns} FROM sites s JOIN workspaces w ON w.id = s.workspace_id WHERE s.site_key = $1`,
+    [siteKey],
+  );
+  return rows[0];
+}
+
+export async function findSiteBySlug(db: Queryable, slug: string): Promise<PublicSiteRow | undefined> {
+  const { rows } = await db.query<PublicSiteRow>(
+    `SELECT ${publicSiteColumns} FROM sites s JOIN workspaces w ON w.id = s.workspace_id WHERE s.slug = $1`,
+    [slug],
+  );
+  return rows[0];
+}
+
+export async function findVapidKeys(db: Queryable, siteId: string): Promise<{ public: string; private: string } | undefined> {
+  const { rows } = await db.query<{ public: string; private: string }>(
+    `SELECT vapid_public_key AS public, vapid_private_key AS private FROM sites WHERE id = $1`,
+    [siteId],
+  );
+  return rows[0];
+}
+
 export async function countDevices(
   db: Queryable,
   workspaceId: string,

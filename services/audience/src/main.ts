@@ -1,3 +1,4 @@
+import { createKafkaBus, startOutboxRelay } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { startGrpcServer } from '@herald/grpc';
@@ -5,6 +6,7 @@ import { createLogger } from '@herald/logging';
 import { AudienceServiceService } from '@herald/proto/herald/audience/v1/audience';
 
 import { readConfig } from './config.js';
+import { consumeDeliveryResults } from './delivery-results.js';
 import { audienceHandlers } from './handlers.js';
 import { migrationsDir, SCHEMA } from './store.js';
 
@@ -12,12 +14,23 @@ const config = loadConfig(readConfig);
 const logger = createLogger('audience');
 const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, applicationName: 'herald-audience' });
 await migrate(pool, SCHEMA, migrationsDir, logger);
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-audience`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
+const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[AudienceServiceService, audienceHandlers(pool, logger)]]);
 logger.info({ port: server.port }, 'audience service serving');
+// Joining the consumer group can wait for a rebalance; serving does not wait for it. Results
+// published meanwhile are not lost (committed offsets, or the oldest for a new group).
+const deliveryResults = consumeDeliveryResults(bus, pool, logger).catch((err: unknown) => {
+  logger.fatal({ err }, 'cannot consume delivery results');
+  process.exit(1);
+});
 
 drainOnSignal(
   async () => {
-    await server.drain(config.shutdownGraceMs);
+    // The consumer's stop waits out its fetch long-poll; it needs nothing the RPCs need.
+    await Promise.all([server.drain(config.shutdownGraceMs), deliveryResults.then((subscription) => subscription.stop())]);
+    await relay.stop();
+    await bus.close();
     await pool.end();
   },
   config.shutdownGraceMs,

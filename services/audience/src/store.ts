@@ -1,11 +1,92 @@
 import { fileURLToPath } from 'node:url';
 
-import type { Queryable } from '@herald/db';
+import { enqueue } from '@herald/bus';
+import { withTransaction, type Pool, type Queryable } from '@herald/db';
+import { randomId, SUBSCRIBER_LIMITS, type SubscriberStatus } from '@herald/domain';
+import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 
 /** Every SQL statement of the audience service. Each query is scoped by workspace id. */
 
 export const SCHEMA = 'audience';
 export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
+export const AUDIENCE_EVENTS_TOPIC = 'herald.audience.events';
+
+export interface SubscriberRow {
+  id: string;
+  site_id: string;
+  status: SubscriberStatus;
+  external_id: string | null;
+  tags: string[];
+  custom_data: Record<string, unknown>;
+  browser: string | null;
+  os: string | null;
+  country: string | null;
+  language: string | null;
+  timezone: string | null;
+  created_at: Date;
+  updated_at: Date;
+  unsubscribed_at: Date | null;
+  /** Read only to derive the push service's origin; never leaves the service otherwise. */
+  endpoint: string;
+  /** created_at in microseconds since the epoch (exact, unlike a JS Date): the list cursor. */
+  created_us: string;
+}
+
+const subscriberColumns = `id, site_id, status, external_id, tags, custom_data, browser, os, country, language, timezone,
+  created_at, updated_at, unsubscribed_at, endpoint, (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us`;
+
+/** A subscriber that stopped being active, as events name it. */
+interface Departed {
+  id: string;
+  site_id: string;
+  external_id: string | null;
+}
+
+type EventKind = NonNullable<AudienceEvent['kind']>;
+
+async function recordEvents(tx: Queryable, workspaceId: string, events: Array<{ siteId: string; kind: EventKind }>): Promise<void> {
+  const occurredAt = new Date().toISOString();
+  await enqueue(
+    tx,
+    SCHEMA,
+    events.map(({ siteId, kind }) => {
+      const eventId = crypto.randomUUID();
+      const payload = AudienceEvent.encode({ eventId, occurredAt, workspaceId, siteId, kind }).finish();
+      return { topic: AUDIENCE_EVENTS_TOPIC, key: workspaceId, payload, eventId };
+    }),
+  );
+}
+
+const subscribed = (row: Departed): { siteId: string; kind: EventKind } => ({
+  siteId: row.site_id,
+  kind: { $case: 'subscribed', value: { subscriberId: row.id, externalId: row.external_id ?? '' } },
+});
+
+const unsubscribed = (row: Departed, reason: string): { siteId: string; kind: EventKind } => ({
+  siteId: row.site_id,
+  kind: { $case: 'unsubscribed', value: { subscriberId: row.id, externalId: row.external_id ?? '', reason } },
+});
+
+/** A concurrent writer changed the row a transaction was about to change. */
+class RaceLost extends Error {}
+
+/** Runs `fn` in a transaction, again when a concurrent writer took (or removed) the same endpoint first. */
+async function inTransactionRetryingRaces<T>(pool: Pool, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await withTransaction(pool, fn);
+    } catch (err) {
+      const uniqueViolation = (err as { code?: string }).code === '23505';
+      if (!(uniqueViolation || err instanceof RaceLost) || attempt >= 3) throw err;
+    }
+  }
+}
+
+/** `tags` followed by those of `$n` it does not hold yet, at most the tag limit. */
+const mergedTags = (param: string): string =>
+  `(tags || ARRAY(SELECT tag FROM unnest(${param}::text[]) AS tag WHERE tag <> ALL (tags)))[1:${SUBSCRIBER_LIMITS.tags}]`;
+
+// ---- counts --------------------------------------------------------------------------------
 
 export async function countActive(db: Queryable, workspaceId: string, externalId: string): Promise<{ site: number; externalId: number }> {
   const { rows } = await db.query<{ site: string; external: string }>(
@@ -14,4 +95,305 @@ export async function countActive(db: Queryable, workspaceId: string, externalId
     [workspaceId, externalId],
   );
   return { site: Number(rows[0]?.site ?? 0), externalId: Number(rows[0]?.external ?? 0) };
+}
+
+export async function countSubscribers(db: Queryable, workspaceId: string): Promise<{ total: string; active: string; unsubscribed: string }> {
+  const { rows } = await db.query<{ total: string; active: string; unsubscribed: string }>(
+    `SELECT count(*) AS total,
+            count(*) FILTER (WHERE status = 'active') AS active,
+            count(*) FILTER (WHERE status = 'unsubscribed') AS unsubscribed
+       FROM subscribers WHERE workspace_id = $1`,
+    [workspaceId],
+  );
+  return rows[0] ?? { total: '0', active: '0', unsubscribed: '0' };
+}
+
+// ---- the REST subscriber endpoints ---------------------------------------------------------
+
+export interface ListFilter {
+  workspaceId: string;
+  limit: number;
+  /** Keyset position: rows strictly older than (createdUs, id) in (created_at DESC, id DESC). */
+  after?: { createdUs: string; id: string };
+  status?: string;
+  tags?: string[];
+  externalId?: string;
+}
+
+/** Up to `limit` subscribers, newest first. */
+export async function listSubscribers(db: Queryable, filter: ListFilter): Promise<SubscriberRow[]> {
+  const params: unknown[] = [filter.workspaceId];
+  const where = ['workspace_id = $1'];
+  const bind = (value: unknown): string => `$${params.push(value)}`;
+  if (filter.after) {
+    where.push(`(created_at, id) < (timestamptz 'epoch' + ${bind(filter.after.createdUs)}::bigint * interval '1 microsecond', ${bind(filter.after.id)})`);
+  }
+  if (filter.status) where.push(`status = ${bind(filter.status)}`);
+  if (filter.tags?.length) where.push(`tags @> ${bind(filter.tags)}::text[]`);
+  if (filter.externalId) where.push(`external_id = ${bind(filter.externalId)}`);
+  const { rows } = await db.query<SubscriberRow>(
+    `SELECT ${subscriberColumns} FROM subscribers WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ${bind(filter.limit)}`,
+    params,
+  );
+  return rows;
+}
+
+export async function findSubscriber(db: Queryable, workspaceId: string, id: string): Promise<SubscriberRow | undefined> {
+  const { rows } = await db.query<SubscriberRow>(`SELECT ${subscriberColumns} FROM subscribers WHERE workspace_id = $1 AND id = $2`, [
+    workspaceId,
+    id,
+  ]);
+  return rows[0];
+}
+
+export interface SubscriberPatch {
+  tags?: string[];
+  /** null clears it. */
+  externalId?: string | null;
+  customData?: Record<string, unknown>;
+}
+
+export async function updateSubscriber(db: Queryable, workspaceId: string, id: string, patch: SubscriberPatch): Promise<SubscriberRow | undefined> {
+  const { rows } = await db.query<SubscriberRow>(
+    `UPDATE subscribers SET
+       tags        = CASE WHEN $3 THEN $4::text[] ELSE tags END,
+       external_id = CASE WHEN $5 THEN $6 ELSE external_id END,
+       custom_data = CASE WHEN $7 THEN $8::jsonb ELSE custom_data END,
+       updated_at  = now()
+     WHERE workspace_id = $1 AND id = $2
+     RETURNING ${subscriberColumns}`,
+    [
+      workspaceId,
+      id,
+      patch.tags !== undefined,
+      patch.tags ?? [],
+      patch.externalId !== undefined,
+      patch.externalId ?? null,
+      patch.customData !== undefined,
+      JSON.stringify(patch.customData ?? {}),
+    ],
+  );
+  return rows[0];
+}
+
+/** Removes the subscriber and its push subscription; false when there is none. */
+export async function deleteSubscriber(pool: Pool, workspaceId: string, id: string): Promise<boolean> {
+  return withTransaction(pool, async (tx) => {
+    const { rows } = await tx.query<Departed>(
+      `DELETE FROM subscribers WHERE workspace_id = $1 AND id = $2 RETURNING id, site_id, external_id`,
+      [workspaceId, id],
+    );
+    const row = rows[0];
+    if (!row) return false;
+    await recordEvents(tx, workspaceId, [unsubscribed(row, 'deleted')]);
+    return true;
+  });
+}
+
+// ---- the browser SDK's endpoints ------------------------------------------------------------
+
+export interface PushSubscriptionInput {
+  workspaceId: string;
+  siteId: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
+export interface SubscribeInput extends PushSubscriptionInput {
+  externalId: string;
+  tags: string[];
+  browser: string;
+  os: string;
+  language: string;
+  timezone: string;
+  country: string;
+}
+
+/**
+ * Idempotent on (workspace, endpoint). A new endpoint is inserted; a known one gets the new keys,
+ * the metadata given (what is not given is kept; tags are added to those it holds) and is active
+ * again. Subscribed is emitted when a subscriber is created or becomes active again.
+ */
+export async function subscribe(pool: Pool, input: SubscribeInput): Promise<{ id: string; created: boolean }> {
+  return inTransactionRetryingRaces(pool, async (tx) => {
+    const values = [
+      input.workspaceId,
+      input.endpoint,
+      input.p256dh,
+      input.auth,
+      input.externalId,
+      input.tags,
+      input.browser,
+      input.os,
+      input.language,
+      input.timezone,
+      input.country,
+    ];
+    const inserted = await tx.query<Departed>(
+      `INSERT INTO subscribers (id, site_id, workspace_id, endpoint, p256dh, auth, external_id, tags, browser, os, language, timezone, country)
+       VALUES ($12, $13, $1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), NULLIF($8, ''), NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''))
+       ON CONFLICT (workspace_id, endpoint) DO NOTHING
+       RETURNING id, site_id, external_id`,
+      [...values, `sub_${randomId()}`, input.siteId],
+    );
+    const created = inserted.rows[0];
+    if (created) {
+      await recordEvents(tx, input.workspaceId, [subscribed(created)]);
+      return { id: created.id, created: true };
+    }
+    // The endpoint is known: lock it, so the status it had is the status we change.
+    const { rows: existing } = await tx.query<{ status: string }>(
+      `SELECT status FROM subscribers WHERE workspace_id = $1 AND endpoint = $2 FOR UPDATE`,
+      [input.workspaceId, input.endpoint],
+    );
+    // Deleted since the INSERT looked: start again.
+    if (!existing[0]) throw new RaceLost('subscriber deleted while subscribing');
+    const { rows } = await tx.query<Departed>(
+      `UPDATE subscribers SET
+         p256dh = $3, auth = $4,
+         external_id = COALESCE(NULLIF($5, ''), external_id),
+         tags = ${mergedTags('$6')},
+         browser = COALESCE(NULLIF($7, ''), browser),
+         os = COALESCE(NULLIF($8, ''), os),
+         language = COALESCE(NULLIF($9, ''), language),
+         timezone = COALESCE(NULLIF($10, ''), timezone),
+         country = COALESCE(NULLIF($11, ''), country),
+         status = 'active', unsubscribed_at = NULL, updated_at = now()
+       WHERE workspace_id = $1 AND endpoint = $2
+       RETURNING id, site_id, external_id`,
+      values,
+    );
+    const row = rows[0] as Departed;
+    if (existing[0].status !== 'active') await recordEvents(tx, input.workspaceId, [subscribed(row)]);
+    return { id: row.id, created: false };
+  });
+}
+
+interface EndpointRow extends Departed {
+  endpoint: string;
+  status: string;
+  tags: string[];
+}
+
+/**
+ * The browser replaced its push subscription: the subscriber found by the old endpoint moves to
+ * the new one (same id, tags, external id and custom data) and is active. When the new endpoint
+ * is already another subscriber (the page subscribed it before the change arrived), that
+ * duplicate is removed (Unsubscribed, reason "deleted") and its tags and external id are merged
+ * into the surviving subscriber where it has none. Undefined when the old endpoint is unknown.
+ */
+export async function changeSubscription(pool: Pool, input: PushSubscriptionInput & { oldEndpoint: string }): Promise<string | undefined> {
+  return inTransactionRetryingRaces(pool, async (tx) => {
+    // Both rows locked in one statement, in id order, so two crossing changes cannot deadlock.
+    const { rows } = await tx.query<EndpointRow>(
+      `SELECT id, site_id, external_id, endpoint, status, tags FROM subscribers
+        WHERE workspace_id = $1 AND endpoint IN ($2, $3) ORDER BY id FOR UPDATE`,
+      [input.workspaceId, input.oldEndpoint, input.endpoint],
+    );
+    const survivor = rows.find((row) => row.endpoint === input.oldEndpoint);
+    if (!survivor) return undefined;
+    const duplicate = rows.find((row) => row.endpoint === input.endpoint && row.id !== survivor.id);
+    const events: Array<{ siteId: string; kind: EventKind }> = [];
+    if (duplicate) {
+      await tx.query(`DELETE FROM subscribers WHERE workspace_id = $1 AND id = $2`, [input.workspaceId, duplicate.id]);
+      events.push(unsubscribed(duplicate, 'deleted'));
+    }
+    const { rows: updated } = await tx.query<Departed>(
+      `UPDATE subscribers SET
+         endpoint = $3, p256dh = $4, auth = $5,
+         external_id = COALESCE(external_id, $6),
+         tags = ${mergedTags('$7')},
+         status = 'active', unsubscribed_at = NULL, updated_at = now()
+       WHERE workspace_id = $1 AND id = $2
+       RETURNING id, site_id, external_id`,
+      [input.workspaceId, survivor.id, input.endpoint, input.p256dh, input.auth, duplicate?.external_id ?? null, duplicate?.tags ?? []],
+    );
+    if (survivor.status !== 'active') events.push(subscribed(updated[0] as Departed));
+    if (events.length > 0) await recordEvents(tx, input.workspaceId, events);
+    return survivor.id;
+  });
+}
+
+/**
+ * The browser unsubscribed: an active subscriber becomes `unsubscribed` (Unsubscribed, reason
+ * "unsubscribed"); one already inactive is left as it is. Undefined when the endpoint is unknown.
+ */
+export async function unsubscribe(pool: Pool, workspaceId: string, endpoint: string): Promise<string | undefined> {
+  return withTransaction(pool, async (tx) => {
+    const { rows } = await tx.query<Departed & { status: string }>(
+      `SELECT id, site_id, external_id, status FROM subscribers WHERE workspace_id = $1 AND endpoint = $2 FOR UPDATE`,
+      [workspaceId, endpoint],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    if (row.status === 'active') {
+      await tx.query(
+        `UPDATE subscribers SET status = 'unsubscribed', unsubscribed_at = now(), updated_at = now() WHERE workspace_id = $1 AND id = $2`,
+        [workspaceId, row.id],
+      );
+      await recordEvents(tx, workspaceId, [unsubscribed(row, 'unsubscribed')]);
+    }
+    return row.id;
+  });
+}
+
+// ---- sending --------------------------------------------------------------------------------
+
+export interface Targeting {
+  subscriberIds: string[];
+  externalIds: string[];
+  tags: string[];
+}
+
+/** Active subscribers of the workspace matching the targeting: AND across kinds, OR within a list of ids. */
+function targetingWhere(workspaceId: string, targeting: Targeting, params: unknown[]): string {
+  const bind = (value: unknown): string => `$${params.push(value)}`;
+  const where = [`workspace_id = ${bind(workspaceId)}`, `status = 'active'`];
+  if (targeting.subscriberIds.length > 0) where.push(`id = ANY(${bind(targeting.subscriberIds)}::text[])`);
+  if (targeting.externalIds.length > 0) where.push(`external_id = ANY(${bind(targeting.externalIds)}::text[])`);
+  if (targeting.tags.length > 0) where.push(`tags @> ${bind(targeting.tags)}::text[]`);
+  return where.join(' AND ');
+}
+
+export async function countTargets(db: Queryable, workspaceId: string, targeting: Targeting): Promise<string> {
+  const params: unknown[] = [];
+  const { rows } = await db.query<{ count: string }>(`SELECT count(*) AS count FROM subscribers WHERE ${targetingWhere(workspaceId, targeting, params)}`, params);
+  return rows[0]?.count ?? '0';
+}
+
+export interface TargetRow {
+  subscriber_id: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
+/** One keyset page of targets: ids greater than `after`, ascending. */
+export async function targetPage(db: Queryable, workspaceId: string, targeting: Targeting, after: string, limit: number): Promise<TargetRow[]> {
+  const params: unknown[] = [];
+  const where = targetingWhere(workspaceId, targeting, params);
+  params.push(after, limit);
+  const { rows } = await db.query<TargetRow>(
+    `SELECT id AS subscriber_id, endpoint, p256dh, auth FROM subscribers
+      WHERE ${where} AND id > $${params.length - 1} ORDER BY id LIMIT $${params.length}`,
+    params,
+  );
+  return rows;
+}
+
+/**
+ * Push services said these subscriptions are gone: the active ones among them become `status`
+ * (expired or bounced), each with an Unsubscribed event (reason = status). Returns how many changed.
+ */
+export async function expireSubscribers(tx: Queryable, workspaceId: string, ids: string[], status: 'expired' | 'bounced'): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { rows } = await tx.query<Departed>(
+    `UPDATE subscribers SET status = $3, unsubscribed_at = now(), updated_at = now()
+      WHERE workspace_id = $1 AND id = ANY($2::text[]) AND status = 'active'
+      RETURNING id, site_id, external_id`,
+    [workspaceId, ids, status],
+  );
+  if (rows.length > 0) await recordEvents(tx, workspaceId, rows.map((row) => unsubscribed(row, status)));
+  return rows.length;
 }

@@ -160,6 +160,47 @@ export interface ListMachinesResponse {
   machines: Machine[];
 }
 
+export interface ResolveSiteKeyRequest {
+  siteKey: string;
+}
+
+export interface ResolveSiteKeyResponse {
+  workspaceId: string;
+  siteId: string;
+  domain: string;
+  plan?: Plan | undefined;
+}
+
+export interface PublicSite {
+  name: string;
+  logoUrl: string;
+  domain: string;
+  siteKey: string;
+  primaryColor: string;
+  buttonText: string;
+  vapidPublicKey: string;
+  slug: string;
+}
+
+export interface GetPublicSiteRequest {
+  slug: string;
+}
+
+export interface GetPublicSiteResponse {
+  site?: PublicSite | undefined;
+}
+
+export interface GetVapidKeysRequest {
+  siteId: string;
+}
+
+export interface GetVapidKeysResponse {
+  publicKey: string;
+  privateKey: string;
+  /** The JWT `sub` claim: a mailto: or https: contact for push services. */
+  subject: string;
+}
+
 function createBasePlan(): Plan {
   return {
     name: "",
@@ -2394,6 +2435,732 @@ export const ListMachinesResponse: MessageFns<ListMachinesResponse> = {
   },
 };
 
+function createBaseResolveSiteKeyRequest(): ResolveSiteKeyRequest {
+  return { siteKey: "" };
+}
+
+export const ResolveSiteKeyRequest: MessageFns<ResolveSiteKeyRequest> = {
+  encode(message: ResolveSiteKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.siteKey !== "") {
+      writer.uint32(10).string(message.siteKey);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveSiteKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveSiteKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.siteKey = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveSiteKeyRequest {
+    return {
+      siteKey: isSet(object.siteKey)
+        ? globalThis.String(object.siteKey)
+        : isSet(object.site_key)
+        ? globalThis.String(object.site_key)
+        : "",
+    };
+  },
+
+  toJSON(message: ResolveSiteKeyRequest): unknown {
+    const obj: any = {};
+    if (message.siteKey !== "") {
+      obj.siteKey = message.siteKey;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveSiteKeyRequest>, I>>(base?: I): ResolveSiteKeyRequest {
+    return ResolveSiteKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveSiteKeyRequest>, I>>(object: I): ResolveSiteKeyRequest {
+    const message = createBaseResolveSiteKeyRequest();
+    message.siteKey = object.siteKey ?? "";
+    return message;
+  },
+};
+
+function createBaseResolveSiteKeyResponse(): ResolveSiteKeyResponse {
+  return { workspaceId: "", siteId: "", domain: "", plan: undefined };
+}
+
+export const ResolveSiteKeyResponse: MessageFns<ResolveSiteKeyResponse> = {
+  encode(message: ResolveSiteKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.siteId !== "") {
+      writer.uint32(18).string(message.siteId);
+    }
+    if (message.domain !== "") {
+      writer.uint32(26).string(message.domain);
+    }
+    if (message.plan !== undefined) {
+      Plan.encode(message.plan, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResolveSiteKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResolveSiteKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.siteId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.domain = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.plan = Plan.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResolveSiteKeyResponse {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      siteId: isSet(object.siteId)
+        ? globalThis.String(object.siteId)
+        : isSet(object.site_id)
+        ? globalThis.String(object.site_id)
+        : "",
+      domain: isSet(object.domain) ? globalThis.String(object.domain) : "",
+      plan: isSet(object.plan) ? Plan.fromJSON(object.plan) : undefined,
+    };
+  },
+
+  toJSON(message: ResolveSiteKeyResponse): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.siteId !== "") {
+      obj.siteId = message.siteId;
+    }
+    if (message.domain !== "") {
+      obj.domain = message.domain;
+    }
+    if (message.plan !== undefined) {
+      obj.plan = Plan.toJSON(message.plan);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResolveSiteKeyResponse>, I>>(base?: I): ResolveSiteKeyResponse {
+    return ResolveSiteKeyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResolveSiteKeyResponse>, I>>(object: I): ResolveSiteKeyResponse {
+    const message = createBaseResolveSiteKeyResponse();
+    message.workspaceId = object.workspaceId ?? "";
+    message.siteId = object.siteId ?? "";
+    message.domain = object.domain ?? "";
+    message.plan = (object.plan !== undefined && object.plan !== null) ? Plan.fromPartial(object.plan) : undefined;
+    return message;
+  },
+};
+
+function createBasePublicSite(): PublicSite {
+  return {
+    name: "",
+    logoUrl: "",
+    domain: "",
+    siteKey: "",
+    primaryColor: "",
+    buttonText: "",
+    vapidPublicKey: "",
+    slug: "",
+  };
+}
+
+export const PublicSite: MessageFns<PublicSite> = {
+  encode(message: PublicSite, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.logoUrl !== "") {
+      writer.uint32(18).string(message.logoUrl);
+    }
+    if (message.domain !== "") {
+      writer.uint32(26).string(message.domain);
+    }
+    if (message.siteKey !== "") {
+      writer.uint32(34).string(message.siteKey);
+    }
+    if (message.primaryColor !== "") {
+      writer.uint32(42).string(message.primaryColor);
+    }
+    if (message.buttonText !== "") {
+      writer.uint32(50).string(message.buttonText);
+    }
+    if (message.vapidPublicKey !== "") {
+      writer.uint32(58).string(message.vapidPublicKey);
+    }
+    if (message.slug !== "") {
+      writer.uint32(66).string(message.slug);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PublicSite {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePublicSite();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.logoUrl = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.domain = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.siteKey = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.primaryColor = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.buttonText = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.vapidPublicKey = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.slug = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PublicSite {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      logoUrl: isSet(object.logoUrl)
+        ? globalThis.String(object.logoUrl)
+        : isSet(object.logo_url)
+        ? globalThis.String(object.logo_url)
+        : "",
+      domain: isSet(object.domain) ? globalThis.String(object.domain) : "",
+      siteKey: isSet(object.siteKey)
+        ? globalThis.String(object.siteKey)
+        : isSet(object.site_key)
+        ? globalThis.String(object.site_key)
+        : "",
+      primaryColor: isSet(object.primaryColor)
+        ? globalThis.String(object.primaryColor)
+        : isSet(object.primary_color)
+        ? globalThis.String(object.primary_color)
+        : "",
+      buttonText: isSet(object.buttonText)
+        ? globalThis.String(object.buttonText)
+        : isSet(object.button_text)
+        ? globalThis.String(object.button_text)
+        : "",
+      vapidPublicKey: isSet(object.vapidPublicKey)
+        ? globalThis.String(object.vapidPublicKey)
+        : isSet(object.vapid_public_key)
+        ? globalThis.String(object.vapid_public_key)
+        : "",
+      slug: isSet(object.slug) ? globalThis.String(object.slug) : "",
+    };
+  },
+
+  toJSON(message: PublicSite): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.logoUrl !== "") {
+      obj.logoUrl = message.logoUrl;
+    }
+    if (message.domain !== "") {
+      obj.domain = message.domain;
+    }
+    if (message.siteKey !== "") {
+      obj.siteKey = message.siteKey;
+    }
+    if (message.primaryColor !== "") {
+      obj.primaryColor = message.primaryColor;
+    }
+    if (message.buttonText !== "") {
+      obj.buttonText = message.buttonText;
+    }
+    if (message.vapidPublicKey !== "") {
+      obj.vapidPublicKey = message.vapidPublicKey;
+    }
+    if (message.slug !== "") {
+      obj.slug = message.slug;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PublicSite>, I>>(base?: I): PublicSite {
+    return PublicSite.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PublicSite>, I>>(object: I): PublicSite {
+    const message = createBasePublicSite();
+    message.name = object.name ?? "";
+    message.logoUrl = object.logoUrl ?? "";
+    message.domain = object.domain ?? "";
+    message.siteKey = object.siteKey ?? "";
+    message.primaryColor = object.primaryColor ?? "";
+    message.buttonText = object.buttonText ?? "";
+    message.vapidPublicKey = object.vapidPublicKey ?? "";
+    message.slug = object.slug ?? "";
+    return message;
+  },
+};
+
+function createBaseGetPublicSiteRequest(): GetPublicSiteRequest {
+  return { slug: "" };
+}
+
+export const GetPublicSiteRequest: MessageFns<GetPublicSiteRequest> = {
+  encode(message: GetPublicSiteRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.slug !== "") {
+      writer.uint32(10).string(message.slug);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPublicSiteRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPublicSiteRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.slug = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPublicSiteRequest {
+    return { slug: isSet(object.slug) ? globalThis.String(object.slug) : "" };
+  },
+
+  toJSON(message: GetPublicSiteRequest): unknown {
+    const obj: any = {};
+    if (message.slug !== "") {
+      obj.slug = message.slug;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPublicSiteRequest>, I>>(base?: I): GetPublicSiteRequest {
+    return GetPublicSiteRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPublicSiteRequest>, I>>(object: I): GetPublicSiteRequest {
+    const message = createBaseGetPublicSiteRequest();
+    message.slug = object.slug ?? "";
+    return message;
+  },
+};
+
+function createBaseGetPublicSiteResponse(): GetPublicSiteResponse {
+  return { site: undefined };
+}
+
+export const GetPublicSiteResponse: MessageFns<GetPublicSiteResponse> = {
+  encode(message: GetPublicSiteResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.site !== undefined) {
+      PublicSite.encode(message.site, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPublicSiteResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPublicSiteResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.site = PublicSite.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPublicSiteResponse {
+    return { site: isSet(object.site) ? PublicSite.fromJSON(object.site) : undefined };
+  },
+
+  toJSON(message: GetPublicSiteResponse): unknown {
+    const obj: any = {};
+    if (message.site !== undefined) {
+      obj.site = PublicSite.toJSON(message.site);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPublicSiteResponse>, I>>(base?: I): GetPublicSiteResponse {
+    return GetPublicSiteResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPublicSiteResponse>, I>>(object: I): GetPublicSiteResponse {
+    const message = createBaseGetPublicSiteResponse();
+    message.site = (object.site !== undefined && object.site !== null)
+      ? PublicSite.fromPartial(object.site)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetVapidKeysRequest(): GetVapidKeysRequest {
+  return { siteId: "" };
+}
+
+export const GetVapidKeysRequest: MessageFns<GetVapidKeysRequest> = {
+  encode(message: GetVapidKeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.siteId !== "") {
+      writer.uint32(10).string(message.siteId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetVapidKeysRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetVapidKeysRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.siteId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetVapidKeysRequest {
+    return {
+      siteId: isSet(object.siteId)
+        ? globalThis.String(object.siteId)
+        : isSet(object.site_id)
+        ? globalThis.String(object.site_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetVapidKeysRequest): unknown {
+    const obj: any = {};
+    if (message.siteId !== "") {
+      obj.siteId = message.siteId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetVapidKeysRequest>, I>>(base?: I): GetVapidKeysRequest {
+    return GetVapidKeysRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetVapidKeysRequest>, I>>(object: I): GetVapidKeysRequest {
+    const message = createBaseGetVapidKeysRequest();
+    message.siteId = object.siteId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetVapidKeysResponse(): GetVapidKeysResponse {
+  return { publicKey: "", privateKey: "", subject: "" };
+}
+
+export const GetVapidKeysResponse: MessageFns<GetVapidKeysResponse> = {
+  encode(message: GetVapidKeysResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.publicKey !== "") {
+      writer.uint32(10).string(message.publicKey);
+    }
+    if (message.privateKey !== "") {
+      writer.uint32(18).string(message.privateKey);
+    }
+    if (message.subject !== "") {
+      writer.uint32(26).string(message.subject);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetVapidKeysResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetVapidKeysResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.publicKey = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.privateKey = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.subject = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetVapidKeysResponse {
+    return {
+      publicKey: isSet(object.publicKey)
+        ? globalThis.String(object.publicKey)
+        : isSet(object.public_key)
+        ? globalThis.String(object.public_key)
+        : "",
+      privateKey: isSet(object.privateKey)
+        ? globalThis.String(object.privateKey)
+        : isSet(object.private_key)
+        ? globalThis.String(object.private_key)
+        : "",
+      subject: isSet(object.subject) ? globalThis.String(object.subject) : "",
+    };
+  },
+
+  toJSON(message: GetVapidKeysResponse): unknown {
+    const obj: any = {};
+    if (message.publicKey !== "") {
+      obj.publicKey = message.publicKey;
+    }
+    if (message.privateKey !== "") {
+      obj.privateKey = message.privateKey;
+    }
+    if (message.subject !== "") {
+      obj.subject = message.subject;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetVapidKeysResponse>, I>>(base?: I): GetVapidKeysResponse {
+    return GetVapidKeysResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetVapidKeysResponse>, I>>(object: I): GetVapidKeysResponse {
+    const message = createBaseGetVapidKeysResponse();
+    message.publicKey = object.publicKey ?? "";
+    message.privateKey = object.privateKey ?? "";
+    message.subject = object.subject ?? "";
+    return message;
+  },
+};
+
 /** The account service owns workspaces, their site, API keys and the machines agents report from. */
 export type AccountServiceService = typeof AccountServiceService;
 export const AccountServiceService = {
@@ -2461,6 +3228,40 @@ export const AccountServiceService = {
       Buffer.from(ListMachinesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListMachinesResponse => ListMachinesResponse.decode(value),
   },
+  /** The browser SDK's site key (pk_<id>): which site it names. NOT_FOUND when unknown. */
+  resolveSiteKey: {
+    path: "/herald.account.v1.AccountService/ResolveSiteKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResolveSiteKeyRequest): Buffer =>
+      Buffer.from(ResolveSiteKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResolveSiteKeyRequest => ResolveSiteKeyRequest.decode(value),
+    responseSerialize: (value: ResolveSiteKeyResponse): Buffer =>
+      Buffer.from(ResolveSiteKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResolveSiteKeyResponse => ResolveSiteKeyResponse.decode(value),
+  },
+  /** The public site record behind GET /api/v1/site/{slug}. */
+  getPublicSite: {
+    path: "/herald.account.v1.AccountService/GetPublicSite" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetPublicSiteRequest): Buffer => Buffer.from(GetPublicSiteRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetPublicSiteRequest => GetPublicSiteRequest.decode(value),
+    responseSerialize: (value: GetPublicSiteResponse): Buffer =>
+      Buffer.from(GetPublicSiteResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetPublicSiteResponse => GetPublicSiteResponse.decode(value),
+  },
+  /** The site's VAPID key pair, for the delivery fleet only (never exposed over REST). */
+  getVapidKeys: {
+    path: "/herald.account.v1.AccountService/GetVapidKeys" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetVapidKeysRequest): Buffer => Buffer.from(GetVapidKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetVapidKeysRequest => GetVapidKeysRequest.decode(value),
+    responseSerialize: (value: GetVapidKeysResponse): Buffer =>
+      Buffer.from(GetVapidKeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetVapidKeysResponse => GetVapidKeysResponse.decode(value),
+  },
 } as const;
 
 export interface AccountServiceServer extends UntypedServiceImplementation {
@@ -2475,6 +3276,12 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
   countDevices: handleUnaryCall<CountDevicesRequest, CountDevicesResponse>;
   reportMachine: handleUnaryCall<ReportMachineRequest, ReportMachineResponse>;
   listMachines: handleUnaryCall<ListMachinesRequest, ListMachinesResponse>;
+  /** The browser SDK's site key (pk_<id>): which site it names. NOT_FOUND when unknown. */
+  resolveSiteKey: handleUnaryCall<ResolveSiteKeyRequest, ResolveSiteKeyResponse>;
+  /** The public site record behind GET /api/v1/site/{slug}. */
+  getPublicSite: handleUnaryCall<GetPublicSiteRequest, GetPublicSiteResponse>;
+  /** The site's VAPID key pair, for the delivery fleet only (never exposed over REST). */
+  getVapidKeys: handleUnaryCall<GetVapidKeysRequest, GetVapidKeysResponse>;
 }
 
 export interface AccountServiceClient extends Client {
@@ -2572,6 +3379,54 @@ export interface AccountServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListMachinesResponse) => void,
+  ): ClientUnaryCall;
+  /** The browser SDK's site key (pk_<id>): which site it names. NOT_FOUND when unknown. */
+  resolveSiteKey(
+    request: ResolveSiteKeyRequest,
+    callback: (error: ServiceError | null, response: ResolveSiteKeyResponse) => void,
+  ): ClientUnaryCall;
+  resolveSiteKey(
+    request: ResolveSiteKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResolveSiteKeyResponse) => void,
+  ): ClientUnaryCall;
+  resolveSiteKey(
+    request: ResolveSiteKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResolveSiteKeyResponse) => void,
+  ): ClientUnaryCall;
+  /** The public site record behind GET /api/v1/site/{slug}. */
+  getPublicSite(
+    request: GetPublicSiteRequest,
+    callback: (error: ServiceError | null, response: GetPublicSiteResponse) => void,
+  ): ClientUnaryCall;
+  getPublicSite(
+    request: GetPublicSiteRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetPublicSiteResponse) => void,
+  ): ClientUnaryCall;
+  getPublicSite(
+    request: GetPublicSiteRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetPublicSiteResponse) => void,
+  ): ClientUnaryCall;
+  /** The site's VAPID key pair, for the delivery fleet only (never exposed over REST). */
+  getVapidKeys(
+    request: GetVapidKeysRequest,
+    callback: (error: ServiceError | null, response: GetVapidKeysResponse) => void,
+  ): ClientUnaryCall;
+  getVapidKeys(
+    request: GetVapidKeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetVapidKeysResponse) => void,
+  ): ClientUnaryCall;
+  getVapidKeys(
+    request: GetVapidKeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetVapidKeysResponse) => void,
   ): ClientUnaryCall;
 }
 

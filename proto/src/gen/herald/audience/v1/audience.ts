@@ -11,7 +11,9 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -33,6 +35,176 @@ export interface CountSubscriptionsResponse {
   /** Live (active) browser subscriptions of the whole site. */
   siteActive: string;
   externalIdActive: string;
+}
+
+export interface Subscriber {
+  id: string;
+  siteId: string;
+  /** active | unsubscribed | expired | bounced */
+  status: string;
+  externalId: string;
+  tags: string[];
+  /** JSON object, serialized. */
+  customDataJson: string;
+  browser: string;
+  os: string;
+  country: string;
+  language: string;
+  timezone: string;
+  createdAt: string;
+  updatedAt: string;
+  /** Origin of the push service (e.g. https://fcm.googleapis.com), never the full endpoint. */
+  pushService: string;
+  unsubscribedAt: string;
+}
+
+export interface ListSubscribersRequest {
+  workspaceId: string;
+  limit: number;
+  cursor: string;
+  status: string;
+  tags: string[];
+  externalId: string;
+}
+
+export interface ListSubscribersResponse {
+  subscribers: Subscriber[];
+  nextCursor: string;
+}
+
+export interface CountSubscribersRequest {
+  workspaceId: string;
+}
+
+export interface CountSubscribersResponse {
+  total: string;
+  active: string;
+  unsubscribed: string;
+}
+
+export interface GetSubscriberRequest {
+  workspaceId: string;
+  subscriberId: string;
+}
+
+export interface GetSubscriberResponse {
+  subscriber?: Subscriber | undefined;
+}
+
+export interface UpdateSubscriberRequest {
+  workspaceId: string;
+  subscriberId: string;
+  setTags: boolean;
+  tags: string[];
+  setExternalId: boolean;
+  externalId: string;
+  setCustomData: boolean;
+  customDataJson: string;
+}
+
+export interface UpdateSubscriberResponse {
+  subscriber?: Subscriber | undefined;
+}
+
+export interface DeleteSubscriberRequest {
+  workspaceId: string;
+  subscriberId: string;
+}
+
+export interface DeleteSubscriberResponse {
+}
+
+export interface PushKeys {
+  p256dh: string;
+  auth: string;
+}
+
+export interface SubscribeRequest {
+  workspaceId: string;
+  siteId: string;
+  endpoint: string;
+  keys?: PushKeys | undefined;
+  externalId: string;
+  tags: string[];
+  browser: string;
+  os: string;
+  language: string;
+  timezone: string;
+  country: string;
+}
+
+export interface SubscribeResponse {
+  subscriberId: string;
+  /** False when the endpoint was already subscribed (the call is idempotent on the endpoint). */
+  created: boolean;
+}
+
+export interface ChangeSubscriptionRequest {
+  workspaceId: string;
+  siteId: string;
+  oldEndpoint: string;
+  endpoint: string;
+  keys?: PushKeys | undefined;
+}
+
+export interface ChangeSubscriptionResponse {
+  subscriberId: string;
+}
+
+export interface UnsubscribeRequest {
+  workspaceId: string;
+  endpoint: string;
+}
+
+export interface UnsubscribeResponse {
+  subscriberId: string;
+}
+
+export interface Targeting {
+  subscriberIds: string[];
+  externalIds: string[];
+  /** The subscriber must hold every tag. */
+  tags: string[];
+}
+
+export interface CountTargetsRequest {
+  workspaceId: string;
+  targeting?: Targeting | undefined;
+}
+
+export interface CountTargetsResponse {
+  count: string;
+}
+
+export interface StreamTargetsRequest {
+  workspaceId: string;
+  targeting?: Targeting | undefined;
+  batchSize: number;
+  after: string;
+}
+
+export interface Target {
+  subscriberId: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
+export interface StreamTargetsResponse {
+  targets: Target[];
+  /** Resume point after this batch. */
+  cursor: string;
+}
+
+export interface ExpireSubscriptionsRequest {
+  workspaceId: string;
+  subscriberIds: string[];
+  /** expired | bounced */
+  status: string;
+}
+
+export interface ExpireSubscriptionsResponse {
+  changed: number;
 }
 
 function createBaseCountSubscriptionsRequest(): CountSubscriptionsRequest {
@@ -221,6 +393,2946 @@ export const CountSubscriptionsResponse: MessageFns<CountSubscriptionsResponse> 
   },
 };
 
+function createBaseSubscriber(): Subscriber {
+  return {
+    id: "",
+    siteId: "",
+    status: "",
+    externalId: "",
+    tags: [],
+    customDataJson: "",
+    browser: "",
+    os: "",
+    country: "",
+    language: "",
+    timezone: "",
+    createdAt: "",
+    updatedAt: "",
+    pushService: "",
+    unsubscribedAt: "",
+  };
+}
+
+export const Subscriber: MessageFns<Subscriber> = {
+  encode(message: Subscriber, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.siteId !== "") {
+      writer.uint32(18).string(message.siteId);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(34).string(message.externalId);
+    }
+    for (const v of message.tags) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.customDataJson !== "") {
+      writer.uint32(50).string(message.customDataJson);
+    }
+    if (message.browser !== "") {
+      writer.uint32(58).string(message.browser);
+    }
+    if (message.os !== "") {
+      writer.uint32(66).string(message.os);
+    }
+    if (message.country !== "") {
+      writer.uint32(74).string(message.country);
+    }
+    if (message.language !== "") {
+      writer.uint32(82).string(message.language);
+    }
+    if (message.timezone !== "") {
+      writer.uint32(90).string(message.timezone);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(98).string(message.createdAt);
+    }
+    if (message.updatedAt !== "") {
+      writer.uint32(106).string(message.updatedAt);
+    }
+    if (message.pushService !== "") {
+      writer.uint32(114).string(message.pushService);
+    }
+    if (message.unsubscribedAt !== "") {
+      writer.uint32(122).string(message.unsubscribedAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Subscriber {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubscriber();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.siteId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.tags.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.customDataJson = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.browser = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.os = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.country = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.language = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.timezone = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.updatedAt = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.pushService = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.unsubscribedAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Subscriber {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      siteId: isSet(object.siteId)
+        ? globalThis.String(object.siteId)
+        : isSet(object.site_id)
+        ? globalThis.String(object.site_id)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      tags: globalThis.Array.isArray(object?.tags)
+        ? object.tags.map((e: any) => globalThis.String(e))
+        : [],
+      customDataJson: isSet(object.customDataJson)
+        ? globalThis.String(object.customDataJson)
+        : isSet(object.custom_data_json)
+        ? globalThis.String(object.custom_data_json)
+        : "",
+      browser: isSet(object.browser) ? globalThis.String(object.browser) : "",
+      os: isSet(object.os) ? globalThis.String(object.os) : "",
+      country: isSet(object.country) ? globalThis.String(object.country) : "",
+      language: isSet(object.language) ? globalThis.String(object.language) : "",
+      timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : "",
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      updatedAt: isSet(object.updatedAt)
+        ? globalThis.String(object.updatedAt)
+        : isSet(object.updated_at)
+        ? globalThis.String(object.updated_at)
+        : "",
+      pushService: isSet(object.pushService)
+        ? globalThis.String(object.pushService)
+        : isSet(object.push_service)
+        ? globalThis.String(object.push_service)
+        : "",
+      unsubscribedAt: isSet(object.unsubscribedAt)
+        ? globalThis.String(object.unsubscribedAt)
+        : isSet(object.unsubscribed_at)
+        ? globalThis.String(object.unsubscribed_at)
+        : "",
+    };
+  },
+
+  toJSON(message: Subscriber): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.siteId !== "") {
+      obj.siteId = message.siteId;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.tags?.length) {
+      obj.tags = message.tags;
+    }
+    if (message.customDataJson !== "") {
+      obj.customDataJson = message.customDataJson;
+    }
+    if (message.browser !== "") {
+      obj.browser = message.browser;
+    }
+    if (message.os !== "") {
+      obj.os = message.os;
+    }
+    if (message.country !== "") {
+      obj.country = message.country;
+    }
+    if (message.language !== "") {
+      obj.language = message.language;
+    }
+    if (message.timezone !== "") {
+      obj.timezone = message.timezone;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.updatedAt !== "") {
+      obj.updatedAt = message.updatedAt;
+    }
+    if (message.pushService !== "") {
+      obj.pushService = message.pushService;
+    }
+    if (message.unsubscribedAt !== "") {
+      obj.unsubscribedAt = message.unsubscribedAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Subscriber>, I>>(base?: I): Subscriber {
+    return Subscriber.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Subscriber>, I>>(object: I): Subscriber {
+    const message = createBaseSubscriber();
+    message.id = object.id ?? "";
+    message.siteId = object.siteId ?? "";
+    message.status = object.status ?? "";
+    message.externalId = object.externalId ?? "";
+    message.tags = object.tags?.map((e) => e) || [];
+    message.customDataJson = object.customDataJson ?? "";
+    message.browser = object.browser ?? "";
+    message.os = object.os ?? "";
+    message.country = object.country ?? "";
+    message.language = object.language ?? "";
+    message.timezone = object.timezone ?? "";
+    message.createdAt = object.createdAt ?? "";
+    message.updatedAt = object.updatedAt ?? "";
+    message.pushService = object.pushService ?? "";
+    message.unsubscribedAt = object.unsubscribedAt ?? "";
+    return message;
+  },
+};
+
+function createBaseListSubscribersRequest(): ListSubscribersRequest {
+  return { workspaceId: "", limit: 0, cursor: "", status: "", tags: [], externalId: "" };
+}
+
+export const ListSubscribersRequest: MessageFns<ListSubscribersRequest> = {
+  encode(message: ListSubscribersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    if (message.status !== "") {
+      writer.uint32(34).string(message.status);
+    }
+    for (const v of message.tags) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(50).string(message.externalId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSubscribersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSubscribersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.tags.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSubscribersRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      tags: globalThis.Array.isArray(object?.tags) ? object.tags.map((e: any) => globalThis.String(e)) : [],
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListSubscribersRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.tags?.length) {
+      obj.tags = message.tags;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSubscribersRequest>, I>>(base?: I): ListSubscribersRequest {
+    return ListSubscribersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSubscribersRequest>, I>>(object: I): ListSubscribersRequest {
+    const message = createBaseListSubscribersRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    message.status = object.status ?? "";
+    message.tags = object.tags?.map((e) => e) || [];
+    message.externalId = object.externalId ?? "";
+    return message;
+  },
+};
+
+function createBaseListSubscribersResponse(): ListSubscribersResponse {
+  return { subscribers: [], nextCursor: "" };
+}
+
+export const ListSubscribersResponse: MessageFns<ListSubscribersResponse> = {
+  encode(message: ListSubscribersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.subscribers) {
+      Subscriber.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListSubscribersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListSubscribersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subscribers.push(Subscriber.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListSubscribersResponse {
+    return {
+      subscribers: globalThis.Array.isArray(object?.subscribers)
+        ? object.subscribers.map((e: any) => Subscriber.fromJSON(e))
+        : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListSubscribersResponse): unknown {
+    const obj: any = {};
+    if (message.subscribers?.length) {
+      obj.subscribers = message.subscribers.map((e) => Subscriber.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListSubscribersResponse>, I>>(base?: I): ListSubscribersResponse {
+    return ListSubscribersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListSubscribersResponse>, I>>(object: I): ListSubscribersResponse {
+    const message = createBaseListSubscribersResponse();
+    message.subscribers = object.subscribers?.map((e) => Subscriber.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseCountSubscribersRequest(): CountSubscribersRequest {
+  return { workspaceId: "" };
+}
+
+export const CountSubscribersRequest: MessageFns<CountSubscribersRequest> = {
+  encode(message: CountSubscribersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountSubscribersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountSubscribersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountSubscribersRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CountSubscribersRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CountSubscribersRequest>, I>>(base?: I): CountSubscribersRequest {
+    return CountSubscribersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CountSubscribersRequest>, I>>(object: I): CountSubscribersRequest {
+    const message = createBaseCountSubscribersRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseCountSubscribersResponse(): CountSubscribersResponse {
+  return { total: "0", active: "0", unsubscribed: "0" };
+}
+
+export const CountSubscribersResponse: MessageFns<CountSubscribersResponse> = {
+  encode(message: CountSubscribersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.total !== "0") {
+      writer.uint32(8).int64(message.total);
+    }
+    if (message.active !== "0") {
+      writer.uint32(16).int64(message.active);
+    }
+    if (message.unsubscribed !== "0") {
+      writer.uint32(24).int64(message.unsubscribed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountSubscribersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountSubscribersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.total = reader.int64().toString();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.active = reader.int64().toString();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.unsubscribed = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountSubscribersResponse {
+    return {
+      total: isSet(object.total) ? globalThis.String(object.total) : "0",
+      active: isSet(object.active) ? globalThis.String(object.active) : "0",
+      unsubscribed: isSet(object.unsubscribed) ? globalThis.String(object.unsubscribed) : "0",
+    };
+  },
+
+  toJSON(message: CountSubscribersResponse): unknown {
+    const obj: any = {};
+    if (message.total !== "0") {
+      obj.total = message.total;
+    }
+    if (message.active !== "0") {
+      obj.active = message.active;
+    }
+    if (message.unsubscribed !== "0") {
+      obj.unsubscribed = message.unsubscribed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CountSubscribersResponse>, I>>(base?: I): CountSubscribersResponse {
+    return CountSubscribersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CountSubscribersResponse>, I>>(object: I): CountSubscribersResponse {
+    const message = createBaseCountSubscribersResponse();
+    message.total = object.total ?? "0";
+    message.active = object.active ?? "0";
+    message.unsubscribed = object.unsubscribed ?? "0";
+    return message;
+  },
+};
+
+function createBaseGetSubscriberRequest(): GetSubscriberRequest {
+  return { workspaceId: "", subscriberId: "" };
+}
+
+export const GetSubscriberRequest: MessageFns<GetSubscriberRequest> = {
+  encode(message: GetSubscriberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.subscriberId !== "") {
+      writer.uint32(18).string(message.subscriberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSubscriberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSubscriberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.subscriberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSubscriberRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      subscriberId: isSet(object.subscriberId)
+        ? globalThis.String(object.subscriberId)
+        : isSet(object.subscriber_id)
+        ? globalThis.String(object.subscriber_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetSubscriberRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.subscriberId !== "") {
+      obj.subscriberId = message.subscriberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetSubscriberRequest>, I>>(base?: I): GetSubscriberRequest {
+    return GetSubscriberRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetSubscriberRequest>, I>>(object: I): GetSubscriberRequest {
+    const message = createBaseGetSubscriberRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.subscriberId = object.subscriberId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetSubscriberResponse(): GetSubscriberResponse {
+  return { subscriber: undefined };
+}
+
+export const GetSubscriberResponse: MessageFns<GetSubscriberResponse> = {
+  encode(message: GetSubscriberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subscriber !== undefined) {
+      Subscriber.encode(message.subscriber, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSubscriberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSubscriberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subscriber = Subscriber.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSubscriberResponse {
+    return { subscriber: isSet(object.subscriber) ? Subscriber.fromJSON(object.subscriber) : undefined };
+  },
+
+  toJSON(message: GetSubscriberResponse): unknown {
+    const obj: any = {};
+    if (message.subscriber !== undefined) {
+      obj.subscriber = Subscriber.toJSON(message.subscriber);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetSubscriberResponse>, I>>(base?: I): GetSubscriberResponse {
+    return GetSubscriberResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetSubscriberResponse>, I>>(object: I): GetSubscriberResponse {
+    const message = createBaseGetSubscriberResponse();
+    message.subscriber = (object.subscriber !== undefined && object.subscriber !== null)
+      ? Subscriber.fromPartial(object.subscriber)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateSubscriberRequest(): UpdateSubscriberRequest {
+  return {
+    workspaceId: "",
+    subscriberId: "",
+    setTags: false,
+    tags: [],
+    setExternalId: false,
+    externalId: "",
+    setCustomData: false,
+    customDataJson: "",
+  };
+}
+
+export const UpdateSubscriberRequest: MessageFns<UpdateSubscriberRequest> = {
+  encode(message: UpdateSubscriberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.subscriberId !== "") {
+      writer.uint32(18).string(message.subscriberId);
+    }
+    if (message.setTags !== false) {
+      writer.uint32(24).bool(message.setTags);
+    }
+    for (const v of message.tags) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.setExternalId !== false) {
+      writer.uint32(40).bool(message.setExternalId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(50).string(message.externalId);
+    }
+    if (message.setCustomData !== false) {
+      writer.uint32(56).bool(message.setCustomData);
+    }
+    if (message.customDataJson !== "") {
+      writer.uint32(66).string(message.customDataJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateSubscriberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateSubscriberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.subscriberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.setTags = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.tags.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.setExternalId = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.setCustomData = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.customDataJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateSubscriberRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      subscriberId: isSet(object.subscriberId)
+        ? globalThis.String(object.subscriberId)
+        : isSet(object.subscriber_id)
+        ? globalThis.String(object.subscriber_id)
+        : "",
+      setTags: isSet(object.setTags)
+        ? globalThis.Boolean(object.setTags)
+        : isSet(object.set_tags)
+        ? globalThis.Boolean(object.set_tags)
+        : false,
+      tags: globalThis.Array.isArray(object?.tags) ? object.tags.map((e: any) => globalThis.String(e)) : [],
+      setExternalId: isSet(object.setExternalId)
+        ? globalThis.Boolean(object.setExternalId)
+        : isSet(object.set_external_id)
+        ? globalThis.Boolean(object.set_external_id)
+        : false,
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      setCustomData: isSet(object.setCustomData)
+        ? globalThis.Boolean(object.setCustomData)
+        : isSet(object.set_custom_data)
+        ? globalThis.Boolean(object.set_custom_data)
+        : false,
+      customDataJson: isSet(object.customDataJson)
+        ? globalThis.String(object.customDataJson)
+        : isSet(object.custom_data_json)
+        ? globalThis.String(object.custom_data_json)
+        : "",
+    };
+  },
+
+  toJSON(message: UpdateSubscriberRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.subscriberId !== "") {
+      obj.subscriberId = message.subscriberId;
+    }
+    if (message.setTags !== false) {
+      obj.setTags = message.setTags;
+    }
+    if (message.tags?.length) {
+      obj.tags = message.tags;
+    }
+    if (message.setExternalId !== false) {
+      obj.setExternalId = message.setExternalId;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.setCustomData !== false) {
+      obj.setCustomData = message.setCustomData;
+    }
+    if (message.customDataJson !== "") {
+      obj.customDataJson = message.customDataJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateSubscriberRequest>, I>>(base?: I): UpdateSubscriberRequest {
+    return UpdateSubscriberRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateSubscriberRequest>, I>>(object: I): UpdateSubscriberRequest {
+    const message = createBaseUpdateSubscriberRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.subscriberId = object.subscriberId ?? "";
+    message.setTags = object.setTags ?? false;
+    message.tags = object.tags?.map((e) => e) || [];
+    message.setExternalId = object.setExternalId ?? false;
+    message.externalId = object.externalId ?? "";
+    message.setCustomData = object.setCustomData ?? false;
+    message.customDataJson = object.customDataJson ?? "";
+    return message;
+  },
+};
+
+function createBaseUpdateSubscriberResponse(): UpdateSubscriberResponse {
+  return { subscriber: undefined };
+}
+
+export const UpdateSubscriberResponse: MessageFns<UpdateSubscriberResponse> = {
+  encode(message: UpdateSubscriberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subscriber !== undefined) {
+      Subscriber.encode(message.subscriber, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateSubscriberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateSubscriberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subscriber = Subscriber.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateSubscriberResponse {
+    return { subscriber: isSet(object.subscriber) ? Subscriber.fromJSON(object.subscriber) : undefined };
+  },
+
+  toJSON(message: UpdateSubscriberResponse): unknown {
+    const obj: any = {};
+    if (message.subscriber !== undefined) {
+      obj.subscriber = Subscriber.toJSON(message.subscriber);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateSubscriberResponse>, I>>(base?: I): UpdateSubscriberResponse {
+    return UpdateSubscriberResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateSubscriberResponse>, I>>(object: I): UpdateSubscriberResponse {
+    const message = createBaseUpdateSubscriberResponse();
+    message.subscriber = (object.subscriber !== undefined && object.subscriber !== null)
+      ? Subscriber.fromPartial(object.subscriber)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteSubscriberRequest(): DeleteSubscriberRequest {
+  return { workspaceId: "", subscriberId: "" };
+}
+
+export const DeleteSubscriberRequest: MessageFns<DeleteSubscriberRequest> = {
+  encode(message: DeleteSubscriberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.subscriberId !== "") {
+      writer.uint32(18).string(message.subscriberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteSubscriberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteSubscriberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.subscriberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteSubscriberRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      subscriberId: isSet(object.subscriberId)
+        ? globalThis.String(object.subscriberId)
+        : isSet(object.subscriber_id)
+        ? globalThis.String(object.subscriber_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteSubscriberRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.subscriberId !== "") {
+      obj.subscriberId = message.subscriberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteSubscriberRequest>, I>>(base?: I): DeleteSubscriberRequest {
+    return DeleteSubscriberRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteSubscriberRequest>, I>>(object: I): DeleteSubscriberRequest {
+    const message = createBaseDeleteSubscriberRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.subscriberId = object.subscriberId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteSubscriberResponse(): DeleteSubscriberResponse {
+  return {};
+}
+
+export const DeleteSubscriberResponse: MessageFns<DeleteSubscriberResponse> = {
+  encode(_: DeleteSubscriberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteSubscriberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteSubscriberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteSubscriberResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteSubscriberResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteSubscriberResponse>, I>>(base?: I): DeleteSubscriberResponse {
+    return DeleteSubscriberResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteSubscriberResponse>, I>>(_: I): DeleteSubscriberResponse {
+    const message = createBaseDeleteSubscriberResponse();
+    return message;
+  },
+};
+
+function createBasePushKeys(): PushKeys {
+  return { p256dh: "", auth: "" };
+}
+
+export const PushKeys: MessageFns<PushKeys> = {
+  encode(message: PushKeys, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.p256dh !== "") {
+      writer.uint32(10).string(message.p256dh);
+    }
+    if (message.auth !== "") {
+      writer.uint32(18).string(message.auth);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PushKeys {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePushKeys();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.p256dh = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.auth = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PushKeys {
+    return {
+      p256dh: isSet(object.p256dh) ? globalThis.String(object.p256dh) : "",
+      auth: isSet(object.auth) ? globalThis.String(object.auth) : "",
+    };
+  },
+
+  toJSON(message: PushKeys): unknown {
+    const obj: any = {};
+    if (message.p256dh !== "") {
+      obj.p256dh = message.p256dh;
+    }
+    if (message.auth !== "") {
+      obj.auth = message.auth;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PushKeys>, I>>(base?: I): PushKeys {
+    return PushKeys.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PushKeys>, I>>(object: I): PushKeys {
+    const message = createBasePushKeys();
+    message.p256dh = object.p256dh ?? "";
+    message.auth = object.auth ?? "";
+    return message;
+  },
+};
+
+function createBaseSubscribeRequest(): SubscribeRequest {
+  return {
+    workspaceId: "",
+    siteId: "",
+    endpoint: "",
+    keys: undefined,
+    externalId: "",
+    tags: [],
+    browser: "",
+    os: "",
+    language: "",
+    timezone: "",
+    country: "",
+  };
+}
+
+export const SubscribeRequest: MessageFns<SubscribeRequest> = {
+  encode(message: SubscribeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.siteId !== "") {
+      writer.uint32(18).string(message.siteId);
+    }
+    if (message.endpoint !== "") {
+      writer.uint32(26).string(message.endpoint);
+    }
+    if (message.keys !== undefined) {
+      PushKeys.encode(message.keys, writer.uint32(34).fork()).join();
+    }
+    if (message.externalId !== "") {
+      writer.uint32(42).string(message.externalId);
+    }
+    for (const v of message.tags) {
+      writer.uint32(50).string(v!);
+    }
+    if (message.browser !== "") {
+      writer.uint32(58).string(message.browser);
+    }
+    if (message.os !== "") {
+      writer.uint32(66).string(message.os);
+    }
+    if (message.language !== "") {
+      writer.uint32(74).string(message.language);
+    }
+    if (message.timezone !== "") {
+      writer.uint32(82).string(message.timezone);
+    }
+    if (message.country !== "") {
+      writer.uint32(90).string(message.country);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubscribeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubscribeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.siteId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.endpoint = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.keys = PushKeys.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.tags.push(reader.string());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.browser = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.os = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.language = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.timezone = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.country = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubscribeRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      siteId: isSet(object.siteId)
+        ? globalThis.String(object.siteId)
+        : isSet(object.site_id)
+        ? globalThis.String(object.site_id)
+        : "",
+      endpoint: isSet(object.endpoint) ? globalThis.String(object.endpoint) : "",
+      keys: isSet(object.keys) ? PushKeys.fromJSON(object.keys) : undefined,
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      tags: globalThis.Array.isArray(object?.tags)
+        ? object.tags.map((e: any) => globalThis.String(e))
+        : [],
+      browser: isSet(object.browser) ? globalThis.String(object.browser) : "",
+      os: isSet(object.os) ? globalThis.String(object.os) : "",
+      language: isSet(object.language) ? globalThis.String(object.language) : "",
+      timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : "",
+      country: isSet(object.country) ? globalThis.String(object.country) : "",
+    };
+  },
+
+  toJSON(message: SubscribeRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.siteId !== "") {
+      obj.siteId = message.siteId;
+    }
+    if (message.endpoint !== "") {
+      obj.endpoint = message.endpoint;
+    }
+    if (message.keys !== undefined) {
+      obj.keys = PushKeys.toJSON(message.keys);
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.tags?.length) {
+      obj.tags = message.tags;
+    }
+    if (message.browser !== "") {
+      obj.browser = message.browser;
+    }
+    if (message.os !== "") {
+      obj.os = message.os;
+    }
+    if (message.language !== "") {
+      obj.language = message.language;
+    }
+    if (message.timezone !== "") {
+      obj.timezone = message.timezone;
+    }
+    if (message.country !== "") {
+      obj.country = message.country;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubscribeRequest>, I>>(base?: I): SubscribeRequest {
+    return SubscribeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubscribeRequest>, I>>(object: I): SubscribeRequest {
+    const message = createBaseSubscribeRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.siteId = object.siteId ?? "";
+    message.endpoint = object.endpoint ?? "";
+    message.keys = (object.keys !== undefined && object.keys !== null) ? PushKeys.fromPartial(object.keys) : undefined;
+    message.externalId = object.externalId ?? "";
+    message.tags = object.tags?.map((e) => e) || [];
+    message.browser = object.browser ?? "";
+    message.os = object.os ?? "";
+    message.language = object.language ?? "";
+    message.timezone = object.timezone ?? "";
+    message.country = object.country ?? "";
+    return message;
+  },
+};
+
+function createBaseSubscribeResponse(): SubscribeResponse {
+  return { subscriberId: "", created: false };
+}
+
+export const SubscribeResponse: MessageFns<SubscribeResponse> = {
+  encode(message: SubscribeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subscriberId !== "") {
+      writer.uint32(10).string(message.subscriberId);
+    }
+    if (message.created !== false) {
+      writer.uint32(16).bool(message.created);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubscribeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubscribeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subscriberId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.created = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SubscribeResponse {
+    return {
+      subscriberId: isSet(object.subscriberId)
+        ? globalThis.String(object.subscriberId)
+        : isSet(object.subscriber_id)
+        ? globalThis.String(object.subscriber_id)
+        : "",
+      created: isSet(object.created) ? globalThis.Boolean(object.created) : false,
+    };
+  },
+
+  toJSON(message: SubscribeResponse): unknown {
+    const obj: any = {};
+    if (message.subscriberId !== "") {
+      obj.subscriberId = message.subscriberId;
+    }
+    if (message.created !== false) {
+      obj.created = message.created;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SubscribeResponse>, I>>(base?: I): SubscribeResponse {
+    return SubscribeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SubscribeResponse>, I>>(object: I): SubscribeResponse {
+    const message = createBaseSubscribeResponse();
+    message.subscriberId = object.subscriberId ?? "";
+    message.created = object.created ?? false;
+    return message;
+  },
+};
+
+function createBaseChangeSubscriptionRequest(): ChangeSubscriptionRequest {
+  return { workspaceId: "", siteId: "", oldEndpoint: "", endpoint: "", keys: undefined };
+}
+
+export const ChangeSubscriptionRequest: MessageFns<ChangeSubscriptionRequest> = {
+  encode(message: ChangeSubscriptionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.siteId !== "") {
+      writer.uint32(18).string(message.siteId);
+    }
+    if (message.oldEndpoint !== "") {
+      writer.uint32(26).string(message.oldEndpoint);
+    }
+    if (message.endpoint !== "") {
+      writer.uint32(34).string(message.endpoint);
+    }
+    if (message.keys !== undefined) {
+      PushKeys.encode(message.keys, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChangeSubscriptionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChangeSubscriptionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.siteId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.oldEndpoint = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.endpoint = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.keys = PushKeys.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChangeSubscriptionRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      siteId: isSet(object.siteId)
+        ? globalThis.String(object.siteId)
+        : isSet(object.site_id)
+        ? globalThis.String(object.site_id)
+        : "",
+      oldEndpoint: isSet(object.oldEndpoint)
+        ? globalThis.String(object.oldEndpoint)
+        : isSet(object.old_endpoint)
+        ? globalThis.String(object.old_endpoint)
+        : "",
+      endpoint: isSet(object.endpoint) ? globalThis.String(object.endpoint) : "",
+      keys: isSet(object.keys) ? PushKeys.fromJSON(object.keys) : undefined,
+    };
+  },
+
+  toJSON(message: ChangeSubscriptionRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.siteId !== "") {
+      obj.siteId = message.siteId;
+    }
+    if (message.oldEndpoint !== "") {
+      obj.oldEndpoint = message.oldEndpoint;
+    }
+    if (message.endpoint !== "") {
+      obj.endpoint = message.endpoint;
+    }
+    if (message.keys !== undefined) {
+      obj.keys = PushKeys.toJSON(message.keys);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChangeSubscriptionRequest>, I>>(base?: I): ChangeSubscriptionRequest {
+    return ChangeSubscriptionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChangeSubscriptionRequest>, I>>(object: I): ChangeSubscriptionRequest {
+    const message = createBaseChangeSubscriptionRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.siteId = object.siteId ?? "";
+    message.oldEndpoint = object.oldEndpoint ?? "";
+    message.endpoint = object.endpoint ?? "";
+    message.keys = (object.keys !== undefined && object.keys !== null) ? PushKeys.fromPartial(object.keys) : undefined;
+    return message;
+  },
+};
+
+function createBaseChangeSubscriptionResponse(): ChangeSubscriptionResponse {
+  return { subscriberId: "" };
+}
+
+export const ChangeSubscriptionResponse: MessageFns<ChangeSubscriptionResponse> = {
+  encode(message: ChangeSubscriptionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subscriberId !== "") {
+      writer.uint32(10).string(message.subscriberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ChangeSubscriptionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChangeSubscriptionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subscriberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ChangeSubscriptionResponse {
+    return {
+      subscriberId: isSet(object.subscriberId)
+        ? globalThis.String(object.subscriberId)
+        : isSet(object.subscriber_id)
+        ? globalThis.String(object.subscriber_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ChangeSubscriptionResponse): unknown {
+    const obj: any = {};
+    if (message.subscriberId !== "") {
+      obj.subscriberId = message.subscriberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ChangeSubscriptionResponse>, I>>(base?: I): ChangeSubscriptionResponse {
+    return ChangeSubscriptionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ChangeSubscriptionResponse>, I>>(object: I): ChangeSubscriptionResponse {
+    const message = createBaseChangeSubscriptionResponse();
+    message.subscriberId = object.subscriberId ?? "";
+    return message;
+  },
+};
+
+function createBaseUnsubscribeRequest(): UnsubscribeRequest {
+  return { workspaceId: "", endpoint: "" };
+}
+
+export const UnsubscribeRequest: MessageFns<UnsubscribeRequest> = {
+  encode(message: UnsubscribeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.endpoint !== "") {
+      writer.uint32(18).string(message.endpoint);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnsubscribeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnsubscribeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.endpoint = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnsubscribeRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      endpoint: isSet(object.endpoint) ? globalThis.String(object.endpoint) : "",
+    };
+  },
+
+  toJSON(message: UnsubscribeRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.endpoint !== "") {
+      obj.endpoint = message.endpoint;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnsubscribeRequest>, I>>(base?: I): UnsubscribeRequest {
+    return UnsubscribeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnsubscribeRequest>, I>>(object: I): UnsubscribeRequest {
+    const message = createBaseUnsubscribeRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.endpoint = object.endpoint ?? "";
+    return message;
+  },
+};
+
+function createBaseUnsubscribeResponse(): UnsubscribeResponse {
+  return { subscriberId: "" };
+}
+
+export const UnsubscribeResponse: MessageFns<UnsubscribeResponse> = {
+  encode(message: UnsubscribeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subscriberId !== "") {
+      writer.uint32(10).string(message.subscriberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UnsubscribeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUnsubscribeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subscriberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UnsubscribeResponse {
+    return {
+      subscriberId: isSet(object.subscriberId)
+        ? globalThis.String(object.subscriberId)
+        : isSet(object.subscriber_id)
+        ? globalThis.String(object.subscriber_id)
+        : "",
+    };
+  },
+
+  toJSON(message: UnsubscribeResponse): unknown {
+    const obj: any = {};
+    if (message.subscriberId !== "") {
+      obj.subscriberId = message.subscriberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UnsubscribeResponse>, I>>(base?: I): UnsubscribeResponse {
+    return UnsubscribeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UnsubscribeResponse>, I>>(object: I): UnsubscribeResponse {
+    const message = createBaseUnsubscribeResponse();
+    message.subscriberId = object.subscriberId ?? "";
+    return message;
+  },
+};
+
+function createBaseTargeting(): Targeting {
+  return { subscriberIds: [], externalIds: [], tags: [] };
+}
+
+export const Targeting: MessageFns<Targeting> = {
+  encode(message: Targeting, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.subscriberIds) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.externalIds) {
+      writer.uint32(18).string(v!);
+    }
+    for (const v of message.tags) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Targeting {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTargeting();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subscriberIds.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.externalIds.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tags.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Targeting {
+    return {
+      subscriberIds: globalThis.Array.isArray(object?.subscriberIds)
+        ? object.subscriberIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.subscriber_ids)
+        ? object.subscriber_ids.map((e: any) => globalThis.String(e))
+        : [],
+      externalIds: globalThis.Array.isArray(object?.externalIds)
+        ? object.externalIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.external_ids)
+        ? object.external_ids.map((e: any) => globalThis.String(e))
+        : [],
+      tags: globalThis.Array.isArray(object?.tags) ? object.tags.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: Targeting): unknown {
+    const obj: any = {};
+    if (message.subscriberIds?.length) {
+      obj.subscriberIds = message.subscriberIds;
+    }
+    if (message.externalIds?.length) {
+      obj.externalIds = message.externalIds;
+    }
+    if (message.tags?.length) {
+      obj.tags = message.tags;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Targeting>, I>>(base?: I): Targeting {
+    return Targeting.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Targeting>, I>>(object: I): Targeting {
+    const message = createBaseTargeting();
+    message.subscriberIds = object.subscriberIds?.map((e) => e) || [];
+    message.externalIds = object.externalIds?.map((e) => e) || [];
+    message.tags = object.tags?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseCountTargetsRequest(): CountTargetsRequest {
+  return { workspaceId: "", targeting: undefined };
+}
+
+export const CountTargetsRequest: MessageFns<CountTargetsRequest> = {
+  encode(message: CountTargetsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.targeting !== undefined) {
+      Targeting.encode(message.targeting, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountTargetsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountTargetsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.targeting = Targeting.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountTargetsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      targeting: isSet(object.targeting) ? Targeting.fromJSON(object.targeting) : undefined,
+    };
+  },
+
+  toJSON(message: CountTargetsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.targeting !== undefined) {
+      obj.targeting = Targeting.toJSON(message.targeting);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CountTargetsRequest>, I>>(base?: I): CountTargetsRequest {
+    return CountTargetsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CountTargetsRequest>, I>>(object: I): CountTargetsRequest {
+    const message = createBaseCountTargetsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.targeting = (object.targeting !== undefined && object.targeting !== null)
+      ? Targeting.fromPartial(object.targeting)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCountTargetsResponse(): CountTargetsResponse {
+  return { count: "0" };
+}
+
+export const CountTargetsResponse: MessageFns<CountTargetsResponse> = {
+  encode(message: CountTargetsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.count !== "0") {
+      writer.uint32(8).int64(message.count);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CountTargetsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCountTargetsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.count = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CountTargetsResponse {
+    return { count: isSet(object.count) ? globalThis.String(object.count) : "0" };
+  },
+
+  toJSON(message: CountTargetsResponse): unknown {
+    const obj: any = {};
+    if (message.count !== "0") {
+      obj.count = message.count;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CountTargetsResponse>, I>>(base?: I): CountTargetsResponse {
+    return CountTargetsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CountTargetsResponse>, I>>(object: I): CountTargetsResponse {
+    const message = createBaseCountTargetsResponse();
+    message.count = object.count ?? "0";
+    return message;
+  },
+};
+
+function createBaseStreamTargetsRequest(): StreamTargetsRequest {
+  return { workspaceId: "", targeting: undefined, batchSize: 0, after: "" };
+}
+
+export const StreamTargetsRequest: MessageFns<StreamTargetsRequest> = {
+  encode(message: StreamTargetsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.targeting !== undefined) {
+      Targeting.encode(message.targeting, writer.uint32(18).fork()).join();
+    }
+    if (message.batchSize !== 0) {
+      writer.uint32(24).int32(message.batchSize);
+    }
+    if (message.after !== "") {
+      writer.uint32(34).string(message.after);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamTargetsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamTargetsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.targeting = Targeting.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.batchSize = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.after = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamTargetsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      targeting: isSet(object.targeting) ? Targeting.fromJSON(object.targeting) : undefined,
+      batchSize: isSet(object.batchSize)
+        ? globalThis.Number(object.batchSize)
+        : isSet(object.batch_size)
+        ? globalThis.Number(object.batch_size)
+        : 0,
+      after: isSet(object.after) ? globalThis.String(object.after) : "",
+    };
+  },
+
+  toJSON(message: StreamTargetsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.targeting !== undefined) {
+      obj.targeting = Targeting.toJSON(message.targeting);
+    }
+    if (message.batchSize !== 0) {
+      obj.batchSize = Math.round(message.batchSize);
+    }
+    if (message.after !== "") {
+      obj.after = message.after;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StreamTargetsRequest>, I>>(base?: I): StreamTargetsRequest {
+    return StreamTargetsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamTargetsRequest>, I>>(object: I): StreamTargetsRequest {
+    const message = createBaseStreamTargetsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.targeting = (object.targeting !== undefined && object.targeting !== null)
+      ? Targeting.fromPartial(object.targeting)
+      : undefined;
+    message.batchSize = object.batchSize ?? 0;
+    message.after = object.after ?? "";
+    return message;
+  },
+};
+
+function createBaseTarget(): Target {
+  return { subscriberId: "", endpoint: "", p256dh: "", auth: "" };
+}
+
+export const Target: MessageFns<Target> = {
+  encode(message: Target, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.subscriberId !== "") {
+      writer.uint32(10).string(message.subscriberId);
+    }
+    if (message.endpoint !== "") {
+      writer.uint32(18).string(message.endpoint);
+    }
+    if (message.p256dh !== "") {
+      writer.uint32(26).string(message.p256dh);
+    }
+    if (message.auth !== "") {
+      writer.uint32(34).string(message.auth);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Target {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTarget();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.subscriberId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.endpoint = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.p256dh = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.auth = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Target {
+    return {
+      subscriberId: isSet(object.subscriberId)
+        ? globalThis.String(object.subscriberId)
+        : isSet(object.subscriber_id)
+        ? globalThis.String(object.subscriber_id)
+        : "",
+      endpoint: isSet(object.endpoint) ? globalThis.String(object.endpoint) : "",
+      p256dh: isSet(object.p256dh) ? globalThis.String(object.p256dh) : "",
+      auth: isSet(object.auth) ? globalThis.String(object.auth) : "",
+    };
+  },
+
+  toJSON(message: Target): unknown {
+    const obj: any = {};
+    if (message.subscriberId !== "") {
+      obj.subscriberId = message.subscriberId;
+    }
+    if (message.endpoint !== "") {
+      obj.endpoint = message.endpoint;
+    }
+    if (message.p256dh !== "") {
+      obj.p256dh = message.p256dh;
+    }
+    if (message.auth !== "") {
+      obj.auth = message.auth;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Target>, I>>(base?: I): Target {
+    return Target.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Target>, I>>(object: I): Target {
+    const message = createBaseTarget();
+    message.subscriberId = object.subscriberId ?? "";
+    message.endpoint = object.endpoint ?? "";
+    message.p256dh = object.p256dh ?? "";
+    message.auth = object.auth ?? "";
+    return message;
+  },
+};
+
+function createBaseStreamTargetsResponse(): StreamTargetsResponse {
+  return { targets: [], cursor: "" };
+}
+
+export const StreamTargetsResponse: MessageFns<StreamTargetsResponse> = {
+  encode(message: StreamTargetsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.targets) {
+      Target.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.cursor !== "") {
+      writer.uint32(18).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StreamTargetsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStreamTargetsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.targets.push(Target.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StreamTargetsResponse {
+    return {
+      targets: globalThis.Array.isArray(object?.targets) ? object.targets.map((e: any) => Target.fromJSON(e)) : [],
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: StreamTargetsResponse): unknown {
+    const obj: any = {};
+    if (message.targets?.length) {
+      obj.targets = message.targets.map((e) => Target.toJSON(e));
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StreamTargetsResponse>, I>>(base?: I): StreamTargetsResponse {
+    return StreamTargetsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StreamTargetsResponse>, I>>(object: I): StreamTargetsResponse {
+    const message = createBaseStreamTargetsResponse();
+    message.targets = object.targets?.map((e) => Target.fromPartial(e)) || [];
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseExpireSubscriptionsRequest(): ExpireSubscriptionsRequest {
+  return { workspaceId: "", subscriberIds: [], status: "" };
+}
+
+export const ExpireSubscriptionsRequest: MessageFns<ExpireSubscriptionsRequest> = {
+  encode(message: ExpireSubscriptionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    for (const v of message.subscriberIds) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExpireSubscriptionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExpireSubscriptionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.subscriberIds.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExpireSubscriptionsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      subscriberIds: globalThis.Array.isArray(object?.subscriberIds)
+        ? object.subscriberIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.subscriber_ids)
+        ? object.subscriber_ids.map((e: any) => globalThis.String(e))
+        : [],
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+    };
+  },
+
+  toJSON(message: ExpireSubscriptionsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.subscriberIds?.length) {
+      obj.subscriberIds = message.subscriberIds;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExpireSubscriptionsRequest>, I>>(base?: I): ExpireSubscriptionsRequest {
+    return ExpireSubscriptionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExpireSubscriptionsRequest>, I>>(object: I): ExpireSubscriptionsRequest {
+    const message = createBaseExpireSubscriptionsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.subscriberIds = object.subscriberIds?.map((e) => e) || [];
+    message.status = object.status ?? "";
+    return message;
+  },
+};
+
+function createBaseExpireSubscriptionsResponse(): ExpireSubscriptionsResponse {
+  return { changed: 0 };
+}
+
+export const ExpireSubscriptionsResponse: MessageFns<ExpireSubscriptionsResponse> = {
+  encode(message: ExpireSubscriptionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.changed !== 0) {
+      writer.uint32(8).int32(message.changed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ExpireSubscriptionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseExpireSubscriptionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.changed = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ExpireSubscriptionsResponse {
+    return { changed: isSet(object.changed) ? globalThis.Number(object.changed) : 0 };
+  },
+
+  toJSON(message: ExpireSubscriptionsResponse): unknown {
+    const obj: any = {};
+    if (message.changed !== 0) {
+      obj.changed = Math.round(message.changed);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ExpireSubscriptionsResponse>, I>>(base?: I): ExpireSubscriptionsResponse {
+    return ExpireSubscriptionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ExpireSubscriptionsResponse>, I>>(object: I): ExpireSubscriptionsResponse {
+    const message = createBaseExpireSubscriptionsResponse();
+    message.changed = object.changed ?? 0;
+    return message;
+  },
+};
+
 /** The audience service owns a site's browser push subscriptions. */
 export type AudienceServiceService = typeof AudienceServiceService;
 export const AudienceServiceService = {
@@ -235,10 +3347,157 @@ export const AudienceServiceService = {
       Buffer.from(CountSubscriptionsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CountSubscriptionsResponse => CountSubscriptionsResponse.decode(value),
   },
+  /** The REST subscriber endpoints (GET/PATCH/DELETE /subscribers...). */
+  listSubscribers: {
+    path: "/herald.audience.v1.AudienceService/ListSubscribers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListSubscribersRequest): Buffer =>
+      Buffer.from(ListSubscribersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListSubscribersRequest => ListSubscribersRequest.decode(value),
+    responseSerialize: (value: ListSubscribersResponse): Buffer =>
+      Buffer.from(ListSubscribersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListSubscribersResponse => ListSubscribersResponse.decode(value),
+  },
+  countSubscribers: {
+    path: "/herald.audience.v1.AudienceService/CountSubscribers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CountSubscribersRequest): Buffer =>
+      Buffer.from(CountSubscribersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CountSubscribersRequest => CountSubscribersRequest.decode(value),
+    responseSerialize: (value: CountSubscribersResponse): Buffer =>
+      Buffer.from(CountSubscribersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CountSubscribersResponse => CountSubscribersResponse.decode(value),
+  },
+  getSubscriber: {
+    path: "/herald.audience.v1.AudienceService/GetSubscriber" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetSubscriberRequest): Buffer => Buffer.from(GetSubscriberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetSubscriberRequest => GetSubscriberRequest.decode(value),
+    responseSerialize: (value: GetSubscriberResponse): Buffer =>
+      Buffer.from(GetSubscriberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetSubscriberResponse => GetSubscriberResponse.decode(value),
+  },
+  updateSubscriber: {
+    path: "/herald.audience.v1.AudienceService/UpdateSubscriber" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateSubscriberRequest): Buffer =>
+      Buffer.from(UpdateSubscriberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateSubscriberRequest => UpdateSubscriberRequest.decode(value),
+    responseSerialize: (value: UpdateSubscriberResponse): Buffer =>
+      Buffer.from(UpdateSubscriberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateSubscriberResponse => UpdateSubscriberResponse.decode(value),
+  },
+  deleteSubscriber: {
+    path: "/herald.audience.v1.AudienceService/DeleteSubscriber" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteSubscriberRequest): Buffer =>
+      Buffer.from(DeleteSubscriberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteSubscriberRequest => DeleteSubscriberRequest.decode(value),
+    responseSerialize: (value: DeleteSubscriberResponse): Buffer =>
+      Buffer.from(DeleteSubscriberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteSubscriberResponse => DeleteSubscriberResponse.decode(value),
+  },
+  /** The browser SDK's public endpoints (authenticated by the site key at the gateway). */
+  subscribe: {
+    path: "/herald.audience.v1.AudienceService/Subscribe" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SubscribeRequest): Buffer => Buffer.from(SubscribeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubscribeRequest => SubscribeRequest.decode(value),
+    responseSerialize: (value: SubscribeResponse): Buffer => Buffer.from(SubscribeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubscribeResponse => SubscribeResponse.decode(value),
+  },
+  changeSubscription: {
+    path: "/herald.audience.v1.AudienceService/ChangeSubscription" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ChangeSubscriptionRequest): Buffer =>
+      Buffer.from(ChangeSubscriptionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ChangeSubscriptionRequest => ChangeSubscriptionRequest.decode(value),
+    responseSerialize: (value: ChangeSubscriptionResponse): Buffer =>
+      Buffer.from(ChangeSubscriptionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ChangeSubscriptionResponse => ChangeSubscriptionResponse.decode(value),
+  },
+  unsubscribe: {
+    path: "/herald.audience.v1.AudienceService/Unsubscribe" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UnsubscribeRequest): Buffer => Buffer.from(UnsubscribeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UnsubscribeRequest => UnsubscribeRequest.decode(value),
+    responseSerialize: (value: UnsubscribeResponse): Buffer => Buffer.from(UnsubscribeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UnsubscribeResponse => UnsubscribeResponse.decode(value),
+  },
+  /** Sending: how many active subscribers a targeting matches, and all of them, in pages. */
+  countTargets: {
+    path: "/herald.audience.v1.AudienceService/CountTargets" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CountTargetsRequest): Buffer => Buffer.from(CountTargetsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CountTargetsRequest => CountTargetsRequest.decode(value),
+    responseSerialize: (value: CountTargetsResponse): Buffer =>
+      Buffer.from(CountTargetsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CountTargetsResponse => CountTargetsResponse.decode(value),
+  },
+  /**
+   * Streams every active subscriber matching the targeting in keyset order, in batches; gRPC flow
+   * control is the backpressure. `after` resumes after a previously returned cursor.
+   */
+  streamTargets: {
+    path: "/herald.audience.v1.AudienceService/StreamTargets" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: StreamTargetsRequest): Buffer => Buffer.from(StreamTargetsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StreamTargetsRequest => StreamTargetsRequest.decode(value),
+    responseSerialize: (value: StreamTargetsResponse): Buffer =>
+      Buffer.from(StreamTargetsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StreamTargetsResponse => StreamTargetsResponse.decode(value),
+  },
+  /**
+   * A push service said the subscription is gone (404/410): it becomes `expired`, an
+   * unsubscription event is emitted, and it is never targeted again.
+   */
+  expireSubscriptions: {
+    path: "/herald.audience.v1.AudienceService/ExpireSubscriptions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ExpireSubscriptionsRequest): Buffer =>
+      Buffer.from(ExpireSubscriptionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ExpireSubscriptionsRequest => ExpireSubscriptionsRequest.decode(value),
+    responseSerialize: (value: ExpireSubscriptionsResponse): Buffer =>
+      Buffer.from(ExpireSubscriptionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ExpireSubscriptionsResponse => ExpireSubscriptionsResponse.decode(value),
+  },
 } as const;
 
 export interface AudienceServiceServer extends UntypedServiceImplementation {
   countSubscriptions: handleUnaryCall<CountSubscriptionsRequest, CountSubscriptionsResponse>;
+  /** The REST subscriber endpoints (GET/PATCH/DELETE /subscribers...). */
+  listSubscribers: handleUnaryCall<ListSubscribersRequest, ListSubscribersResponse>;
+  countSubscribers: handleUnaryCall<CountSubscribersRequest, CountSubscribersResponse>;
+  getSubscriber: handleUnaryCall<GetSubscriberRequest, GetSubscriberResponse>;
+  updateSubscriber: handleUnaryCall<UpdateSubscriberRequest, UpdateSubscriberResponse>;
+  deleteSubscriber: handleUnaryCall<DeleteSubscriberRequest, DeleteSubscriberResponse>;
+  /** The browser SDK's public endpoints (authenticated by the site key at the gateway). */
+  subscribe: handleUnaryCall<SubscribeRequest, SubscribeResponse>;
+  changeSubscription: handleUnaryCall<ChangeSubscriptionRequest, ChangeSubscriptionResponse>;
+  unsubscribe: handleUnaryCall<UnsubscribeRequest, UnsubscribeResponse>;
+  /** Sending: how many active subscribers a targeting matches, and all of them, in pages. */
+  countTargets: handleUnaryCall<CountTargetsRequest, CountTargetsResponse>;
+  /**
+   * Streams every active subscriber matching the targeting in keyset order, in batches; gRPC flow
+   * control is the backpressure. `after` resumes after a previously returned cursor.
+   */
+  streamTargets: handleServerStreamingCall<StreamTargetsRequest, StreamTargetsResponse>;
+  /**
+   * A push service said the subscription is gone (404/410): it becomes `expired`, an
+   * unsubscription event is emitted, and it is never targeted again.
+   */
+  expireSubscriptions: handleUnaryCall<ExpireSubscriptionsRequest, ExpireSubscriptionsResponse>;
 }
 
 export interface AudienceServiceClient extends Client {
@@ -256,6 +3515,176 @@ export interface AudienceServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CountSubscriptionsResponse) => void,
+  ): ClientUnaryCall;
+  /** The REST subscriber endpoints (GET/PATCH/DELETE /subscribers...). */
+  listSubscribers(
+    request: ListSubscribersRequest,
+    callback: (error: ServiceError | null, response: ListSubscribersResponse) => void,
+  ): ClientUnaryCall;
+  listSubscribers(
+    request: ListSubscribersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListSubscribersResponse) => void,
+  ): ClientUnaryCall;
+  listSubscribers(
+    request: ListSubscribersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListSubscribersResponse) => void,
+  ): ClientUnaryCall;
+  countSubscribers(
+    request: CountSubscribersRequest,
+    callback: (error: ServiceError | null, response: CountSubscribersResponse) => void,
+  ): ClientUnaryCall;
+  countSubscribers(
+    request: CountSubscribersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CountSubscribersResponse) => void,
+  ): ClientUnaryCall;
+  countSubscribers(
+    request: CountSubscribersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CountSubscribersResponse) => void,
+  ): ClientUnaryCall;
+  getSubscriber(
+    request: GetSubscriberRequest,
+    callback: (error: ServiceError | null, response: GetSubscriberResponse) => void,
+  ): ClientUnaryCall;
+  getSubscriber(
+    request: GetSubscriberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetSubscriberResponse) => void,
+  ): ClientUnaryCall;
+  getSubscriber(
+    request: GetSubscriberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetSubscriberResponse) => void,
+  ): ClientUnaryCall;
+  updateSubscriber(
+    request: UpdateSubscriberRequest,
+    callback: (error: ServiceError | null, response: UpdateSubscriberResponse) => void,
+  ): ClientUnaryCall;
+  updateSubscriber(
+    request: UpdateSubscriberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateSubscriberResponse) => void,
+  ): ClientUnaryCall;
+  updateSubscriber(
+    request: UpdateSubscriberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateSubscriberResponse) => void,
+  ): ClientUnaryCall;
+  deleteSubscriber(
+    request: DeleteSubscriberRequest,
+    callback: (error: ServiceError | null, response: DeleteSubscriberResponse) => void,
+  ): ClientUnaryCall;
+  deleteSubscriber(
+    request: DeleteSubscriberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteSubscriberResponse) => void,
+  ): ClientUnaryCall;
+  deleteSubscriber(
+    request: DeleteSubscriberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteSubscriberResponse) => void,
+  ): ClientUnaryCall;
+  /** The browser SDK's public endpoints (authenticated by the site key at the gateway). */
+  subscribe(
+    request: SubscribeRequest,
+    callback: (error: ServiceError | null, response: SubscribeResponse) => void,
+  ): ClientUnaryCall;
+  subscribe(
+    request: SubscribeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SubscribeResponse) => void,
+  ): ClientUnaryCall;
+  subscribe(
+    request: SubscribeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SubscribeResponse) => void,
+  ): ClientUnaryCall;
+  changeSubscription(
+    request: ChangeSubscriptionRequest,
+    callback: (error: ServiceError | null, response: ChangeSubscriptionResponse) => void,
+  ): ClientUnaryCall;
+  changeSubscription(
+    request: ChangeSubscriptionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ChangeSubscriptionResponse) => void,
+  ): ClientUnaryCall;
+  changeSubscription(
+    request: ChangeSubscriptionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ChangeSubscriptionResponse) => void,
+  ): ClientUnaryCall;
+  unsubscribe(
+    request: UnsubscribeRequest,
+    callback: (error: ServiceError | null, response: UnsubscribeResponse) => void,
+  ): ClientUnaryCall;
+  unsubscribe(
+    request: UnsubscribeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UnsubscribeResponse) => void,
+  ): ClientUnaryCall;
+  unsubscribe(
+    request: UnsubscribeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UnsubscribeResponse) => void,
+  ): ClientUnaryCall;
+  /** Sending: how many active subscribers a targeting matches, and all of them, in pages. */
+  countTargets(
+    request: CountTargetsRequest,
+    callback: (error: ServiceError | null, response: CountTargetsResponse) => void,
+  ): ClientUnaryCall;
+  countTargets(
+    request: CountTargetsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CountTargetsResponse) => void,
+  ): ClientUnaryCall;
+  countTargets(
+    request: CountTargetsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CountTargetsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Streams every active subscriber matching the targeting in keyset order, in batches; gRPC flow
+   * control is the backpressure. `after` resumes after a previously returned cursor.
+   */
+  streamTargets(
+    request: StreamTargetsRequest,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<StreamTargetsResponse>;
+  streamTargets(
+    request: StreamTargetsRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<StreamTargetsResponse>;
+  /**
+   * A push service said the subscription is gone (404/410): it becomes `expired`, an
+   * unsubscription event is emitted, and it is never targeted again.
+   */
+  expireSubscriptions(
+    request: ExpireSubscriptionsRequest,
+    callback: (error: ServiceError | null, response: ExpireSubscriptionsResponse) => void,
+  ): ClientUnaryCall;
+  expireSubscriptions(
+    request: ExpireSubscriptionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ExpireSubscriptionsResponse) => void,
+  ): ClientUnaryCall;
+  expireSubscriptions(
+    request: ExpireSubscriptionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ExpireSubscriptionsResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,196 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { HeraldError } from '@herald/errors';
+import type { Notification } from '@herald/proto/herald/campaign/v1/campaign';
+import { Type } from '@sinclair/typebox';
+
+import { principalOf } from '../access.js';
+import type { ServiceClients } from '../clients.js';
+import { ErrorResponse, Nullable, orNull, withErrors } from '../schemas.js';
+
+/** POST /send, GET /notifications/{id} and its recipients. */
+
+const HttpUrl = (description: string) => Type.String({ maxLength: 2048, pattern: '^https?://[^\\s]+$', description });
+const Ids = (description: string) => Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 1_000, description });
+
+const SendBody = Type.Object(
+  {
+    title: Type.String({ minLength: 1, maxLength: 256 }),
+    body: Type.String({ minLength: 1, maxLength: 2048 }),
+    url: Type.Optional(HttpUrl('Opened when the notification is clicked')),
+    iconUrl: Type.Optional(HttpUrl('Small icon')),
+    imageUrl: Type.Optional(HttpUrl('Large image')),
+    subscriberIds: Type.Optional(Ids('Send to these subscribers')),
+    externalIds: Type.Optional(Ids('Send to the subscribers with these external ids')),
+    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 20, description: 'Subscribers holding every tag' })),
+    idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+const SendResult = Type.Object({
+  success: Type.Boolean(),
+  status: Type.Literal('queued'),
+  campaignId: Type.String(),
+  sent: Type.Integer(),
+  limits: Type.Object({ remaining: Type.Integer(), limit: Type.Integer() }),
+  duplicate: Type.Boolean(),
+});
+
+const NotificationRecord = Type.Object({
+  id: Type.String(),
+  status: Type.String({ description: 'queued | sending | completed' }),
+  title: Type.String(),
+  body: Type.String(),
+  url: Nullable(Type.String()),
+  iconUrl: Nullable(Type.String()),
+  imageUrl: Nullable(Type.String()),
+  createdAt: Type.String(),
+  completedAt: Nullable(Type.String()),
+  counts: Type.Object({
+    targeted: Type.Integer(),
+    queued: Type.Integer(),
+    delivered: Type.Integer(),
+    failed: Type.Integer(),
+    expired: Type.Integer(),
+    pending: Type.Integer(),
+  }),
+  lastDelivery: Nullable(Type.Object({ statusCode: Type.Integer(), outcome: Type.String(), reportedAt: Type.String() })),
+});
+
+const RecipientRecord = Type.Object({
+  subscriberId: Type.String(),
+  status: Type.String({ description: 'sending | retrying | delivered | failed | expired' }),
+  attempts: Type.Integer(),
+  lastStatusCode: Nullable(Type.Integer()),
+  updatedAt: Type.String(),
+});
+
+function notificationRecord(notification: Notification) {
+  const content = notification.content;
+  const counts = {
+    targeted: Number(notification.targeted),
+    queued: Number(notification.queued),
+    delivered: Number(notification.delivered),
+    failed: Number(notification.failed),
+    expired: Number(notification.expired),
+  };
+  return {
+    id: notification.id,
+    status: notification.status,
+    title: content?.title ?? '',
+    body: content?.body ?? '',
+    url: orNull(content?.url ?? ''),
+    iconUrl: orNull(content?.iconUrl ?? ''),
+    imageUrl: orNull(content?.imageUrl ?? ''),
+    createdAt: notification.createdAt,
+    completedAt: orNull(notification.completedAt),
+    counts: { ...counts, pending: Math.max(0, counts.queued - counts.delivered - counts.failed - counts.expired) },
+    lastDelivery: notification.lastReportedAt
+      ? { statusCode: notification.lastStatusCode, outcome: notification.lastOutcome, reportedAt: notification.lastReportedAt }
+      : null,
+  };
+}
+
+export const notificationRoutes =
+  (clients: ServiceClients): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    app.post(
+      '/send',
+      {
+        config: { access: { scope: 'notifications:send', plan: 'api' } },
+        schema: {
+          body: SendBody,
+          headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }),
+          response: withErrors({ 200: SendResult, 409: ErrorResponse }),
+        },
+      },
+      async (request) => {
+        const principal = principalOf(request);
+        const { idempotencyKey: bodyKey, subscriberIds = [], externalIds = [], tags = [], ...content } = request.body;
+        const headerKey = request.headers['idempotency-key'];
+        if (headerKey !== undefined && bodyKey !== undefined && headerKey !== bodyKey) {
+          throw new HeraldError('invalid_request', 'The Idempotency-Key header and the body idempotencyKey differ.', {
+            title: 'Invalid request',
+            extra: { fields: [{ field: 'idempotencyKey', in: 'body', problem: 'must match the Idempotency-Key header' }] },
+          });
+        }
+        const result = await clients.campaign.send({
+          workspaceId: principal.workspaceId,
+          siteId: principal.siteId,
+          content: { title: content.title, body: content.body, url: content.url ?? '', iconUrl: content.iconUrl ?? '', imageUrl: content.imageUrl ?? '' },
+          targeting: { subscriberIds, externalIds, tags },
+          idempotencyKey: headerKey ?? bodyKey ?? '',
+          monthlyAllowance: String(principal.plan?.monthlyNotificationAllowance ?? '0'),
+        });
+        return {
+          success: true,
+          status: 'queued' as const,
+          campaignId: result.notificationId,
+          sent: Number(result.sent),
+          limits: { remaining: Number(result.remaining), limit: Number(result.limit) },
+          duplicate: result.duplicate,
+        };
+      },
+    );
+
+    app.get(
+      '/notifications/:notificationId',
+      {
+        config: { access: { scope: 'notifications:read' } },
+        schema: { params: Type.Object({ notificationId: Type.String({ maxLength: 128 }) }), response: withErrors({ 200: NotificationRecord }) },
+      },
+      async (request) => {
+        const { notification } = await clients.campaign.getNotification({
+          workspaceId: principalOf(request).workspaceId,
+          notificationId: request.params.notificationId,
+        });
+        if (!notification) throw new Error('campaign service returned no notification');
+        return notificationRecord(notification);
+      },
+    );
+
+    app.get(
+      '/notifications/:notificationId/recipients',
+      {
+        config: { access: { scope: 'notifications:read' } },
+        schema: {
+          params: Type.Object({ notificationId: Type.String({ maxLength: 128 }) }),
+          querystring: Type.Object(
+            {
+              limit: Type.Integer({ minimum: 1, maximum: 100, default: 100 }),
+              cursor: Type.Optional(Type.String({ maxLength: 256 })),
+              status: Type.Optional(Type.Union(['sending', 'retrying', 'delivered', 'failed', 'expired'].map((value) => Type.Literal(value)))),
+            },
+            { additionalProperties: false },
+          ),
+          response: withErrors({
+            200: Type.Object({ data: Type.Array(RecipientRecord), hasMore: Type.Boolean(), nextCursor: Nullable(Type.String()) }),
+          }),
+        },
+      },
+      async (request) => {
+        const { workspaceId } = principalOf(request);
+        const { notificationId } = request.params;
+        // 404 for a notification of another workspace, before any recipient is read.
+        await clients.campaign.getNotification({ workspaceId, notificationId });
+        const page = await clients.delivery.listDeliveries({
+          workspaceId,
+          notificationId,
+          limit: request.query.limit,
+          cursor: request.query.cursor ?? '',
+          status: request.query.status ?? '',
+        });
+        return {
+          data: page.deliveries.map((delivery) => ({
+            subscriberId: delivery.subscriberId,
+            status: delivery.status,
+            attempts: delivery.attempts,
+            lastStatusCode: delivery.lastStatusCode === 0 ? null : delivery.lastStatusCode,
+            updatedAt: delivery.updatedAt,
+          })),
+          hasMore: page.nextCursor !== '',
+          nextCursor: orNull(page.nextCursor),
+        };
+      },
+    );
+  };

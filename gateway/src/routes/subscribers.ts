@@ -1,0 +1,195 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { SUBSCRIBER_LIMITS, SUBSCRIBER_STATUSES, type SubscriberStatus } from '@herald/domain';
+import type { Subscriber } from '@herald/proto/herald/audience/v1/audience';
+import { Type } from '@sinclair/typebox';
+
+import { principalOf } from '../access.js';
+import type { ServiceClients } from '../clients.js';
+import { Nullable, orNull, withErrors } from '../schemas.js';
+
+/** GET /subscribers, /subscribers/count, GET, PATCH and DELETE /subscribers/{id}. */
+
+// Shared with the browser SDK's subscribe endpoint.
+export const Tag = Type.String({ minLength: 1, maxLength: SUBSCRIBER_LIMITS.tagLength, pattern: '^[^,]*$', description: 'No commas' });
+export const TagList = Type.Array(Tag, { maxItems: SUBSCRIBER_LIMITS.tags });
+export const ExternalId = Type.String({ minLength: 1, maxLength: SUBSCRIBER_LIMITS.externalIdLength, description: "The caller's own user id" });
+
+const Status = Type.Unsafe<SubscriberStatus>({ type: 'string', enum: [...SUBSCRIBER_STATUSES] });
+
+const SubscriberRecord = Type.Object({
+  id: Type.String(),
+  siteId: Type.String(),
+  status: Status,
+  externalId: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  customData: Type.Object({}, { additionalProperties: true }),
+  browser: Nullable(Type.String()),
+  os: Nullable(Type.String()),
+  country: Nullable(Type.String()),
+  createdAt: Type.String(),
+  updatedAt: Type.String(),
+});
+
+/** A single read: the Subscriber plus its delivery status and device metadata. */
+const SubscriberDetail = Type.Object({
+  ...SubscriberRecord.properties,
+  delivery: Type.Object({
+    pushService: Nullable(Type.String({ description: 'Origin of the push service, e.g. https://fcm.googleapis.com' })),
+    reachable: Type.Boolean({ description: 'true while the status is active: notifications are sent to it' }),
+    unsubscribedAt: Nullable(Type.String({ description: 'When it stopped being active (unsubscribed, expired or bounced)' })),
+  }),
+  device: Type.Object({
+    browser: Nullable(Type.String()),
+    os: Nullable(Type.String()),
+    language: Nullable(Type.String()),
+    timezone: Nullable(Type.String()),
+  }),
+});
+
+const SubscriberParams = Type.Object({ subscriberId: Type.String({ minLength: 1, maxLength: 128 }) });
+
+function toRecord(subscriber: Subscriber) {
+  return {
+    id: subscriber.id,
+    siteId: subscriber.siteId,
+    status: subscriber.status as SubscriberStatus,
+    externalId: orNull(subscriber.externalId),
+    tags: subscriber.tags,
+    customData: JSON.parse(subscriber.customDataJson || '{}') as Record<string, unknown>,
+    browser: orNull(subscriber.browser),
+    os: orNull(subscriber.os),
+    country: orNull(subscriber.country),
+    createdAt: subscriber.createdAt,
+    updatedAt: subscriber.updatedAt,
+  };
+}
+
+function toDetail(subscriber: Subscriber | undefined) {
+  if (!subscriber) throw new Error('audience service returned no subscriber');
+  return {
+    ...toRecord(subscriber),
+    delivery: {
+      pushService: orNull(subscriber.pushService),
+      reachable: subscriber.status === 'active',
+      unsubscribedAt: orNull(subscriber.unsubscribedAt),
+    },
+    device: {
+      browser: orNull(subscriber.browser),
+      os: orNull(subscriber.os),
+      language: orNull(subscriber.language),
+      timezone: orNull(subscriber.timezone),
+    },
+  };
+}
+
+export const subscriberRoutes =
+  (clients: ServiceClients): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const access = { scope: 'subscribers' } as const;
+
+    app.get(
+      '/subscribers',
+      {
+        config: { access },
+        schema: {
+          querystring: Type.Object(
+            {
+              limit: Type.Integer({ minimum: 1, maximum: 100, default: 100 }),
+              cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: 'nextCursor of the previous page' })),
+              status: Type.Optional(Status),
+              tags: Type.Optional(Type.String({ minLength: 1, maxLength: 4_000, description: 'Comma-separated; the subscriber must hold every tag' })),
+              externalId: Type.Optional(ExternalId),
+            },
+            { additionalProperties: false },
+          ),
+          response: withErrors({
+            200: Type.Object({ data: Type.Array(SubscriberRecord), hasMore: Type.Boolean(), nextCursor: Nullable(Type.String()) }),
+          }),
+        },
+      },
+      async (request) => {
+        const { limit, cursor = '', status = '', tags = '', externalId = '' } = request.query;
+        const { subscribers, nextCursor } = await clients.audience.listSubscribers({
+          workspaceId: principalOf(request).workspaceId,
+          limit,
+          cursor,
+          status,
+          tags: tags
+            .split(',')
+            .map((tag) => tag.trim())
+            .filter((tag) => tag !== ''),
+          externalId,
+        });
+        return { data: subscribers.map(toRecord), hasMore: nextCursor !== '', nextCursor: orNull(nextCursor) };
+      },
+    );
+
+    app.get(
+      '/subscribers/count',
+      {
+        config: { access },
+        schema: { response: withErrors({ 200: Type.Object({ total: Type.Integer(), active: Type.Integer(), unsubscribed: Type.Integer() }) }) },
+      },
+      async (request) => {
+        const counts = await clients.audience.countSubscribers({ workspaceId: principalOf(request).workspaceId });
+        return { total: Number(counts.total), active: Number(counts.active), unsubscribed: Number(counts.unsubscribed) };
+      },
+    );
+
+    app.get(
+      '/subscribers/:subscriberId',
+      { config: { access }, schema: { params: SubscriberParams, response: withErrors({ 200: SubscriberDetail }) } },
+      async (request) => {
+        const workspaceId = principalOf(request).workspaceId;
+        const { subscriber } = await clients.audience.getSubscriber({ workspaceId, subscriberId: request.params.subscriberId });
+        return toDetail(subscriber);
+      },
+    );
+
+    app.patch(
+      '/subscribers/:subscriberId',
+      {
+        config: { access },
+        schema: {
+          params: SubscriberParams,
+          body: Type.Object(
+            {
+              tags: Type.Optional(TagList),
+              externalId: Type.Optional(
+                Type.Unsafe<string | null>({ ...ExternalId, type: ['string', 'null'], description: "The caller's own user id; null clears it" }),
+              ),
+              customData: Type.Optional(
+                Type.Object({}, { additionalProperties: true, description: `Replaces the whole object; at most ${SUBSCRIBER_LIMITS.customDataBytes} bytes as JSON` }),
+              ),
+            },
+            { additionalProperties: false },
+          ),
+          response: withErrors({ 200: SubscriberDetail }),
+        },
+      },
+      async (request) => {
+        const { tags, externalId, customData } = request.body;
+        const { subscriber } = await clients.audience.updateSubscriber({
+          workspaceId: principalOf(request).workspaceId,
+          subscriberId: request.params.subscriberId,
+          setTags: tags !== undefined,
+          tags: tags ?? [],
+          setExternalId: externalId !== undefined,
+          externalId: externalId ?? '',
+          setCustomData: customData !== undefined,
+          customDataJson: JSON.stringify(customData ?? {}),
+        });
+        return toDetail(subscriber);
+      },
+    );
+
+    app.delete(
+      '/subscribers/:subscriberId',
+      { config: { access }, schema: { params: SubscriberParams, response: withErrors({ 204: Type.Null({ description: 'No content' }) }) } },
+      async (request, reply) => {
+        const workspaceId = principalOf(request).workspaceId;
+        await clients.audience.deleteSubscriber({ workspaceId, subscriberId: request.params.subscriberId });
+        return reply.code(204).send(null);
+      },
+    );
+  };

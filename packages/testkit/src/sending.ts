@@ -1,0 +1,81 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { startPushPeer, type PushPeer } from '@herald/push-peer';
+import { createWorkspace, type TestWorkspace } from './admin.js';
+import { call, SERVER_API } from './http.js';
+import { startStack, type Stack, type StackOptions } from './processes.js';
+
+/**
+ * A sending stack (gateway, account, audience, campaign, delivery) wired to a strict local push
+ * service that trusts nothing it does not verify: VAPID on every request, decryption with each
+ * subscriber's private key.
+ */
+export interface SendingHarness {
+  stack: Stack;
+  peer: PushPeer;
+  stop(): Promise<void>;
+}
+
+export async function startSendingHarness(options: StackOptions = {}): Promise<SendingHarness> {
+  const peer = await startPushPeer({ tls: true });
+  const caFile = join(await mkdtemp(join(tmpdir(), 'herald-peer-')), 'ca.pem');
+  await writeFile(caFile, peer.ca ?? '');
+  const stack = await startStack({
+    ...options,
+    sending: true,
+    gatewayEnv: { ALLOW_ANY_PUSH_SERVICE: 'true', ...options.gatewayEnv },
+    deliveryEnv: { PUSH_CA_FILE: caFile, RETRY_POLL_MS: '50', PUSH_RETRY_BASE_MS: '100', ...options.deliveryEnv },
+  });
+  return {
+    stack,
+    peer,
+    async stop() {
+      await stack.stop();
+      await peer.close();
+    },
+  };
+}
+
+export interface Audience {
+  workspace: TestWorkspace;
+  vapidPublicKey: string;
+  subscribers: Array<{ id: string; endpoint: string; externalId: string; tags: string[] }>;
+}
+
+/** A workspace with `count` browser subscribers registered through the public SDK endpoint. */
+export async function seedAudience(
+  harness: SendingHarness,
+  count: number,
+  plan = 'growth',
+  describe: (index: number) => { externalId: string; tags: string[] } = (index) => ({ externalId: `user-${index}`, tags: [] }),
+): Promise<Audience> {
+  const workspace = await createWorkspace(plan, 'shop.example.test');
+  const site = await call<{ vapidPublicKey: string }>(harness.stack.gatewayUrl, `${SERVER_API}/site`, { key: workspace.apiKey });
+  const vapidPublicKey = site.body.vapidPublicKey;
+  const subscribers: Audience['subscribers'] = [];
+  for (let index = 0; index < count; index += 1) {
+    const subscription = harness.peer.createSubscription({ applicationServerKey: vapidPublicKey });
+    const { externalId, tags } = describe(index);
+    const response = await call<{ subscriberId: string }>(harness.stack.gatewayUrl, '/api/v1/subscribe', {
+      method: 'POST',
+      key: workspace.siteKey,
+      headers: { origin: 'https://shop.example.test' },
+      body: { endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags },
+    });
+    if (response.status !== 201) throw new Error(`subscribe answered ${response.status}: ${JSON.stringify(response.body)}`);
+    subscribers.push({ id: response.body.subscriberId, endpoint: subscription.endpoint, externalId, tags });
+  }
+  return { workspace, vapidPublicKey, subscribers };
+}
+
+export async function eventually<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms; last value ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

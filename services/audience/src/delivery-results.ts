@@ -1,0 +1,40 @@
+import { EVENT_ID_HEADER, handleOnce, type Bus, type Subscription } from '@herald/bus';
+import type { Pool } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import { DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
+
+import { expireSubscribers, SCHEMA } from './store.js';
+
+export const DELIVERY_RESULTS_TOPIC = 'herald.delivery.results';
+export const DELIVERY_DLQ_TOPIC = 'herald.delivery.dlq';
+const CONSUMER = 'herald-audience';
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Push services answered 404/410 for some subscriptions of a notification: those subscribers
+ * expire exactly as ExpireSubscriptions does (status `expired`, Unsubscribed reason "expired"),
+ * once per event id however often Kafka redelivers the result.
+ *
+ * A new consumer group starts from the oldest retained result rather than the newest: results
+ * published before the group first joined must not be lost, and handling one twice is harmless.
+ */
+export function consumeDeliveryResults(bus: Bus, pool: Pool, logger: Logger): Promise<Subscription> {
+  return bus.subscribe({
+    groupId: CONSUMER,
+    topics: [DELIVERY_RESULTS_TOPIC],
+    fromBeginning: true,
+    deadLetterTopic: DELIVERY_DLQ_TOPIC,
+    handle: async (message) => {
+      const result = DeliveryResult.decode(message.value);
+      if (result.expiredSubscriberIds.length === 0) return;
+      const eventId = message.headers[EVENT_ID_HEADER] ?? result.eventId;
+      // Thrown, so after the retries the message is parked on the dead-letter topic.
+      if (!uuidPattern.test(eventId)) throw new Error(`delivery result without a valid ${EVENT_ID_HEADER} (${JSON.stringify(eventId)})`);
+      await handleOnce(pool, SCHEMA, CONSUMER, eventId, async (tx) => {
+        const changed = await expireSubscribers(tx, result.workspaceId, result.expiredSubscriberIds, 'expired');
+        logger.debug({ eventId, workspaceId: result.workspaceId, changed }, 'expired subscriptions from a delivery result');
+      });
+    },
+  });
+}

@@ -1,0 +1,123 @@
+import { createHash, randomUUID } from 'node:crypto';
+
+import { withTransaction, type Pool } from '@herald/db';
+import { HeraldError } from '@herald/errors';
+import { implementService, type PromiseClient } from '@herald/grpc';
+import type { Logger } from '@herald/logging';
+import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { CampaignServiceService, type Notification, type SendRequest, type SendResponse } from '@herald/proto/herald/campaign/v1/campaign';
+import { MAX_PAYLOAD_BYTES } from '@herald/webpush';
+
+import { notificationPayload } from './payload.js';
+import * as store from './store.js';
+
+/** A concurrent request with the same idempotency key committed first. */
+class DuplicateSend extends Error {}
+
+/** The fingerprint a replayed Idempotency-Key must match: the content and the targeting. */
+function requestHash(request: SendRequest): string {
+  return createHash('sha256').update(JSON.stringify([request.content, request.targeting])).digest('hex');
+}
+
+function toNotification(row: store.NotificationRow): Notification {
+  return {
+    id: row.id,
+    status: row.status,
+    content: { title: row.title, body: row.body, url: row.url ?? '', iconUrl: row.icon_url ?? '', imageUrl: row.image_url ?? '' },
+    createdAt: row.created_at.toISOString(),
+    completedAt: row.completed_at?.toISOString() ?? '',
+    targeted: row.targeted,
+    queued: row.queued,
+    delivered: row.delivered,
+    failed: row.failed,
+    expired: row.expired,
+    lastStatusCode: row.last_status_code ?? 0,
+    lastOutcome: row.last_outcome ?? '',
+    lastReportedAt: row.last_reported_at?.toISOString() ?? '',
+  };
+}
+
+export function campaignHandlers(pool: Pool, audience: PromiseClient<AudienceServiceClient>, logger: Logger) {
+  const limitExceeded = (limit: number): HeraldError =>
+    new HeraldError('plan_limit_exceeded', `This send would exceed the plan's monthly allowance of ${limit} notifications.`, {
+      title: 'Monthly notification allowance exhausted',
+      extra: { limits: { remaining: 0, limit } },
+    });
+
+  async function replay(request: SendRequest, record: store.SendRecord): Promise<SendResponse> {
+    if (record.request_hash !== requestHash(request)) {
+      throw new HeraldError('conflict', 'This idempotency key was already used with a different request.', {
+        title: 'Idempotency key reused',
+        hint: 'Use a new idempotency key for a different notification.',
+      });
+    }
+    const limit = Number(request.monthlyAllowance);
+    const used = await store.usedThisMonth(pool, request.workspaceId);
+    return { notificationId: record.notification_id, sent: record.sent, remaining: String(Math.max(0, limit - used)), limit: String(limit), duplicate: true };
+  }
+
+  return implementService(
+    CampaignServiceService,
+    {
+      async send(request) {
+        const content = request.content;
+        if (!content) throw new HeraldError('invalid_request', 'content is required');
+        const key = request.idempotencyKey;
+        if (key) {
+          const existing = await store.findSendRecord(pool, request.workspaceId, key);
+          if (existing) return replay(request, existing);
+        }
+        const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
+        const payloadBytes = notificationPayload(notificationId, content).length;
+        if (payloadBytes > MAX_PAYLOAD_BYTES) {
+          throw new HeraldError(
+            'invalid_request',
+            `The notification is ${payloadBytes} bytes as sent to browsers; at most ${MAX_PAYLOAD_BYTES} fit one encrypted push message.`,
+            { title: 'Notification too large', extra: { fields: [{ field: 'body', in: 'body', problem: 'makes the notification too large' }] } },
+          );
+        }
+        const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [] };
+        const { count } = await audience.countTargets({ workspaceId: request.workspaceId, targeting });
+        const targeted = Number(count);
+        if (targeted === 0) throw new HeraldError('invalid_request', 'No subscribers found matching criteria', { title: 'No subscribers found matching criteria' });
+        const limit = Number(request.monthlyAllowance);
+
+        let used: number;
+        try {
+          used = await withTransaction(pool, async (tx) => {
+            // The key first: a concurrent request with the same key waits here for this one.
+            if (key) {
+              const claimed = await store.claimIdempotencyKey(tx, {
+                workspaceId: request.workspaceId,
+                key,
+                requestHash: requestHash(request),
+                notificationId,
+                sent: targeted,
+              });
+              if (!claimed) throw new DuplicateSend();
+            }
+            const total = await store.reserveAllowance(tx, request.workspaceId, targeted, limit);
+            if (total === undefined) throw limitExceeded(limit);
+            await store.insertNotification(tx, { id: notificationId, workspaceId: request.workspaceId, siteId: request.siteId, content, targeting, targeted });
+            await store.enqueueNotificationQueued(tx, { id: notificationId, workspaceId: request.workspaceId, siteId: request.siteId, content, targeting });
+            return total;
+          });
+        } catch (err) {
+          if (!(err instanceof DuplicateSend)) throw err;
+          const record = await store.findSendRecord(pool, request.workspaceId, key);
+          if (!record) throw new Error('idempotency record vanished after a conflict');
+          return replay(request, record);
+        }
+        logger.info({ notificationId, targeted }, 'notification queued');
+        return { notificationId, sent: String(targeted), remaining: String(limit - used), limit: String(limit), duplicate: false };
+      },
+
+      async getNotification({ workspaceId, notificationId }) {
+        const row = await store.findNotification(pool, workspaceId, notificationId);
+        if (!row) throw new HeraldError('not_found', `No notification ${notificationId}.`);
+        return { notification: toNotification(row) };
+      },
+    },
+    logger,
+  );
+}

@@ -1,0 +1,50 @@
+import { createKafkaBus, startOutboxRelay } from '@herald/bus';
+import { drainOnSignal, loadConfig } from '@herald/config';
+import { createPool, migrate } from '@herald/db';
+import { createClient, startGrpcServer } from '@herald/grpc';
+import { createLogger } from '@herald/logging';
+import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { CampaignServiceService } from '@herald/proto/herald/campaign/v1/campaign';
+
+import { readConfig } from './config.js';
+import { fanout } from './fanout.js';
+import { campaignHandlers } from './handlers.js';
+import { deliveryResults } from './results.js';
+import { CAMPAIGN_EVENTS_TOPIC, migrationsDir, SCHEMA } from './store.js';
+
+const config = loadConfig(readConfig);
+const logger = createLogger('campaign');
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, applicationName: 'herald-campaign' });
+await migrate(pool, SCHEMA, migrationsDir, logger);
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-campaign`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
+const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
+const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);
+const subscriptions = await Promise.all([
+  bus.subscribe({
+    groupId: 'herald-campaign-fanout',
+    topics: [CAMPAIGN_EVENTS_TOPIC],
+    deadLetterTopic: 'herald.campaign.dlq',
+    handle: fanout({ pool, bus, audience, logger, batchSize: config.fanoutBatchSize, ttlSeconds: config.pushTtlSeconds }),
+  }),
+  bus.subscribe({
+    groupId: 'herald-campaign-results',
+    topics: ['herald.delivery.results'],
+    deadLetterTopic: 'herald.campaign.dlq',
+    handle: deliveryResults(pool),
+  }),
+]);
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[CampaignServiceService, campaignHandlers(pool, audience, logger)]]);
+logger.info({ port: server.port }, 'campaign service serving');
+
+drainOnSignal(
+  async () => {
+    await server.drain(config.shutdownGraceMs);
+    await Promise.all(subscriptions.map((subscription) => subscription.stop()));
+    await relay.stop();
+    await bus.close();
+    audience.close();
+    await pool.end();
+  },
+  config.shutdownGraceMs,
+  (message, err) => logger.info({ err }, message),
+);

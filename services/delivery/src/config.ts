@@ -1,0 +1,24 @@
+import { pieces, type Env } from '@herald/config';
+
+export function readConfig(env: Env) {
+  return {
+    ...pieces.database(env),
+    ...pieces.kafka(env),
+    ...pieces.grpcServer(env, 50054),
+    ...pieces.shutdown(env),
+    accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
+    /** Concurrent HTTP/2 streams per push-service origin, per replica. */
+    streamsPerOrigin: env.integer('PUSH_STREAMS_PER_ORIGIN', 100, { min: 1, max: 1_000 }),
+    pushTimeoutMs: env.integer('PUSH_TIMEOUT_MS', 10_000, { min: 100, max: 120_000 }),
+    /** Attempts per push before it is failed and dead-lettered. */
+    maxAttempts: env.integer('PUSH_MAX_ATTEMPTS', 5, { min: 1, max: 20 }),
+    /** Extra CA certificate (PEM file) to trust, e.g. a local test push service. */
+    pushCaFile: env.optionalString('PUSH_CA_FILE'),
+    retryPollMs: env.integer('RETRY_POLL_MS', 250, { min: 10, max: 60_000 }),
+    /** Exponential backoff with full jitter: the first retry waits up to this, doubling up to the cap. */
+    retryBaseMs: env.integer('PUSH_RETRY_BASE_MS', 1_000, { min: 1, max: 600_000 }),
+    retryCapMs: env.integer('PUSH_RETRY_CAP_MS', 600_000, { min: 1, max: 86_400_000 }),
+  };
+}
+
+export type DeliveryConfig = ReturnType<typeof readConfig>;

@@ -1,0 +1,78 @@
+import { backoffMs, classifyResponse, encrypt, PushNetworkError, type PushClient, type BackoffOptions, type Urgency, type VapidKeys, type VapidSigner } from '@herald/webpush';
+import type { Logger } from '@herald/logging';
+
+import type { FinalStatus } from './store.js';
+
+/** What one push attempt came to. */
+export type Attempt =
+  | { kind: 'final'; status: FinalStatus; statusCode: number }
+  | { kind: 'retry'; statusCode: number; notBefore: number };
+
+export interface PushRequest {
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  payload: Uint8Array;
+  ttlSeconds: number;
+  urgency: string;
+  topic: string;
+  /** Attempts made before this one. */
+  attemptsBefore: number;
+}
+
+const finalStatus = { sent: 'delivered', expired: 'expired', failed: 'failed' } as const;
+
+/**
+ * One push attempt: encrypt (fresh key and salt), sign (cached per key and origin), send, and
+ * classify the answer. A push service that answered 429 is paced: until its Retry-After passes,
+ * pushes to that origin are not attempted but scheduled after it.
+ */
+export class Sender {
+  private readonly pausedUntil = new Map<string, number>();
+
+  constructor(
+    private readonly client: PushClient,
+    private readonly signer: VapidSigner,
+    private readonly backoff: BackoffOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  async attempt(request: PushRequest, vapid: VapidKeys): Promise<Attempt> {
+    const origin = new URL(request.endpoint).origin;
+    const now = Date.now();
+    const paused = this.pausedUntil.get(origin) ?? 0;
+    if (paused > now) return { kind: 'retry', statusCode: 429, notBefore: paused };
+    let body: Buffer;
+    try {
+      body = encrypt(Buffer.from(request.payload), { p256dh: request.p256dh, auth: request.auth });
+    } catch (err) {
+      // Keys that cannot be used will never work: fail for good rather than retry.
+      this.logger.warn({ err, origin }, 'subscription keys unusable');
+      return { kind: 'final', status: 'failed', statusCode: 0 };
+    }
+    try {
+      const response = await this.client.send({
+        endpoint: request.endpoint,
+        body,
+        ttl: request.ttlSeconds,
+        urgency: request.urgency as Urgency,
+        topic: request.topic,
+        vapidAuthorization: this.signer.authorization(vapid, origin),
+      });
+      const verdict = classifyResponse(response.status, response.headers['retry-after']);
+      if (verdict.outcome !== 'retry') {
+        return { kind: 'final', status: finalStatus[verdict.outcome], statusCode: response.status };
+      }
+      if (response.status === 429 && verdict.retryAfterMs !== undefined) {
+        this.pausedUntil.set(origin, Date.now() + verdict.retryAfterMs);
+      }
+      return { kind: 'retry', statusCode: response.status, notBefore: Date.now() + backoffMs(request.attemptsBefore + 1, verdict.retryAfterMs, this.backoff) };
+    } catch (err) {
+      if (err instanceof PushNetworkError && err.retryable) {
+        return { kind: 'retry', statusCode: 0, notBefore: Date.now() + backoffMs(request.attemptsBefore + 1, undefined, this.backoff) };
+      }
+      this.logger.warn({ err, origin }, 'push failed');
+      return { kind: 'final', status: 'failed', statusCode: 0 };
+    }
+  }
+}

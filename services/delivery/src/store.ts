@@ -1,0 +1,201 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+
+import { enqueue } from '@herald/bus';
+import type { PoolClient, Queryable } from '@herald/db';
+import { DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
+
+/** Every SQL statement of the delivery service. */
+
+export const SCHEMA = 'delivery';
+export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
+export const DELIVERY_RESULTS_TOPIC = 'herald.delivery.results';
+export const DELIVERY_DLQ_TOPIC = 'herald.delivery.dlq';
+
+export type FinalStatus = 'delivered' | 'failed' | 'expired';
+
+/**
+ * Claims the recipients of a job: new ones, and ones a worker claimed but never finished (it
+ * died mid-batch). Recipients with any other state were handled already and are not returned,
+ * so a job delivered twice never pushes twice.
+ */
+export async function claim(db: Queryable, notificationId: string, workspaceId: string, subscriberIds: string[]): Promise<Set<string>> {
+  const { rows } = await db.query<{ subscriber_id: string }>(
+    `INSERT INTO deliveries (notification_id, subscriber_id, workspace_id, status)
+     SELECT $1, unnest($3::text[]), $2, 'sending'
+     ON CONFLICT (notification_id, subscriber_id) DO UPDATE SET updated_at = now() WHERE deliveries.status = 'sending'
+     RETURNING subscriber_id`,
+    [notificationId, workspaceId, subscriberIds],
+  );
+  return new Set(rows.map((row) => row.subscriber_id));
+}
+
+export interface FinalOutcome {
+  subscriberId: string;
+  status: FinalStatus;
+  statusCode: number;
+  attempts: number;
+}
+
+export interface RetryOutcome {
+  subscriberId: string;
+  statusCode: number;
+  attempts: number;
+  nextAttemptAt: Date;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
+export interface PushContext {
+  notificationId: string;
+  workspaceId: string;
+  siteId: string;
+  payload: Uint8Array;
+  ttlSeconds: number;
+  urgency: string;
+  topic: string;
+}
+
+export async function recordFinal(tx: Queryable, notificationId: string, outcomes: FinalOutcome[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  await tx.query(
+    `UPDATE deliveries d SET status = o.status, last_status_code = o.code, attempts = o.attempts, updated_at = now()
+       FROM unnest($2::text[], $3::text[], $4::int[], $5::int[]) AS o(subscriber_id, status, code, attempts)
+      WHERE d.notification_id = $1 AND d.subscriber_id = o.subscriber_id`,
+    [notificationId, outcomes.map((o) => o.subscriberId), outcomes.map((o) => o.status), outcomes.map((o) => o.statusCode), outcomes.map((o) => o.attempts)],
+  );
+}
+
+export async function scheduleRetries(tx: Queryable, push: PushContext, retries: RetryOutcome[]): Promise<void> {
+  if (retries.length === 0) return;
+  await tx.query(
+    `UPDATE deliveries d SET status = 'retrying', last_status_code = o.code, attempts = o.attempts, updated_at = now()
+       FROM unnest($2::text[], $3::int[], $4::int[]) AS o(subscriber_id, code, attempts)
+      WHERE d.notification_id = $1 AND d.subscriber_id = o.subscriber_id`,
+    [push.notificationId, retries.map((r) => r.subscriberId), retries.map((r) => r.statusCode), retries.map((r) => r.attempts)],
+  );
+  await tx.query(
+    `INSERT INTO retries (notification_id, subscriber_id, workspace_id, site_id, endpoint, p256dh, auth, payload, ttl_seconds, urgency, topic, attempts, next_attempt_at)
+     SELECT $1, o.subscriber_id, $2, $3, o.endpoint, o.p256dh, o.auth, $4, $5, $6, $7, o.attempts, o.next_at
+       FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::int[], $13::timestamptz[])
+            AS o(subscriber_id, endpoint, p256dh, auth, attempts, next_at)
+     ON CONFLICT (notification_id, subscriber_id) DO UPDATE SET attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at`,
+    [
+      push.notificationId,
+      push.workspaceId,
+      push.siteId,
+      Buffer.from(push.payload),
+      push.ttlSeconds,
+      push.urgency,
+      push.topic,
+      retries.map((r) => r.subscriberId),
+      retries.map((r) => r.endpoint),
+      retries.map((r) => r.p256dh),
+      retries.map((r) => r.auth),
+      retries.map((r) => r.attempts),
+      retries.map((r) => r.nextAttemptAt),
+    ],
+  );
+}
+
+/** Reports final outcomes to the rest of Herald (counters, expiry) in the same transaction. */
+export async function enqueueResult(tx: Queryable, notificationId: string, workspaceId: string, outcomes: FinalOutcome[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  const eventId = randomUUID();
+  const last = outcomes[outcomes.length - 1] as FinalOutcome;
+  const payload = DeliveryResult.encode({
+    eventId,
+    notificationId,
+    workspaceId,
+    delivered: outcomes.filter((o) => o.status === 'delivered').length,
+    failed: outcomes.filter((o) => o.status === 'failed').length,
+    expired: outcomes.filter((o) => o.status === 'expired').length,
+    expiredSubscriberIds: outcomes.filter((o) => o.status === 'expired').map((o) => o.subscriberId),
+    lastStatusCode: last.statusCode,
+    lastOutcome: last.status,
+    reportedAt: new Date().toISOString(),
+  }).finish();
+  await enqueue(tx, SCHEMA, [{ topic: DELIVERY_RESULTS_TOPIC, key: notificationId, payload, eventId }]);
+}
+
+/** A push that failed for good after retrying: kept on the dead-letter topic for inspection. */
+export async function enqueueDeadLetters(tx: Queryable, push: PushContext, outcomes: FinalOutcome[]): Promise<void> {
+  if (outcomes.length === 0) return;
+  await enqueue(
+    tx,
+    SCHEMA,
+    outcomes.map((outcome) => ({
+      topic: DELIVERY_DLQ_TOPIC,
+      key: push.notificationId,
+      payload: Buffer.from(
+        JSON.stringify({
+          notificationId: push.notificationId,
+          workspaceId: push.workspaceId,
+          subscriberId: outcome.subscriberId,
+          attempts: outcome.attempts,
+          lastStatusCode: outcome.statusCode,
+        }),
+      ),
+    })),
+  );
+}
+
+export interface RetryRow {
+  notification_id: string;
+  subscriber_id: string;
+  workspace_id: string;
+  site_id: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  payload: Buffer;
+  ttl_seconds: number;
+  urgency: string;
+  topic: string;
+  attempts: number;
+}
+
+/** Due retries, locked for this transaction so replicas never take the same one. */
+export async function lockDueRetries(tx: PoolClient, limit: number): Promise<RetryRow[]> {
+  const { rows } = await tx.query<RetryRow>(
+    `SELECT * FROM retries WHERE next_attempt_at <= now() ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+    [limit],
+  );
+  return rows;
+}
+
+export async function deleteRetries(tx: Queryable, notificationId: string, subscriberIds: string[]): Promise<void> {
+  if (subscriberIds.length === 0) return;
+  await tx.query(`DELETE FROM retries WHERE notification_id = $1 AND subscriber_id = ANY($2::text[])`, [notificationId, subscriberIds]);
+}
+
+export interface DeliveryRow {
+  subscriber_id: string;
+  status: string;
+  attempts: number;
+  last_status_code: number | null;
+  updated_at: Date;
+}
+
+export async function listDeliveries(
+  db: Queryable,
+  query: { workspaceId: string; notificationId: string; after: string; status: string; limit: number },
+): Promise<DeliveryRow[]> {
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT subscriber_id, status, attempts, last_status_code, updated_at FROM deliveries
+      WHERE workspace_id = $1 AND notification_id = $2 AND subscriber_id > $3 AND ($4 = '' OR status = $4)
+      ORDER BY subscriber_id LIMIT $5`,
+    [query.workspaceId, query.notificationId, query.after, query.status, query.limit],
+  );
+  return rows;
+}
+
+export interface Recipient {
+  subscriberId: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  /** Attempts made before the one being sorted. */
+  attemptsBefore: number;
+}
