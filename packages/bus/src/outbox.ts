@@ -13,7 +13,8 @@ import { EVENT_ID_HEADER, type Bus } from './kafka.js';
  * delivery is at-least-once and consumers dedupe by event id (see `handleOnce`).
  *
  * Each service's migrations create, in its own schema:
- *   outbox(id bigserial, event_id uuid unique, topic, message_key, payload bytea, headers jsonb, created_at)
+ *   outbox(id bigserial, event_id uuid unique, topic, message_key, payload bytea, headers jsonb, created_at,
+ *          namespace text default the connection's herald.namespace — see createPool)
  *   processed_events(consumer text, event_id uuid, processed_at, primary key (consumer, event_id))
  */
 
@@ -26,6 +27,8 @@ export interface OutboxEvent {
 }
 
 const channelOf = (schema: string): string => `${schema}_outbox`;
+/** The namespace of the relay's connection (see createPool); rows of other namespaces are not its own. */
+const currentNamespace = `coalesce(current_setting('herald.namespace', true), '')`;
 
 export async function enqueue(tx: Queryable, schema: string, events: OutboxEvent[]): Promise<string[]> {
   assertSchemaName(schema);
@@ -108,7 +111,8 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
     await client.query('BEGIN');
     try {
       const { rows } = await client.query<OutboxRow>(
-        `SELECT id, event_id, topic, message_key, payload, headers FROM ${schema}.outbox ORDER BY id LIMIT $1 FOR UPDATE`,
+        `SELECT id, event_id, topic, message_key, payload, headers FROM ${schema}.outbox
+          WHERE namespace = ${currentNamespace} ORDER BY id LIMIT $1 FOR UPDATE`,
         [batchSize],
       );
       if (rows.length > 0) {
@@ -136,8 +140,8 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
       let client: PoolClient | undefined;
       try {
         client = await pool.connect();
-        const { rows } = await client.query<{ leader: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS leader', [
-          `herald.outbox.${schema}`,
+        const { rows } = await client.query<{ leader: boolean }>(`SELECT pg_try_advisory_lock(hashtext($1 || ${currentNamespace})) AS leader`, [
+          `herald.outbox.${schema}.`,
         ]);
         if (!rows[0]?.leader) {
           client.release();
@@ -158,7 +162,7 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
           await sleep(pollMs);
         }
         await client.query(`UNLISTEN ${channelOf(schema)}`);
-        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`herald.outbox.${schema}`]);
+        await client.query(`SELECT pg_advisory_unlock(hashtext($1 || ${currentNamespace}))`, [`herald.outbox.${schema}.`]);
         client.off('notification', onNotification);
       } catch (err) {
         failures += 1;

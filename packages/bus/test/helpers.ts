@@ -88,7 +88,8 @@ const outboxDdl = (schema: string): string => `
     message_key text NOT NULL,
     payload     bytea NOT NULL,
     headers     jsonb NOT NULL DEFAULT '{}',
-    created_at  timestamptz NOT NULL DEFAULT now()
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    namespace   text NOT NULL DEFAULT coalesce(current_setting('herald.namespace', true), '')
   );
   CREATE TABLE ${schema}.processed_events (
     consumer     text NOT NULL,

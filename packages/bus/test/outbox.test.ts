@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
-import { withTransaction, type PoolClient } from '@herald/db';
+import { createPool, withTransaction, type PoolClient } from '@herald/db';
 import type { Admin } from 'kafkajs';
 
 import { createKafkaBus, EVENT_ID_HEADER, enqueue, handleOnce, startOutboxRelay, type Bus, type IncomingMessage, type OutgoingMessage } from '../src/index.js';
@@ -21,6 +21,7 @@ import {
   collect,
   createOutboxSchema,
   createTopic,
+  databaseUrl,
   delay,
   kafka,
   messagesIn,
@@ -411,5 +412,39 @@ test('g: the trace context of the transaction that enqueued an event travels in 
     await cleanup.run();
     propagation.disable();
     context.disable();
+  }
+});
+
+test('h: namespaces sharing one outbox table each publish only their own events, in parallel', { timeout: 30_000 }, async () => {
+  const cleanup = new Cleanup();
+  try {
+    const { schema } = await createOutboxSchema(cleanup, 'outbox_ns');
+    const base = `test.outbox.ns.${randomHex()}`;
+    const namespaces = [`a${randomHex(2)}.`, `b${randomHex(2)}.`];
+    await admin.createTopics({ topics: namespaces.map((namespace) => ({ topic: namespace + base, numPartitions: 1, replicationFactor: 1 })), waitForLeaders: true });
+    cleanup.defer(() => admin.deleteTopics({ topics: namespaces.map((namespace) => namespace + base) }));
+    const sides = await Promise.all(
+      namespaces.map(async (namespace) => {
+        const pool = createPool({ url: databaseUrl(), schema, max: 3, applicationName: 'bus-test-ns', namespace });
+        cleanup.defer(() => pool.end());
+        const bus = createKafkaBus({ brokers: brokers(), clientId: `bus-test-${namespace}`, logger: testLogger, topicPrefix: namespace });
+        cleanup.defer(() => bus.close());
+        const received = await collect(cleanup, namespace + base);
+        const ids = await withTransaction(pool, (tx) =>
+          enqueue(tx, schema, Array.from({ length: 5 }, (_, n) => ({ topic: base, key: 'k', payload: json({ namespace, n }) }))),
+        );
+        return { namespace, pool, bus, received, ids };
+      }),
+    );
+    // Both relays lead at once: the lock is per namespace.
+    const relays = sides.map(({ pool, bus }) => startOutboxRelay({ pool, schema, bus, logger: testLogger }));
+    cleanup.defer(() => Promise.all(relays.map((relay) => relay.stop())));
+    for (const side of sides) {
+      await waitFor(`${side.namespace} events`, () => side.received.length >= 5);
+      await delay(300);
+      assert.deepEqual(side.received.map((message) => message.headers[EVENT_ID_HEADER]), side.ids);
+    }
+  } finally {
+    await cleanup.run();
   }
 });

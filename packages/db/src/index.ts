@@ -15,6 +15,12 @@ export interface PoolOptions {
   schema: string;
   max?: number;
   applicationName: string;
+  /**
+   * The Kafka namespace (KAFKA_TOPIC_PREFIX) of this process, set on every connection as
+   * `herald.namespace`: outbox rows record it, so a relay publishes only its own namespace's
+   * events even when several namespaces share one database (parallel test stacks).
+   */
+  namespace?: string;
 }
 
 const schemaPattern = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -23,13 +29,16 @@ export function assertSchemaName(schema: string): void {
   if (!schemaPattern.test(schema)) throw new Error(`invalid schema name "${schema}"`);
 }
 
-export function createPool({ url, schema, max = 10, applicationName }: PoolOptions): Pool {
+const namespacePattern = /^[A-Za-z0-9._-]*$/;
+
+export function createPool({ url, schema, max = 10, applicationName, namespace = '' }: PoolOptions): Pool {
   assertSchemaName(schema);
+  if (!namespacePattern.test(namespace)) throw new Error(`invalid namespace "${namespace}"`);
   const pool = new pg.Pool({
     connectionString: url,
     max,
     application_name: applicationName,
-    options: `-c search_path=${schema}`,
+    options: `-c search_path=${schema}${namespace ? ` -c herald.namespace=${namespace}` : ''}`,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     // A statement that runs this long is a bug or a lock pile-up; fail it rather than hang.

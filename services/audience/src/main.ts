@@ -12,7 +12,7 @@ import { migrationsDir, SCHEMA } from './store.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('audience');
-const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, applicationName: 'herald-audience' });
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-audience' });
 await migrate(pool, SCHEMA, migrationsDir, logger);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-audience`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });

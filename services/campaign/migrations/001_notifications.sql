@@ -58,8 +58,11 @@ CREATE TABLE outbox (
   message_key text NOT NULL,
   payload     bytea NOT NULL,
   headers     jsonb NOT NULL DEFAULT '{}',
-  created_at  timestamptz NOT NULL DEFAULT now()
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  -- The writer's Kafka namespace (herald.namespace, see @herald/db createPool).
+  namespace   text NOT NULL DEFAULT coalesce(current_setting('herald.namespace', true), '')
 );
+CREATE INDEX outbox_namespace_id ON outbox (namespace, id);
 
 CREATE TABLE processed_events (
   consumer     text NOT NULL,

@@ -19,7 +19,7 @@ import { VapidKeyCache } from './vapid.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('delivery');
-const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, applicationName: 'herald-delivery' });
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-delivery' });
 await migrate(pool, SCHEMA, migrationsDir, logger);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-delivery`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
