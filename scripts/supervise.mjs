@@ -7,6 +7,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const processes = [
   { name: 'account', entry: 'services/account/dist/src/main.js', env: { GRPC_PORT: '50051' } },
   { name: 'audience', entry: 'services/audience/dist/src/main.js', env: { GRPC_PORT: '50052' } },
+  { name: 'campaign', entry: 'services/campaign/dist/src/main.js', env: { GRPC_PORT: '50053' } },
+  { name: 'delivery', entry: 'services/delivery/dist/src/main.js', env: { GRPC_PORT: '50054' } },
   // A local run accepts push endpoints on any https host (local push services); production does not.
   {
     name: 'gateway',
