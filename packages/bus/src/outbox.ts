@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 
-import { assertSchemaName, withTransaction, type Pool, type PoolClient, type Queryable } from '@herald/db';
+import { assertSchemaName, withTransaction, type MigrationSource, type Pool, type PoolClient, type Queryable } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { currentTraceHeaders } from '@herald/telemetry';
 
@@ -12,10 +13,8 @@ import { EVENT_ID_HEADER, type Bus } from './kafka.js';
  * deletes them only after Kafka acknowledged. A crash between the two republishes a batch, so
  * delivery is at-least-once and consumers dedupe by event id (see `handleOnce`).
  *
- * Each service's migrations create, in its own schema:
- *   outbox(id bigserial, event_id uuid unique, topic, message_key, payload bytea, headers jsonb, created_at,
- *          namespace text default the connection's herald.namespace — see createPool)
- *   processed_events(consumer text, event_id uuid, processed_at, primary key (consumer, event_id))
+ * The tables live in each service's own schema, created by `outboxMigrations` (migrations/ of this
+ * package), which every service applies beside its own.
  */
 
 export interface OutboxEvent {
@@ -215,3 +214,9 @@ export async function handleOnce(
     return true;
   });
 }
+
+/** The outbox and processed_events tables, applied to a service's schema beside its own migrations. */
+export const outboxMigrations: MigrationSource = {
+  track: 'outbox',
+  dir: fileURLToPath(new URL('../../migrations', import.meta.url)),
+};

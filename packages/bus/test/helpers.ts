@@ -4,15 +4,12 @@
  */
 import { randomBytes } from 'node:crypto';
 
-import { createPool, type Pool } from '@herald/db';
+import { createPool, migrate, type Pool } from '@herald/db';
 import { createLogger, type Logger } from '@herald/logging';
+import { requiredEnv } from '@herald/testkit';
 import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
 
-export function requiredEnv(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run with DATABASE_URL=$TEST_DATABASE_URL after eval "$(bash deploy/infra.sh env)"`);
-  return value;
-}
+import { outboxMigrations } from '../src/index.js';
 
 export const databaseUrl = (): string => requiredEnv('DATABASE_URL');
 export const brokers = (): string[] => requiredEnv('KAFKA_BROKERS').split(',').map((broker) => broker.trim());
@@ -79,25 +76,6 @@ export async function messagesIn(admin: Admin, topic: string): Promise<number> {
   return offsets.reduce((sum, partition) => sum + Number(partition.high), 0);
 }
 
-/** The outbox and processed_events tables, as in services/account/migrations/001_accounts.sql. */
-const outboxDdl = (schema: string): string => `
-  CREATE TABLE ${schema}.outbox (
-    id          bigserial PRIMARY KEY,
-    event_id    uuid NOT NULL UNIQUE,
-    topic       text NOT NULL,
-    message_key text NOT NULL,
-    payload     bytea NOT NULL,
-    headers     jsonb NOT NULL DEFAULT '{}',
-    created_at  timestamptz NOT NULL DEFAULT now(),
-    namespace   text NOT NULL DEFAULT coalesce(current_setting('herald.namespace', true), '')
-  );
-  CREATE TABLE ${schema}.processed_events (
-    consumer     text NOT NULL,
-    event_id     uuid NOT NULL,
-    processed_at timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (consumer, event_id)
-  );`;
-
 export interface OutboxSchema {
   schema: string;
   pool: Pool;
@@ -117,7 +95,8 @@ export async function createOutboxSchema(cleanup: Cleanup, prefix: string, extra
   const pool = newPool();
   await pool.query(`CREATE SCHEMA ${schema}`);
   cleanup.defer(() => pool.query(`DROP SCHEMA ${schema} CASCADE`));
-  await pool.query(outboxDdl(schema) + extraDdl);
+  await migrate(pool, schema, [outboxMigrations]);
+  if (extraDdl) await pool.query(extraDdl);
   return {
     schema,
     pool,

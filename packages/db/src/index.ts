@@ -66,42 +66,54 @@ export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) =>
 
 const migrationFile = /^(\d{3,})_[a-z0-9_]+\.sql$/;
 
+/** A folder of numbered plain-SQL migrations, tracked under its own name in a schema. */
+export interface MigrationSource {
+  /** e.g. 'service', or 'outbox' for the tables a shared package owns in every service's schema. */
+  track: string;
+  dir: string;
+}
+
 /**
- * Applies the numbered plain-SQL files of `dir` to `schema`, each in its own transaction, once.
- * An advisory lock per schema lets many replicas (or parallel test files) start at once.
+ * Applies the numbered plain-SQL files of each source to `schema`, in order, each file in its own
+ * transaction and once per (track, version). An advisory lock per schema lets many replicas (or
+ * parallel test files) start at once.
  */
-export async function migrate(pool: Pool, schema: string, dir: string, logger?: Logger): Promise<number> {
+export async function migrate(pool: Pool, schema: string, sources: MigrationSource[], logger?: Logger): Promise<number> {
   assertSchemaName(schema);
-  const files = (await readdir(dir)).filter((name) => migrationFile.test(name)).sort();
   const client = await pool.connect();
   try {
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [`herald.migrate.${schema}`]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (
-         version integer PRIMARY KEY,
+         track text NOT NULL,
+         version integer NOT NULL,
          name text NOT NULL,
-         applied_at timestamptz NOT NULL DEFAULT now())`,
+         applied_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (track, version))`,
     );
-    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${schema}.schema_migrations`);
-    const applied = new Set(rows.map((row) => row.version));
+    const { rows } = await client.query<{ track: string; version: number }>(`SELECT track, version FROM ${schema}.schema_migrations`);
+    const applied = new Set(rows.map((row) => `${row.track}/${row.version}`));
     let count = 0;
-    for (const name of files) {
-      const version = Number(migrationFile.exec(name)?.[1]);
-      if (applied.has(version)) continue;
-      const sql = await readFile(join(dir, name), 'utf8');
-      await client.query('BEGIN');
-      try {
-        await client.query(`SET LOCAL search_path = ${schema}`);
-        await client.query(sql);
-        await client.query(`INSERT INTO ${schema}.schema_migrations (version, name) VALUES ($1, $2)`, [version, name]);
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw new Error(`migration ${schema}/${name} failed: ${(err as Error).message}`);
+    for (const { track, dir } of sources) {
+      const files = (await readdir(dir)).filter((name) => migrationFile.test(name)).sort();
+      for (const name of files) {
+        const version = Number(migrationFile.exec(name)?.[1]);
+        if (applied.has(`${track}/${version}`)) continue;
+        const sql = await readFile(join(dir, name), 'utf8');
+        await client.query('BEGIN');
+        try {
+          await client.query(`SET LOCAL search_path = ${schema}`);
+          await client.query(sql);
+          await client.query(`INSERT INTO ${schema}.schema_migrations (track, version, name) VALUES ($1, $2, $3)`, [track, version, name]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw new Error(`migration ${schema}/${track}/${name} failed: ${(err as Error).message}`);
+        }
+        count += 1;
+        logger?.info({ schema, track, migration: name }, 'migration applied');
       }
-      count += 1;
-      logger?.info({ schema, migration: name }, 'migration applied');
     }
     return count;
   } finally {

@@ -67,21 +67,3 @@ CREATE TABLE devices (
   revoked_at   timestamptz
 );
 CREATE INDEX devices_workspace_live ON devices (workspace_id, external_id) WHERE revoked_at IS NULL;
-
--- Transactional outbox and consumer dedupe (see @herald/bus).
-CREATE TABLE outbox (
-  id          bigserial PRIMARY KEY,
-  event_id    uuid NOT NULL UNIQUE,
-  topic       text NOT NULL,
-  message_key text NOT NULL,
-  payload     bytea NOT NULL,
-  headers     jsonb NOT NULL DEFAULT '{}',
-  created_at  timestamptz NOT NULL DEFAULT now()
-);
-
-CREATE TABLE processed_events (
-  consumer     text NOT NULL,
-  event_id     uuid NOT NULL,
-  processed_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (consumer, event_id)
-);

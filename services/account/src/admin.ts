@@ -19,6 +19,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
+import { outboxMigrations } from '@herald/bus';
 import { createPool, migrate, type Pool } from '@herald/db';
 import { isKeyOrigin, isPlanName } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
@@ -130,7 +131,7 @@ export interface Admin {
 export async function openAdmin(databaseUrl: string, poolSize = 2): Promise<Admin> {
   const pool = createPool({ url: databaseUrl, schema: SCHEMA, max: poolSize, applicationName: 'herald-admin' });
   try {
-    await migrate(pool, SCHEMA, migrationsDir);
+    await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }]);
   } catch (err) {
     await pool.end();
     throw err;

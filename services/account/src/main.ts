@@ -1,4 +1,4 @@
-import { createKafkaBus, startOutboxRelay } from '@herald/bus';
+import { createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { startGrpcServer } from '@herald/grpc';
@@ -12,7 +12,7 @@ import { migrationsDir, SCHEMA } from './store.js';
 const config = loadConfig(readConfig);
 const logger = createLogger('account');
 const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-account' });
-await migrate(pool, SCHEMA, migrationsDir, logger);
+await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-account`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [

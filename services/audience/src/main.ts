@@ -1,4 +1,4 @@
-import { createKafkaBus, startOutboxRelay } from '@herald/bus';
+import { createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { startGrpcServer } from '@herald/grpc';
@@ -13,7 +13,7 @@ import { migrationsDir, SCHEMA } from './store.js';
 const config = loadConfig(readConfig);
 const logger = createLogger('audience');
 const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-audience' });
-await migrate(pool, SCHEMA, migrationsDir, logger);
+await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-audience`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[AudienceServiceService, audienceHandlers(pool, logger)]]);

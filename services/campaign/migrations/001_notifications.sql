@@ -1,4 +1,4 @@
--- Notifications (one per POST /send), their idempotency records, monthly usage, and the outbox.
+-- Notifications (one per POST /send), their idempotency records and monthly usage.
 
 CREATE TABLE notifications (
   id                text PRIMARY KEY,
@@ -49,24 +49,4 @@ CREATE TABLE monthly_usage (
   month        date NOT NULL,
   sent         bigint NOT NULL CHECK (sent >= 0),
   PRIMARY KEY (workspace_id, month)
-);
-
-CREATE TABLE outbox (
-  id          bigserial PRIMARY KEY,
-  event_id    uuid NOT NULL UNIQUE,
-  topic       text NOT NULL,
-  message_key text NOT NULL,
-  payload     bytea NOT NULL,
-  headers     jsonb NOT NULL DEFAULT '{}',
-  created_at  timestamptz NOT NULL DEFAULT now(),
-  -- The writer's Kafka namespace (herald.namespace, see @herald/db createPool).
-  namespace   text NOT NULL DEFAULT coalesce(current_setting('herald.namespace', true), '')
-);
-CREATE INDEX outbox_namespace_id ON outbox (namespace, id);
-
-CREATE TABLE processed_events (
-  consumer     text NOT NULL,
-  event_id     uuid NOT NULL,
-  processed_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (consumer, event_id)
 );

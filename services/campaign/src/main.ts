@@ -1,4 +1,4 @@
-import { createKafkaBus, startOutboxRelay } from '@herald/bus';
+import { createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
@@ -15,7 +15,7 @@ import { CAMPAIGN_EVENTS_TOPIC, migrationsDir, SCHEMA } from './store.js';
 const config = loadConfig(readConfig);
 const logger = createLogger('campaign');
 const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-campaign' });
-await migrate(pool, SCHEMA, migrationsDir, logger);
+await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-campaign`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);

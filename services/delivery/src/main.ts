@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-import { createKafkaBus, startOutboxRelay } from '@herald/bus';
+import { createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
@@ -20,7 +20,7 @@ import { VapidKeyCache } from './vapid.js';
 const config = loadConfig(readConfig);
 const logger = createLogger('delivery');
 const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-delivery' });
-await migrate(pool, SCHEMA, migrationsDir, logger);
+await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-delivery`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
