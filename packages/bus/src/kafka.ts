@@ -34,6 +34,8 @@ export interface SubscribeOptions {
   handle: (message: IncomingMessage) => Promise<void>;
   /** Attempts before the message goes to the dead-letter topic (default 5). */
   maxAttempts?: number;
+  /** Partitions handled at once (each still one message at a time, in order). Default 1. */
+  concurrency?: number;
   /** Where poison messages go after the last attempt. */
   deadLetterTopic: string;
 }
@@ -119,7 +121,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
   return {
     publish,
 
-    async subscribe({ groupId, topics, fromBeginning = false, handle, maxAttempts = 5, deadLetterTopic }) {
+    async subscribe({ groupId, topics, fromBeginning = false, handle, maxAttempts = 5, deadLetterTopic, concurrency = 1 }) {
       const consumer = kafka.consumer({
         groupId: topicPrefix + groupId,
         allowAutoTopicCreation: false,
@@ -131,6 +133,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
       await consumer.subscribe({ topics: topics.map((topic) => topicPrefix + topic), fromBeginning });
       await consumer.run({
         autoCommit: true,
+        partitionsConsumedConcurrently: concurrency,
         eachMessage: async ({ topic, partition, message, heartbeat }) => {
           const headers: Record<string, string> = {};
           for (const [name, value] of Object.entries(message.headers ?? {})) {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import type { Bus, IncomingMessage } from '@herald/bus';
+import type { Bus, IncomingMessage, OutgoingMessage } from '@herald/bus';
 import type { Pool } from '@herald/db';
 import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
@@ -12,6 +12,8 @@ import { notificationPayload } from './payload.js';
 import * as store from './store.js';
 
 export const DELIVERY_JOBS_TOPIC = 'herald.delivery.jobs';
+/** Jobs written to Kafka per round trip. */
+const JOBS_PER_PUBLISH = 8;
 
 /** RFC 8030 Topic (<= 32 base64url characters): the same for every push of one notification. */
 function pushTopic(notificationId: string): string {
@@ -52,6 +54,18 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
       batchSize,
       after: notification.fanout_cursor,
     });
+    // Jobs go to Kafka a few at a time (one round trip), then the resume point is saved.
+    let pending: OutgoingMessage[] = [];
+    let pendingRecipients = 0;
+    let cursor = notification.fanout_cursor;
+    const flush = async (): Promise<void> => {
+      if (pending.length === 0) return;
+      await bus.publish(pending);
+      await store.recordFanoutBatches(pool, queued.notificationId, pending.length, pendingRecipients, cursor);
+      pending = [];
+      pendingRecipients = 0;
+      await message.heartbeat();
+    };
     for await (const batch of targets) {
       if (batch.targets.length === 0) continue;
       const jobId = `${queued.notificationId}:${sequence}`;
@@ -66,11 +80,13 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
         topic,
         targets: batch.targets,
       }).finish();
-      await bus.publish([{ topic: DELIVERY_JOBS_TOPIC, key: jobId, value: Buffer.from(job) }]);
-      await store.recordFanoutBatch(pool, queued.notificationId, batch.targets.length, batch.cursor);
+      pending.push({ topic: DELIVERY_JOBS_TOPIC, key: jobId, value: Buffer.from(job) });
+      pendingRecipients += batch.targets.length;
+      cursor = batch.cursor;
       sequence += 1;
-      await message.heartbeat();
+      if (pending.length >= JOBS_PER_PUBLISH) await flush();
     }
+    await flush();
     await store.finishFanout(pool, queued.notificationId);
     logger.info({ notificationId: queued.notificationId, batches: sequence, ms: Date.now() - started }, 'fan-out finished');
   };

@@ -122,11 +122,11 @@ export async function findNotification(db: Queryable, workspaceId: string, id: s
   return rows[0];
 }
 
-export async function recordFanoutBatch(db: Queryable, id: string, recipients: number, cursor: string): Promise<void> {
+export async function recordFanoutBatches(db: Queryable, id: string, batches: number, recipients: number, cursor: string): Promise<void> {
   await db.query(
-    `UPDATE notifications SET queued = queued + $2, fanout_cursor = $3, fanout_batches = fanout_batches + 1, status = 'sending'
+    `UPDATE notifications SET queued = queued + $3, fanout_cursor = $4, fanout_batches = fanout_batches + $2, status = 'sending'
       WHERE id = $1`,
-    [id, recipients, cursor],
+    [id, batches, recipients, cursor],
   );
 }
 

@@ -9,6 +9,8 @@ export function readConfig(env: Env) {
     accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
     /** Concurrent HTTP/2 streams per push-service origin, per replica. */
     streamsPerOrigin: env.integer('PUSH_STREAMS_PER_ORIGIN', 100, { min: 1, max: 1_000 }),
+    /** Delivery jobs (Kafka partitions) a replica works on at once. */
+    jobConcurrency: env.integer('DELIVERY_JOB_CONCURRENCY', 4, { min: 1, max: 64 }),
     pushTimeoutMs: env.integer('PUSH_TIMEOUT_MS', 10_000, { min: 100, max: 120_000 }),
     /** Attempts per push before it is failed and dead-lettered. */
     maxAttempts: env.integer('PUSH_MAX_ATTEMPTS', 5, { min: 1, max: 20 }),

@@ -35,6 +35,7 @@ const jobs = await bus.subscribe({
   groupId: 'herald-delivery',
   topics: ['herald.delivery.jobs'],
   deadLetterTopic: 'herald.delivery.dlq',
+  concurrency: config.jobConcurrency,
   handle: deliveryJobs({ pool, sender, vapidKeys, maxAttempts: config.maxAttempts }),
 });
 const retries = startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts: config.maxAttempts, pollMs: config.retryPollMs });
