@@ -9,6 +9,7 @@ const processes = [
   { name: 'audience', entry: 'services/audience/dist/src/main.js', env: { GRPC_PORT: '50052' } },
   { name: 'campaign', entry: 'services/campaign/dist/src/main.js', env: { GRPC_PORT: '50053' } },
   { name: 'delivery', entry: 'services/delivery/dist/src/main.js', env: { GRPC_PORT: '50054' } },
+  { name: 'policy', entry: 'services/policy/dist/src/main.js', env: { GRPC_PORT: '50055' } },
   // A local run accepts push endpoints on any https host (local push services); production does not.
   {
     name: 'gateway',

@@ -17,6 +17,7 @@ import { PrincipalCache } from './principals.js';
 import { enforceRateLimit, RateLimiter } from './rate-limit.js';
 import { accountRoutes } from './routes/account.js';
 import { notificationRoutes } from './routes/notifications.js';
+import { policyRoutes } from './routes/policy.js';
 import { PUBLIC_PREFIX, publicRoutes } from './routes/public.js';
 import { subscriberRoutes } from './routes/subscribers.js';
 import { siteKeyAuthentication, siteKeyResolver } from './site-keys.js';
@@ -118,5 +119,6 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   await app.register(subscriberRoutes(clients), { prefix: API_PREFIX });
   await app.register(publicRoutes({ clients, config, limiter }), { prefix: PUBLIC_PREFIX });
   await app.register(notificationRoutes(clients), { prefix: API_PREFIX });
+  await app.register(policyRoutes(clients), { prefix: API_PREFIX });
   return app;
 }

@@ -3,6 +3,7 @@ import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { DeliveryServiceClient } from '@herald/proto/herald/delivery/v1/delivery';
+import { PolicyServiceClient } from '@herald/proto/herald/policy/v1/policy';
 
 import type { GatewayConfig } from './config.js';
 
@@ -12,6 +13,7 @@ export interface ServiceClients {
   audience: PromiseClient<AudienceServiceClient>;
   campaign: PromiseClient<CampaignServiceClient>;
   delivery: PromiseClient<DeliveryServiceClient>;
+  policy: PromiseClient<PolicyServiceClient>;
 }
 
 export function createServiceClients(config: GatewayConfig): ServiceClients {
@@ -20,6 +22,7 @@ export function createServiceClients(config: GatewayConfig): ServiceClients {
     audience: createClient(AudienceServiceClient, config.audienceGrpcUrl, config.grpcDeadlineMs),
     campaign: createClient(CampaignServiceClient, config.campaignGrpcUrl, config.grpcDeadlineMs),
     delivery: createClient(DeliveryServiceClient, config.deliveryGrpcUrl, config.grpcDeadlineMs),
+    policy: createClient(PolicyServiceClient, config.policyGrpcUrl, config.grpcDeadlineMs),
   };
 }
 

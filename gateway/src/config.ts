@@ -13,6 +13,7 @@ export function readConfig(env: Env) {
     audienceGrpcUrl: env.string('AUDIENCE_GRPC_URL', '127.0.0.1:50052'),
     campaignGrpcUrl: env.string('CAMPAIGN_GRPC_URL', '127.0.0.1:50053'),
     deliveryGrpcUrl: env.string('DELIVERY_GRPC_URL', '127.0.0.1:50054'),
+    policyGrpcUrl: env.string('POLICY_GRPC_URL', '127.0.0.1:50055'),
     grpcDeadlineMs: env.integer('GRPC_DEADLINE_MS', 5_000, { min: 100, max: 60_000 }),
     /** How long a verified key is trusted before it is checked again (bounds revocation delay). */
     keyCacheTtlMs: env.integer('KEY_CACHE_TTL_MS', 5_000, { min: 0, max: 60_000 }),

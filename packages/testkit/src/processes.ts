@@ -92,7 +92,7 @@ export interface Stack {
   gatewayUrls: string[];
   gatewayUrl: string;
   gateways: RunningProcess[];
-  /** account, audience, then (with `sending`) campaign and delivery. */
+  /** account, audience, then (with `sending`) campaign and delivery, then (with `policy`) policy. */
   services: RunningProcess[];
   /** The stack's own Kafka namespace (KAFKA_TOPIC_PREFIX of every process). */
   topicPrefix: string;
@@ -103,7 +103,7 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export type ServiceName = 'account' | 'audience' | 'campaign' | 'delivery';
+export type ServiceName = 'account' | 'audience' | 'campaign' | 'delivery' | 'policy';
 
 export interface StackOptions {
   gateways?: number;
@@ -113,6 +113,8 @@ export interface StackOptions {
   /** Also start the campaign service and the delivery fleet (POST /send end to end). */
   sending?: boolean;
   deliveryEnv?: Record<string, string>;
+  /** Also start the policy service (POST /authorize, /policy). */
+  policy?: boolean;
 }
 
 /**
@@ -120,16 +122,17 @@ export interface StackOptions {
  * and consumer groups under a random prefix), so stacks of parallel test files never consume
  * each other's events.
  */
-export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, sending = false, deliveryEnv = {} }: StackOptions = {}): Promise<Stack> {
+export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, sending = false, deliveryEnv = {}, policy = false }: StackOptions = {}): Promise<Stack> {
   const namespace = await createKafkaNamespace();
   // A short session lets a killed consumer's partitions move on quickly.
   const infra = { ...infrastructureEnv(), KAFKA_TOPIC_PREFIX: namespace.prefix, KAFKA_SESSION_TIMEOUT_MS: '6000', ...env };
-  const ports = { account: await freePort(), audience: await freePort(), campaign: await freePort(), delivery: await freePort() };
+  const ports = { account: await freePort(), audience: await freePort(), campaign: await freePort(), delivery: await freePort(), policy: await freePort() };
   const addresses = {
     ACCOUNT_GRPC_URL: `127.0.0.1:${ports.account}`,
     AUDIENCE_GRPC_URL: `127.0.0.1:${ports.audience}`,
     CAMPAIGN_GRPC_URL: `127.0.0.1:${ports.campaign}`,
     DELIVERY_GRPC_URL: `127.0.0.1:${ports.delivery}`,
+    POLICY_GRPC_URL: `127.0.0.1:${ports.policy}`,
   };
   const service = (name: ServiceName, extra: Record<string, string> = {}) =>
     startProcess(name, `services/${name}/dist/src/main.js`, { ...infra, ...addresses, GRPC_PORT: String(ports[name]), ...extra }, new RegExp(`${name} service serving`));
@@ -137,6 +140,7 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
     service('account'),
     service('audience'),
     ...(sending ? [service('campaign'), service('delivery', deliveryEnv)] : []),
+    ...(policy ? [service('policy')] : []),
   ]);
   const gatewayProcesses: RunningProcess[] = [];
   const addGateway = async (extra: Record<string, string> = {}): Promise<string> => {
