@@ -171,6 +171,8 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
                 return;
               }
               await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** attempt)));
+              // Still alive: without this, a long run of retries would cost the partition.
+              await heartbeat();
             }
           }
         },

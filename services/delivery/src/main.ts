@@ -36,6 +36,9 @@ const jobs = await bus.subscribe({
   topics: ['herald.delivery.jobs'],
   deadLetterTopic: 'herald.delivery.dlq',
   concurrency: config.jobConcurrency,
+  // A job fails as a whole only when something of Herald's own is down (the account service, the
+  // database); wait that out (about a minute) rather than dead-letter a batch of recipients.
+  maxAttempts: 30,
   handle: deliveryJobs({ pool, sender, vapidKeys, maxAttempts: config.maxAttempts }),
 });
 const retries = startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts: config.maxAttempts, pollMs: config.retryPollMs });
