@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 
 import { createPool, migrate, type Pool } from '@herald/db';
 import { createLogger, type Logger } from '@herald/logging';
-import { requiredEnv } from '@herald/testkit';
+import { createTopics, requiredEnv } from '@herald/testkit';
 import { Kafka, logLevel, type Admin, type IHeaders } from 'kafkajs';
 
 import { outboxMigrations } from '../src/index.js';
@@ -65,7 +65,7 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
 
 export async function createTopic(cleanup: Cleanup, admin: Admin, prefix: string, numPartitions: number): Promise<string> {
   const topic = `test.${prefix}.${randomHex()}`;
-  await admin.createTopics({ topics: [{ topic, numPartitions, replicationFactor: 1 }], waitForLeaders: true });
+  await createTopics(admin, [topic], numPartitions);
   cleanup.defer(() => admin.deleteTopics({ topics: [topic] }));
   return topic;
 }

@@ -12,6 +12,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { context, propagation, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
 import { createPool, withTransaction, type PoolClient } from '@herald/db';
+import { createTopics } from '@herald/testkit';
 import type { Admin } from 'kafkajs';
 
 import { createKafkaBus, EVENT_ID_HEADER, enqueue, handleOnce, startOutboxRelay, type Bus, type IncomingMessage, type OutgoingMessage } from '../src/index.js';
@@ -421,7 +422,7 @@ test('h: namespaces sharing one outbox table each publish only their own events,
     const { schema } = await createOutboxSchema(cleanup, 'outbox_ns');
     const base = `test.outbox.ns.${randomHex()}`;
     const namespaces = [`a${randomHex(2)}.`, `b${randomHex(2)}.`];
-    await admin.createTopics({ topics: namespaces.map((namespace) => ({ topic: namespace + base, numPartitions: 1, replicationFactor: 1 })), waitForLeaders: true });
+    await createTopics(admin, namespaces.map((namespace) => namespace + base), 1);
     cleanup.defer(() => admin.deleteTopics({ topics: namespaces.map((namespace) => namespace + base) }));
     const sides = await Promise.all(
       namespaces.map(async (namespace) => {

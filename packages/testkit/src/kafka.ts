@@ -2,11 +2,31 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type Admin } from 'kafkajs';
 
 import { repoRoot, requiredEnv } from './processes.js';
 
 const kafkaAdmin = () => new Kafka({ clientId: 'herald-testkit', brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING }).admin();
+
+/**
+ * Creates `names` and waits until every partition has a leader. kafkajs's own `waitForLeaders`
+ * gives up on the first UNKNOWN_TOPIC_OR_PARTITION, which metadata answers for a moment after
+ * creation (longer under load); this waits through it, for 30 s at most.
+ */
+export async function createTopics(admin: Admin, names: string[], numPartitions: number): Promise<void> {
+  await admin.createTopics({ waitForLeaders: false, topics: names.map((topic) => ({ topic, numPartitions, replicationFactor: 1 })) });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const { topics: described } = await admin.fetchTopicMetadata({ topics: names });
+      if (described.length === names.length && described.every((topic) => topic.partitions.length === numPartitions && topic.partitions.every((p) => p.leader >= 0))) return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`topics ${names.join(', ')} have no leaders after 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
 
 /** Herald's topics (deploy/kafka/topics.txt) under a fresh prefix, and a way to remove them. */
 export async function createKafkaNamespace(): Promise<{ prefix: string; remove(): Promise<void> }> {
@@ -22,20 +42,7 @@ export async function createKafkaNamespace(): Promise<{ prefix: string; remove()
   await admin.connect();
   try {
     // A few partitions keep per-key order meaningful and topic creation quick.
-    // kafkajs's own wait for leaders gives up on the first UNKNOWN_TOPIC_OR_PARTITION; the loop below waits instead.
-    await admin.createTopics({ waitForLeaders: false, topics: names.map((topic) => ({ topic, numPartitions: 4, replicationFactor: 1 })) });
-    // Wait until every partition has a leader; metadata lags creation, more so under load.
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      try {
-        const { topics: described } = await admin.fetchTopicMetadata({ topics: names });
-        if (described.length === names.length && described.every((topic) => topic.partitions.length > 0 && topic.partitions.every((p) => p.leader >= 0))) break;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-      }
-      if (Date.now() > deadline) throw new Error(`topics of ${prefix} have no leaders after 30 s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await createTopics(admin, names, 4);
   } finally {
     await admin.disconnect();
   }
