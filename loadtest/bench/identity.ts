@@ -14,20 +14,18 @@
 // and the whole run is shorter than a minute, so every request a key makes counts against it:
 // requests rotate round-robin over many keys, enough that none nears 1000 (checked; more keys are
 // created after the warm-up if the measured rate needs them). Any non-2xx is counted and printed.
-import { execFile } from 'node:child_process';
-import { mkdtemp, readdir } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 
 import { openAdmin, type Admin } from '@herald/account/admin';
-import { admin, freePort, infrastructureEnv, repoRoot, requiredEnv, type TestWorkspace } from '@herald/testkit';
+import { admin, freePort, requiredEnv, type TestWorkspace } from '@herald/testkit';
 
+import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
 import { getRequest, runLoad, type LoadResult } from './lib/load.js';
-import { cpuSeconds, cpuSecondsByName, killAllNow, machineJiffies, startProcess, stopAll, type BenchProcess, type Jiffies } from './lib/processes.js';
-import { summarizeProfile, type ProfileWindow } from './lib/profile.js';
-
-const run = promisify(execFile);
+import { backgroundLoad, cpuSeconds, cpuSecondsByName, machineJiffies, startProcess, type BenchProcess, type Jiffies } from './lib/processes.js';
+import { summarizeProfileDir, type ProfiledProcess, type ProfileWindow } from './lib/profile.js';
+import { startHerald } from './lib/stack.js';
 
 const settings = {
   connections: intEnv('BENCH_CONNECTIONS', 32),
@@ -53,63 +51,6 @@ const INFRA_PROCESSES = [
   ['java', 'kafka'],
 ] as const;
 
-function intEnv(name: string, fallback: number): number {
-  const value = process.env[name];
-  if (value === undefined || value === '') return fallback;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new Error(`${name} must be a positive integer`);
-  return parsed;
-}
-
-const t0 = performance.now();
-const log = (message: string): void => {
-  process.stderr.write(`[bench +${((performance.now() - t0) / 1_000).toFixed(1)}s] ${message}\n`);
-};
-
-// ---------------------------------------------------------------- cleanup, whatever happens
-let cleaning: Promise<unknown> | null = null;
-function cleanup(): Promise<unknown> {
-  cleaning ??= Promise.all([stopAll(8_000), bulkAdmin?.then((library) => library.close())]).catch(() => killAllNow());
-  return cleaning;
-}
-process.on('exit', killAllNow);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping everything`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-const deadline = setTimeout(() => {
-  log(`still running after ${HARD_DEADLINE_MS / 1_000} s: giving up`);
-  void cleanup().finally(() => process.exit(2));
-}, HARD_DEADLINE_MS);
-deadline.unref();
-
-// ---------------------------------------------------------------- infrastructure
-async function infraEnv(): Promise<Record<string, string>> {
-  const names = ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS'];
-  const status = await run('bash', ['deploy/infra.sh', 'status'], { cwd: repoRoot }).then(
-    () => true,
-    () => false,
-  );
-  if (!status) {
-    log('infrastructure not (fully) running: bash deploy/infra.sh up');
-    await run('bash', ['deploy/infra.sh', 'up'], { cwd: repoRoot, maxBuffer: 64 * 1024 * 1024 });
-  }
-  if (names.some((name) => !process.env[name])) {
-    const { stdout } = await run('bash', ['deploy/infra.sh', 'env'], { cwd: repoRoot });
-    for (const [, name, value] of stdout.matchAll(/^export (\w+)=(.*)$/gm)) {
-      if (name !== undefined && value !== undefined) process.env[name] ??= value;
-    }
-  }
-  for (const name of names) if (!process.env[name]) throw new Error(`${name} is not set and deploy/infra.sh env did not provide it`);
-  for (const name of ['REDIS_URL', 'DATABASE_URL']) {
-    const host = new URL(requiredEnv(name)).hostname;
-    if (host !== '127.0.0.1' && host !== 'localhost') throw new Error(`${name} points at ${host}; this benchmark only runs against local infrastructure`);
-  }
-  return infrastructureEnv();
-}
-
 // ---------------------------------------------------------------- keys through the admin CLI
 
 /**
@@ -119,7 +60,14 @@ async function infraEnv(): Promise<Record<string, string>> {
  * arguments, same code path, same output.
  */
 let bulkAdmin: Promise<Admin> | undefined;
-const adminLibrary = (): Promise<Admin> => (bulkAdmin ??= openAdmin(requiredEnv('DATABASE_URL'), 4));
+const adminLibrary = (): Promise<Admin> => {
+  if (!bulkAdmin) {
+    const opened = openAdmin(requiredEnv('DATABASE_URL'), 4);
+    atCleanup(() => opened.then((library) => library.close()));
+    bulkAdmin = opened;
+  }
+  return bulkAdmin;
+};
 
 async function createKeys(workspaceId: string, count: number): Promise<string[]> {
   const started = performance.now();
@@ -150,42 +98,17 @@ interface HeraldStack {
   stop(): Promise<void>;
 }
 
-async function startHerald(infra: Record<string, string>, { telemetry, profileDir }: { telemetry: boolean; profileDir: string | undefined }): Promise<HeraldStack> {
-  const [accountPort, audiencePort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
-  const common: Record<string, string> = { ...infra, LOG_LEVEL: 'warn', ...(telemetry ? {} : { OTEL_SDK_DISABLED: 'true' }) };
-  const nodeArgs = ['--import', '@herald/telemetry/register'];
+async function startIdentityStack(infra: Record<string, string>, { telemetry, profileDir }: { telemetry: boolean; profileDir: string | undefined }): Promise<HeraldStack> {
   const profArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const [account, audience] = await Promise.all([
-    startProcess({
-      name: 'account',
-      entry: 'services/account/dist/src/main.js',
-      port: accountPort,
-      nodeArgs: [...nodeArgs, ...profArgs],
-      env: { ...common, GRPC_PORT: String(accountPort) },
-    }),
-    startProcess({ name: 'audience', entry: 'services/audience/dist/src/main.js', port: audiencePort, nodeArgs, env: { ...common, GRPC_PORT: String(audiencePort) } }),
-  ]);
-  const gateway = await startProcess({
-    name: 'gateway',
-    entry: 'gateway/dist/src/main.js',
-    port: gatewayPort,
-    nodeArgs: [...nodeArgs, ...profArgs],
-    env: {
-      ...common,
-      HOST: '127.0.0.1',
-      PORT: String(gatewayPort),
-      ACCOUNT_GRPC_URL: `127.0.0.1:${accountPort}`,
-      AUDIENCE_GRPC_URL: `127.0.0.1:${audiencePort}`,
-    },
+  const herald = await startHerald({
+    services: ['account', 'audience'],
+    env: { ...infra, LOG_LEVEL: 'warn', ...(telemetry ? {} : { OTEL_SDK_DISABLED: 'true' }) },
+    // Profiles of the gateway and the account service only.
+    nodeArgs: (name) => ['--import', '@herald/telemetry/register', ...(name === 'audience' ? [] : profArgs)],
   });
-  return {
-    gatewayPort,
-    processes: { gateway, account, audience },
-    async stop() {
-      await gateway.stop();
-      await Promise.all([account.stop(), audience.stop()]);
-    },
-  };
+  const { account, audience } = herald.services;
+  if (!account || !audience) throw new Error('account and audience services were not started');
+  return { gatewayPort: herald.gatewayPort, processes: { gateway: herald.gateway, account, audience }, stop: () => herald.stop() };
 }
 
 // ---------------------------------------------------------------- one scenario
@@ -217,7 +140,7 @@ interface ScenarioResult {
   window: ProfileWindow | undefined;
   keys?: { count: number; maxPerKey: number; minRemaining: number | null };
   /** pid -> label and measured window, for the CPU profiles. */
-  pids?: Record<string, { label: string; window: ProfileWindow | undefined }>;
+  pids?: Record<string, ProfiledProcess>;
 }
 
 /**
@@ -297,7 +220,7 @@ interface GatewayScenarioOptions {
 async function gatewayScenario({ name, infra, workspaceId, firstKey, telemetry, profileDir }: GatewayScenarioOptions): Promise<ScenarioResult> {
   let keys = [...(firstKey ? [firstKey] : []), ...(await createKeys(workspaceId, settings.initialKeys - (firstKey ? 1 : 0)))];
   log(`${name}: ${keys.length} keys ready; starting account + audience + gateway`);
-  const stack = await startHerald(infra, { telemetry, profileDir });
+  const stack = await startIdentityStack(infra, { telemetry, profileDir });
   try {
     // One request by hand first: it must succeed, and must carry the limiter's headers.
     const response = await fetch(`http://127.0.0.1:${stack.gatewayPort}${IDENTITY_PATH}`, { headers: { authorization: `Bearer ${keys[0]}` } });
@@ -341,15 +264,6 @@ async function gatewayScenario({ name, infra, workspaceId, firstKey, telemetry, 
 // ---------------------------------------------------------------- main
 function fmt(value: number, digits: number): string {
   return Number.isFinite(value) ? value.toFixed(digits) : '-';
-}
-
-/** Share of the machine busy over `ms` before anything starts (other tests, builds, ...). */
-async function backgroundLoad(ms = 1_000): Promise<number | null> {
-  const before = machineJiffies();
-  await new Promise((resolve) => setTimeout(resolve, ms));
-  const after = machineJiffies();
-  if (!before || !after) return null;
-  return (after.busy - before.busy) / (after.total - before.total);
 }
 
 async function main(): Promise<number> {
@@ -453,31 +367,12 @@ async function main(): Promise<number> {
   console.log(lines.join('\n'));
 
   if (profileDir) {
-    const files = (await readdir(profileDir)).filter((file) => file.endsWith('.cpuprofile'));
     const labels: NonNullable<ScenarioResult['pids']> = {};
     for (const result of results) Object.assign(labels, result.pids);
-    for (const file of files.sort()) {
-      // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile; thread 0 is the main thread (the others
-      // are the ESM loader-hooks thread of --import, idle after start-up).
-      const [, pid, thread] = /\.(\d+)\.(\d+)\.\d+\.cpuprofile$/.exec(file) ?? [];
-      if (thread !== '0' || pid === undefined) continue;
-      const known = labels[pid];
-      console.log(`\n[${known?.label ?? `pid ${pid}`}] ${await summarizeProfile(join(profileDir, file), 20, known?.window)}`);
-    }
-    console.log(`\n(profiles kept in ${profileDir}; open them in Chrome DevTools or re-summarise with node loadtest/dist/bench/lib/profile.js <file>)`);
+    console.log(await summarizeProfileDir(profileDir, labels));
   }
   const anyErrors = results.some((result) => result.measured.nonOk + result.measured.socketErrors + result.measured.timeouts + result.measured.dropped > 0);
   return anyErrors ? 1 : 0;
 }
 
-let exitCode = 1;
-try {
-  exitCode = await main();
-} catch (err) {
-  log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  exitCode = 1;
-} finally {
-  await cleanup();
-  log(`done in ${((performance.now() - t0) / 1_000).toFixed(1)} s; every started process stopped`);
-}
-process.exit(exitCode);
+await runBench(main, HARD_DEADLINE_MS);

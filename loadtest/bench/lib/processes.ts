@@ -1,4 +1,4 @@
-// Child processes for the benchmark: start, wait until a port accepts, stop; CPU use from /proc.
+// Child processes for the benchmark: start, wait until a port accepts, stop; CPU and memory use from /proc.
 // Free ports and the repository root come from @herald/testkit. Starting differs from testkit's
 // startProcess on purpose: readiness is a TCP connect, not a log line (the services run with
 // LOG_LEVEL=warn and print nothing), node arguments are the caller's (--cpu-prof), and every
@@ -30,6 +30,8 @@ export interface StartOptions {
   port: number;
   env?: Record<string, string>;
   nodeArgs?: string[];
+  /** Arguments after the script. */
+  args?: string[];
   timeoutMs?: number;
 }
 
@@ -47,11 +49,11 @@ function portAccepts(port: number): Promise<boolean> {
 }
 
 /**
- * Spawns `node [nodeArgs] entry` and resolves once 127.0.0.1:`port` accepts connections.
+ * Spawns `node [nodeArgs] entry [args]` and resolves once 127.0.0.1:`port` accepts connections.
  * Output is kept (last 64 KiB) for error messages.
  */
-export async function startProcess({ name, entry, port, env = {}, nodeArgs = [], timeoutMs = 20_000 }: StartOptions): Promise<BenchProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, entry], {
+export async function startProcess({ name, entry, port, env = {}, nodeArgs = [], args = [], timeoutMs = 20_000 }: StartOptions): Promise<BenchProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, entry, ...args], {
     cwd: repoRoot,
     env: { ...process.env, HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -145,14 +147,22 @@ export function machineJiffies(): Jiffies | null {
   }
 }
 
+/** Share of the machine busy over `ms` (other tests, builds, ...), before a benchmark starts; null elsewhere. */
+export async function backgroundLoad(ms = 1_000): Promise<number | null> {
+  const before = machineJiffies();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const after = machineJiffies();
+  if (!before || !after) return null;
+  return (after.busy - before.busy) / (after.total - before.total);
+}
+
 /**
- * CPU seconds used so far by all live processes whose command name is one of `names`
- * (e.g. postgres backends, redis-server), from /proc; null elsewhere. Processes that exit
- * between two samples drop out, so a difference is a lower bound.
+ * The live processes whose command name is one of `names` (or starts with it: `postgres` also
+ * matches the backends), with the text of their /proc/<pid>/stat; null elsewhere.
  */
-export function cpuSecondsByName<Name extends string>(names: readonly Name[]): Record<Name, number> | null {
+function processesByName<Name extends string>(names: readonly Name[]): Map<Name, { pid: number; stat: string }[]> | null {
   try {
-    const totals = Object.fromEntries(names.map((name) => [name, 0])) as Record<Name, number>;
+    const found = new Map<Name, { pid: number; stat: string }[]>(names.map((name) => [name, []]));
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       let stat: string;
@@ -163,11 +173,60 @@ export function cpuSecondsByName<Name extends string>(names: readonly Name[]): R
       }
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const name = names.find((candidate) => comm === candidate || comm.startsWith(candidate));
-      if (!name) continue;
-      totals[name] += statCpuSeconds(stat);
+      if (name) found.get(name)?.push({ pid: Number(entry), stat });
     }
-    return totals;
+    return found;
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU seconds used so far by all live processes whose command name is one of `names`
+ * (e.g. postgres backends, redis-server), from /proc; null elsewhere. Processes that exit
+ * between two samples drop out, so a difference is a lower bound.
+ */
+export function cpuSecondsByName<Name extends string>(names: readonly Name[]): Record<Name, number> | null {
+  const found = processesByName(names);
+  if (!found) return null;
+  const totals = Object.fromEntries(names.map((name) => [name, 0])) as Record<Name, number>;
+  for (const [name, list] of found) for (const { stat } of list) totals[name] += statCpuSeconds(stat);
+  return totals;
+}
+
+/** Resident memory of one process, in KiB, from /proc/<pid>/status. */
+export interface Memory {
+  /** VmRSS: resident now. */
+  rss: number;
+  /** VmHWM: the peak resident size over the process's life. */
+  hwm: number;
+  /** RssAnon: private (heap, stacks). */
+  anon: number;
+  /** RssShmem: shared memory touched (PostgreSQL's shared buffers). */
+  shmem: number;
+}
+
+/** Resident memory of a process (Linux); null if it is gone or elsewhere. */
+export function memoryOf(pid: number | undefined): Memory | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+    return { rss: field('VmRSS'), hwm: field('VmHWM'), anon: field('RssAnon'), shmem: field('RssShmem') };
+  } catch {
+    return null;
+  }
+}
+
+/** Memory of every live process whose command name is one of `names` (see cpuSecondsByName), per pid; null elsewhere. */
+export function memoryByName<Name extends string>(names: readonly Name[]): Record<Name, Map<number, Memory>> | null {
+  const found = processesByName(names);
+  if (!found) return null;
+  const result = Object.fromEntries(names.map((name) => [name, new Map<number, Memory>()])) as Record<Name, Map<number, Memory>>;
+  for (const [name, list] of found) {
+    for (const { pid } of list) {
+      const memory = memoryOf(pid);
+      if (memory) result[name].set(pid, memory);
+    }
+  }
+  return result;
 }

@@ -1,8 +1,9 @@
 // Summarises a V8 .cpuprofile (from node --cpu-prof): self time per bucket (package / area) and
 // the hottest functions. Usage as a script: node loadtest/dist/bench/lib/profile.js <file.cpuprofile>
 import { realpathSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import type { Profiler } from 'node:inspector';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** A span on the monotonic clock, in microseconds (process.hrtime.bigint() / 1000n). */
@@ -118,6 +119,31 @@ export async function summarizeProfile(file: string, top = 20, window: ProfileWi
     lines.push(`    ${((100 * micros) / total).toFixed(1).padStart(5)}%  ${name}`);
   }
   return lines.join('\n');
+}
+
+/** What a profiled process was, and the window of its profile that counts. */
+export interface ProfiledProcess {
+  label: string;
+  window: ProfileWindow | undefined;
+}
+
+/**
+ * Summaries of the main-thread profiles that `node --cpu-prof --cpu-prof-dir=<dir>` wrote into
+ * `dir`, labelled by pid (`labels`; unknown pids by number), oldest first, then where they are kept.
+ */
+export async function summarizeProfileDir(dir: string, labels: Readonly<Record<string, ProfiledProcess>>, top = 20): Promise<string> {
+  const parts: string[] = [];
+  const files = (await readdir(dir)).filter((file) => file.endsWith('.cpuprofile'));
+  for (const file of files.sort()) {
+    // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile; thread 0 is the main thread (the others
+    // are the ESM loader-hooks thread of --import, idle after start-up).
+    const [, pid, thread] = /\.(\d+)\.(\d+)\.\d+\.cpuprofile$/.exec(file) ?? [];
+    if (thread !== '0' || pid === undefined) continue;
+    const known = labels[pid];
+    parts.push(`\n[${known?.label ?? `pid ${pid}`}] ${await summarizeProfile(join(dir, file), top, known?.window)}`);
+  }
+  parts.push(`\n(profiles kept in ${dir}; open them in Chrome DevTools or re-summarise with node loadtest/dist/bench/lib/profile.js <file>)`);
+  return parts.join('\n');
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
