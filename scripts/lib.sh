@@ -23,6 +23,12 @@ ensure_infrastructure() {
   eval "$(bash deploy/infra.sh env)"
 }
 
+ensure_tools() {
+  # The test tools deploy/tools.sh lists (helm, kubeconform, …); built once into .local.
+  echo "==> test tools (deploy/tools.sh)"
+  bash deploy/tools.sh
+}
+
 build() {
   echo "==> build"
   npm run build --silent

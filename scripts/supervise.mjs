@@ -1,6 +1,7 @@
 // Runs every Herald process on this machine: the services on loopback gRPC, then the gateway.
 // Ctrl-C (or SIGTERM) drains them all; if one dies, the others are stopped too.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -10,6 +11,13 @@ const processes = [
   { name: 'campaign', entry: 'services/campaign/dist/src/main.js', env: { GRPC_PORT: '50053' } },
   { name: 'delivery', entry: 'services/delivery/dist/src/main.js', env: { GRPC_PORT: '50054' } },
   { name: 'policy', entry: 'services/policy/dist/src/main.js', env: { GRPC_PORT: '50055' } },
+  // Answer links are signed with this secret; a local run makes a new one unless one is set, so
+  // links from an earlier run stop working.
+  {
+    name: 'decision',
+    entry: 'services/decision/dist/src/main.js',
+    env: { GRPC_PORT: '50056', ANSWER_TOKEN_SECRET: process.env.ANSWER_TOKEN_SECRET ?? randomBytes(32).toString('base64url') },
+  },
   // A local run accepts push endpoints on any https host (local push services); production does not.
   {
     name: 'gateway',

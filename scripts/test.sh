@@ -3,6 +3,7 @@
 source "$(dirname "$0")/lib.sh"
 ensure_node_modules
 ensure_infrastructure
+ensure_tools
 build
 if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- proto/src/gen)" ]; then
   echo "Generated code in proto/src/gen differs from the .proto files; run 'npm run generate' and commit." >&2
@@ -11,6 +12,6 @@ if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- proto/src/gen)" ]
 fi
 export DATABASE_URL="$TEST_DATABASE_URL"
 # Test files run in parallel; each works in its own workspace (tenant) or schema.
-mapfile -t files < <(find proto packages services gateway -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.test.js' -print | sort)
+mapfile -t files < <(find proto packages services gateway charts -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.test.js' -print | sort)
 echo "==> ${#files[@]} test files"
 exec node --test --test-concurrency="${TEST_CONCURRENCY:-4}" --test-reporter=spec "$@" "${files[@]}"

@@ -13,13 +13,14 @@ HERALD_KAFKA_PORT=${HERALD_KAFKA_PORT:-19092}
 HERALD_KAFKA_CONTROLLER_PORT=${HERALD_KAFKA_CONTROLLER_PORT:-19093}
 BIND_ADDR=127.0.0.1
 
-log() { printf '[infra] %s\n' "$*" >&2; }
-die() { printf '[infra] ERROR: %s\n' "$*" >&2; exit 1; }
+# LOG_TAG names the script that logs (deploy/tools.sh sets `tools`).
+log() { printf '[%s] %s\n' "${LOG_TAG:-infra}" "$*" >&2; }
+die() { printf '[%s] ERROR: %s\n' "${LOG_TAG:-infra}" "$*" >&2; exit 1; }
 
 # Show the end of a log file (after a failure), so the cause is visible at once.
 show_log_tail() {
   [[ -s $1 ]] || return 0
-  printf '[infra] --- last lines of %s ---\n' "$1" >&2
+  printf '[%s] --- last lines of %s ---\n' "${LOG_TAG:-infra}" "$1" >&2
   tail -n 20 "$1" >&2
 }
 

@@ -35,6 +35,21 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
+/**
+ * The end-user a request acts for. A bound key acts for its own only: `requested` omitted means
+ * that one, another is 403. Other keys act for the one they name (undefined: none).
+ */
+export function endUserOf(principal: Principal, requested: string | undefined, action: string): string | undefined {
+  if (!principal.boundExternalId) return requested;
+  if (requested !== undefined && requested !== principal.boundExternalId) {
+    throw new HeraldError('forbidden', `This key may only ${action} for its own end-user.`, {
+      title: 'Permission denied',
+      hint: 'Omit externalId, or send the externalId the key was issued for.',
+    });
+  }
+  return principal.boundExternalId;
+}
+
 /** 403 subscription_required unless the workspace has an active plan. */
 export function assertActivePlan(plan: Plan | undefined, upgradeUrl: string): asserts plan is Plan {
   if (!plan?.active) {

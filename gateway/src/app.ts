@@ -11,16 +11,27 @@ import type { Redis } from 'ioredis';
 import { assertAccess } from './access.js';
 import type { ServiceClients } from './clients.js';
 import type { GatewayConfig } from './config.js';
-import { installErrorHandling } from './errors.js';
+import { registerDocs } from './docs.js';
+import { clientErrors, frameworkErrors, installErrorHandling } from './errors.js';
 import { MachineReporter } from './machines.js';
+import { mcpRoutes } from './mcp/server.js';
+import { registerOpenApi } from './openapi.js';
 import { PrincipalCache } from './principals.js';
 import { enforceRateLimit, RateLimiter } from './rate-limit.js';
 import { accountRoutes } from './routes/account.js';
+import { answerPageRoutes } from './routes/answer-page.js';
+import { askRoutes } from './routes/ask.js';
+import { decisionRoutes } from './routes/decisions.js';
+import { enrollmentPageRoutes, enrollRoutes } from './routes/enroll.js';
+import { keyRoutes } from './routes/keys.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { policyRoutes } from './routes/policy.js';
 import { PUBLIC_PREFIX, publicRoutes } from './routes/public.js';
 import { subscriberRoutes } from './routes/subscribers.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { siteKeyAuthentication, siteKeyResolver } from './site-keys.js';
+import { withoutNul } from './validation.js';
+import { Waiters } from './waiters.js';
 
 export const API_PREFIX = '/api/v1/server';
 
@@ -36,6 +47,7 @@ export type App = FastifyInstance;
 const bearerPattern = /^Bearer\s+(\S+)$/i;
 
 export async function buildApp({ config, clients, redis, logger }: AppDependencies): Promise<App> {
+  const documentationBase = `${config.publicOrigin}/docs/errors`;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
@@ -45,6 +57,10 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
       return typeof supplied === 'string' && /^[\w.-]{1,128}$/.test(supplied) ? supplied : randomUUID();
     },
     requestIdHeader: false,
+    // Path parameters are bounded by their schemas (a 400 naming the field), not by the router's 100.
+    routerOptions: { maxParamLength: 2_048 },
+    frameworkErrors: frameworkErrors(documentationBase),
+    clientErrorHandler: clientErrors(documentationBase),
     return503OnClosing: true,
     // On close, idle keep-alive sockets are closed at once; busy ones finish their request.
     forceCloseConnections: 'idle',
@@ -54,12 +70,11 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   // Query strings and path parameters arrive as text, so they are coerced to their declared types.
   const bodyValidator = new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: true, strict: false });
   const textValidator = new Ajv({ allErrors: true, coerceTypes: 'array', removeAdditional: false, useDefaults: true, strict: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyValidator : textValidator).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) => withoutNul((httpPart === 'body' ? bodyValidator : textValidator).compile(schema)));
 
   // JSON only: a text/plain body is refused instead of arriving as a string.
   app.removeContentTypeParser('text/plain');
 
-  const documentationBase = `${config.publicOrigin}/docs/errors`;
   installErrorHandling(app, {
     documentationBase,
     openapiUrl: `${config.publicOrigin}/openapi.json`,
@@ -72,6 +87,13 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
     logger.warn({ err }, 'Redis unreachable: rate limiting per replica until it is back'),
   );
   const machines = new MachineReporter(clients.account, logger);
+
+  // Answer wake-ups: a subscribed Redis connection can do nothing else, so waiters get their own.
+  const subscriber = redis.duplicate({ lazyConnect: true });
+  subscriber.on('error', () => undefined);
+  await subscriber.connect().catch((err: unknown) => logger.warn({ err }, 'Redis unreachable: waits end at their time-out until it is back'));
+  const waiters = new Waiters(subscriber, redis, logger);
+  app.addHook('onClose', async () => waiters.disconnect());
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -110,15 +132,31 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   let draining = false;
   app.addHook('preClose', async () => {
     draining = true;
+    // Callers waiting for an answer get the question as it stands now instead of holding up the close.
+    waiters.wakeAll();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (draining) reply.header('connection', 'close');
   });
 
+  // Before the routes: the OpenAPI generator sees each route as it is registered.
+  await registerOpenApi(app, config.publicOrigin);
+  await registerDocs(app, config.publicOrigin);
   await app.register(accountRoutes(clients), { prefix: API_PREFIX });
   await app.register(subscriberRoutes(clients), { prefix: API_PREFIX });
   await app.register(publicRoutes({ clients, config, limiter }), { prefix: PUBLIC_PREFIX });
   await app.register(notificationRoutes(clients), { prefix: API_PREFIX });
   await app.register(policyRoutes(clients), { prefix: API_PREFIX });
+  await app.register(webhookRoutes(clients), { prefix: API_PREFIX });
+  const questions = { clients, waiters, publicOrigin: config.publicOrigin };
+  await app.register(askRoutes(questions), { prefix: API_PREFIX });
+  await app.register(decisionRoutes(questions), { prefix: API_PREFIX });
+  await app.register(answerPageRoutes({ ...questions, limiter, ipRateLimitPerMinute: config.ipRateLimitPerMinute }));
+  await app.register(keyRoutes(clients), { prefix: API_PREFIX });
+  await app.register(enrollRoutes(clients), { prefix: API_PREFIX });
+  await app.register(enrollmentPageRoutes({ clients, config, limiter }));
+  await app.register(
+    mcpRoutes({ publicOrigin: config.publicOrigin, apiPrefix: API_PREFIX, authorizationServer: config.oauthAuthorizationServer || config.publicOrigin }),
+  );
   return app;
 }

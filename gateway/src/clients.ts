@@ -2,6 +2,7 @@ import { createClient, type PromiseClient } from '@herald/grpc';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
+import { DecisionServiceClient } from '@herald/proto/herald/decision/v1/decision';
 import { DeliveryServiceClient } from '@herald/proto/herald/delivery/v1/delivery';
 import { PolicyServiceClient } from '@herald/proto/herald/policy/v1/policy';
 
@@ -14,6 +15,7 @@ export interface ServiceClients {
   campaign: PromiseClient<CampaignServiceClient>;
   delivery: PromiseClient<DeliveryServiceClient>;
   policy: PromiseClient<PolicyServiceClient>;
+  decision: PromiseClient<DecisionServiceClient>;
 }
 
 export function createServiceClients(config: GatewayConfig): ServiceClients {
@@ -23,6 +25,7 @@ export function createServiceClients(config: GatewayConfig): ServiceClients {
     campaign: createClient(CampaignServiceClient, config.campaignGrpcUrl, config.grpcDeadlineMs),
     delivery: createClient(DeliveryServiceClient, config.deliveryGrpcUrl, config.grpcDeadlineMs),
     policy: createClient(PolicyServiceClient, config.policyGrpcUrl, config.grpcDeadlineMs),
+    decision: createClient(DecisionServiceClient, config.decisionGrpcUrl, config.grpcDeadlineMs),
   };
 }
 

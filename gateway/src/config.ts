@@ -9,11 +9,14 @@ export function readConfig(env: Env) {
     /** Where clients reach Herald; used in links (documentation, pollUrl, upgradeUrl). */
     publicOrigin: env.url('PUBLIC_ORIGIN', ['http:', 'https:'], 'http://localhost:8080'),
     upgradeUrl: env.url('UPGRADE_URL', ['http:', 'https:'], 'https://herald.dev/pricing'),
+    /** The OAuth authorization server MCP clients are pointed to (RFC 9728 metadata); empty: PUBLIC_ORIGIN. */
+    oauthAuthorizationServer: env.url('OAUTH_AUTHORIZATION_SERVER', ['http:', 'https:'], ''),
     accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
     audienceGrpcUrl: env.string('AUDIENCE_GRPC_URL', '127.0.0.1:50052'),
     campaignGrpcUrl: env.string('CAMPAIGN_GRPC_URL', '127.0.0.1:50053'),
     deliveryGrpcUrl: env.string('DELIVERY_GRPC_URL', '127.0.0.1:50054'),
     policyGrpcUrl: env.string('POLICY_GRPC_URL', '127.0.0.1:50055'),
+    decisionGrpcUrl: env.string('DECISION_GRPC_URL', '127.0.0.1:50056'),
     grpcDeadlineMs: env.integer('GRPC_DEADLINE_MS', 5_000, { min: 100, max: 60_000 }),
     /** How long a verified key is trusted before it is checked again (bounds revocation delay). */
     keyCacheTtlMs: env.integer('KEY_CACHE_TTL_MS', 5_000, { min: 0, max: 60_000 }),

@@ -1,10 +1,12 @@
+import type { Duplex } from 'node:stream';
+
 import { errorBody, HeraldError, invalidFields } from '@herald/errors';
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 
 /** Error rendering: every failure leaves in the spec's shape; a 5xx never shows internals. */
 
-interface ValidationIssue {
+export interface ValidationIssue {
   keyword: string;
   instancePath: string;
   message?: string;
@@ -23,7 +25,7 @@ function problemOf(issue: ValidationIssue): string {
   return issue.message ?? 'is invalid';
 }
 
-function validationError(context: string, issues: ValidationIssue[]): HeraldError {
+export function validationError(context: string, issues: ValidationIssue[]): HeraldError {
   return invalidFields(
     context,
     issues.map((issue) => ({ field: fieldOf(issue), in: context, problem: problemOf(issue) })),
@@ -54,6 +56,39 @@ function fromFastifyError(err: FastifyError, bodyLimit: number): HeraldError | u
   }
   return undefined;
 }
+
+/**
+ * Errors the router raises before any hook runs (a malformed percent-encoding, an absurdly long
+ * path segment): still a 400 in the shared shape. Fastify's `frameworkErrors` option.
+ */
+export const frameworkErrors =
+  (documentationBase: string) =>
+  (err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void => {
+    const error = new HeraldError('invalid_request', err.message, { title: 'Invalid request' });
+    void reply.code(400).type('application/json').send(errorBody(error, documentationBase));
+  };
+
+/**
+ * Requests Node's HTTP parser refuses before fastify sees them (a request line and headers over
+ * 16 KiB, a malformed request): a 400 in the shared shape, then the connection closes. Timeouts
+ * keep Node's 408. Fastify's `clientErrorHandler` option.
+ */
+export const clientErrors =
+  (documentationBase: string) =>
+  (err: NodeJS.ErrnoException, socket: Duplex): void => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    if (socket.writable) {
+      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.write('HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      else {
+        const message = err.code === 'HPE_HEADER_OVERFLOW' ? 'The request line and headers are larger than 16 KiB.' : 'The request is not valid HTTP.';
+        const body = JSON.stringify(errorBody(new HeraldError('invalid_request', message, { title: 'Invalid request' }), documentationBase));
+        socket.write(
+          `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      }
+    }
+    socket.destroy(err);
+  };
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
-import { call, createWorkspace, pushSubscription, SERVER_API, startStack } from '@herald/testkit';
+import { call, createWorkspace, errorBody, pushSubscription, SERVER_API, startStack } from '@herald/testkit';
 import type { ApiResponse, Stack, TestPushSubscription, TestWorkspace } from '@herald/testkit';
 
 // The browser SDK's endpoints under /api/v1: site-key authentication, Origin and CORS, push
@@ -35,10 +35,6 @@ function post(path: string, body: unknown, request: BrowserRequest = {}) {
 }
 
 const subscribe = (body: object, request?: BrowserRequest) => post('/subscribe', body, request);
-
-function errorBody(code: string, status: number, error: string, message: string, hint: string, extra: Record<string, unknown> = {}) {
-  return { error, code, status, message, hint, documentation: `http://localhost:8080/docs/errors#${code}`, ...extra };
-}
 
 const originHint = "Call this endpoint from a page on the site's registered domain, over https (http only for localhost sites).";
 /** 403 for a page that is not on the site's domain. */

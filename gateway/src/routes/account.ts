@@ -4,6 +4,7 @@ import type { Site } from '@herald/proto/herald/account/v1/account';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
+import { countChannels } from '../reachability.js';
 import { Nullable, orNull, withErrors } from '../schemas.js';
 
 /** GET /identity, /site, /channels, /machines. */
@@ -78,7 +79,7 @@ export const accountRoutes =
   async (app) => {
     app.get(
       '/identity',
-      { config: { access: { scope: 'identity' } }, schema: { response: withErrors({ 200: IdentityRecord }) } },
+      { config: { access: { scope: 'identity' } }, schema: { tags: ['Account'], operationId: 'getIdentity', summary: 'Identify the calling key, its site, workspace and plan', response: withErrors({ 200: IdentityRecord }) } },
       async (request) => {
         const principal = principalOf(request);
         const identity = await clients.account.getIdentity({ workspaceId: principal.workspaceId, keyId: principal.keyId });
@@ -102,30 +103,20 @@ export const accountRoutes =
       },
     );
 
-    app.get('/site', { config: { access: { scope: 'account' } }, schema: { response: withErrors({ 200: SiteRecord }) } }, async (request) => {
+    app.get('/site', { config: { access: { scope: 'account' } }, schema: { tags: ['Account'], operationId: 'getSite', summary: 'Read the site', response: withErrors({ 200: SiteRecord }) } }, async (request) => {
       const { site } = await clients.account.getSite({ workspaceId: principalOf(request).workspaceId });
       return siteRecord(site);
     });
 
     app.get(
       '/channels',
-      { config: { access: { scope: 'account' } }, schema: { response: withErrors({ 200: ChannelsRecord }) } },
+      { config: { access: { scope: 'account' } }, schema: { tags: ['Account'], operationId: 'getChannels', summary: 'Count the live channels of the key owner and the site', response: withErrors({ 200: ChannelsRecord }) } },
       async (request) => {
         const { workspaceId, ownerExternalId } = principalOf(request);
-        const [devices, subscriptions] = await Promise.all([
-          clients.account.countDevices({ workspaceId, externalId: ownerExternalId }),
-          clients.audience.countSubscriptions({ workspaceId, externalId: ownerExternalId }),
-        ]);
-        const ownerDevices = Number(devices.externalIdDevices);
-        const ownerBrowsers = Number(subscriptions.externalIdActive);
+        const { user, site } = await countChannels(clients, workspaceId, ownerExternalId);
         return {
-          keyOwner: {
-            externalId: ownerExternalId,
-            nativeAppDevices: ownerDevices,
-            browserSubscriptions: ownerBrowsers,
-            reachable: ownerDevices + ownerBrowsers > 0,
-          },
-          site: { nativeAppDevices: Number(devices.siteDevices), browserSubscriptions: Number(subscriptions.siteActive) },
+          keyOwner: { externalId: ownerExternalId, ...user },
+          site: { nativeAppDevices: site.nativeAppDevices, browserSubscriptions: site.browserSubscriptions },
         };
       },
     );
@@ -134,7 +125,7 @@ export const accountRoutes =
       '/machines',
       {
         config: { access: { scope: 'account' } },
-        schema: { response: withErrors({ 200: Type.Object({ machines: Type.Array(MachineRecord) }) }) },
+        schema: { tags: ['Account'], operationId: 'listMachines', summary: 'List the machines agents reported from', response: withErrors({ 200: Type.Object({ machines: Type.Array(MachineRecord) }) }) },
       },
       async (request) => clients.account.listMachines({ workspaceId: principalOf(request).workspaceId }),
     );
@@ -144,6 +135,9 @@ export const accountRoutes =
       {
         config: { access: { scope: 'account' } },
         schema: {
+          tags: ['Account'],
+          operationId: 'reportMachine',
+          summary: 'Report the machine this key runs on',
           body: Type.Object(
             {
               machineId: Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$', description: 'Stable id chosen by the client' }),

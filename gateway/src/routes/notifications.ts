@@ -1,28 +1,24 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { HeraldError } from '@herald/errors';
 import type { Notification } from '@herald/proto/herald/campaign/v1/campaign';
 import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { ErrorResponse, Nullable, orNull, withErrors } from '../schemas.js';
+import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, Targeting, withErrors } from '../schemas.js';
 
 /** POST /send, GET /notifications/{id} and its recipients. */
 
 const HttpUrl = (description: string) => Type.String({ maxLength: 2048, pattern: '^https?://[^\\s]+$', description });
-const Ids = (description: string) => Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 1_000, description });
 
-const SendBody = Type.Object(
+export const SendBody = Type.Object(
   {
     title: Type.String({ minLength: 1, maxLength: 256 }),
     body: Type.String({ minLength: 1, maxLength: 2048 }),
     url: Type.Optional(HttpUrl('Opened when the notification is clicked')),
     iconUrl: Type.Optional(HttpUrl('Small icon')),
     imageUrl: Type.Optional(HttpUrl('Large image')),
-    subscriberIds: Type.Optional(Ids('Send to these subscribers')),
-    externalIds: Type.Optional(Ids('Send to the subscribers with these external ids')),
-    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 20, description: 'Subscribers holding every tag' })),
-    idempotencyKey: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    ...Targeting,
+    idempotencyKey: Type.Optional(IdempotencyKey),
   },
   { additionalProperties: false },
 );
@@ -99,27 +95,31 @@ export const notificationRoutes =
       {
         config: { access: { scope: 'notifications:send', plan: 'api' } },
         schema: {
+          tags: ['Notifications'],
+          operationId: 'sendNotification',
+          summary: "Send a push notification to the site's browser subscribers",
           body: SendBody,
-          headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }),
+          headers: IdempotencyHeaders,
           response: withErrors({ 200: SendResult, 409: ErrorResponse }),
         },
       },
       async (request) => {
         const principal = principalOf(request);
         const { idempotencyKey: bodyKey, subscriberIds = [], externalIds = [], tags = [], ...content } = request.body;
-        const headerKey = request.headers['idempotency-key'];
-        if (headerKey !== undefined && bodyKey !== undefined && headerKey !== bodyKey) {
-          throw new HeraldError('invalid_request', 'The Idempotency-Key header and the body idempotencyKey differ.', {
-            title: 'Invalid request',
-            extra: { fields: [{ field: 'idempotencyKey', in: 'body', problem: 'must match the Idempotency-Key header' }] },
-          });
-        }
         const result = await clients.campaign.send({
           workspaceId: principal.workspaceId,
           siteId: principal.siteId,
-          content: { title: content.title, body: content.body, url: content.url ?? '', iconUrl: content.iconUrl ?? '', imageUrl: content.imageUrl ?? '' },
+          content: {
+            title: content.title,
+            body: content.body,
+            url: content.url ?? '',
+            iconUrl: content.iconUrl ?? '',
+            imageUrl: content.imageUrl ?? '',
+            actions: [],
+            answerUrl: '',
+          },
           targeting: { subscriberIds, externalIds, tags },
-          idempotencyKey: headerKey ?? bodyKey ?? '',
+          idempotencyKey: idempotencyKeyOf(request.headers['idempotency-key'], bodyKey) ?? '',
           monthlyAllowance: String(principal.plan?.monthlyNotificationAllowance ?? '0'),
         });
         return {
@@ -137,7 +137,7 @@ export const notificationRoutes =
       '/notifications/:notificationId',
       {
         config: { access: { scope: 'notifications:read' } },
-        schema: { params: Type.Object({ notificationId: Type.String({ maxLength: 128 }) }), response: withErrors({ 200: NotificationRecord }) },
+        schema: { tags: ['Notifications'], operationId: 'getNotification', summary: 'Read a notification with its delivery counts', params: Type.Object({ notificationId: Type.String({ maxLength: 128 }) }), response: withErrors({ 200: NotificationRecord }) },
       },
       async (request) => {
         const { notification } = await clients.campaign.getNotification({
@@ -154,6 +154,9 @@ export const notificationRoutes =
       {
         config: { access: { scope: 'notifications:read' } },
         schema: {
+          tags: ['Notifications'],
+          operationId: 'listNotificationRecipients',
+          summary: 'Page the per-recipient delivery states',
           params: Type.Object({ notificationId: Type.String({ maxLength: 128 }) }),
           querystring: Type.Object(
             {

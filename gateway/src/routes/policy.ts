@@ -1,17 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { HeraldError } from '@herald/errors';
 import type { GetPolicyResponse, ParameterValue } from '@herald/proto/herald/policy/v1/policy';
 import { Type } from '@sinclair/typebox';
 
-import { principalOf } from '../access.js';
+import { endUserOf, principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, withErrors } from '../schemas.js';
+import { Nullable, orNull, Parameters, withErrors } from '../schemas.js';
 
 /** POST /authorize (evaluate a tool call against the workspace policy) and the policy itself. */
 
 const MAX_POLICY_BYTES = 65_536;
-
-const Scalar = Type.Union([Type.String({ maxLength: 1_000 }), Type.Number(), Type.Boolean(), Type.Null()]);
 
 const AuthorizeBody = Type.Object(
   {
@@ -19,13 +16,7 @@ const AuthorizeBody = Type.Object(
     toolTarget: Type.Optional(Type.String({ minLength: 1, maxLength: 1_000, description: 'What the tool acts on (resource.target)' })),
     actor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The agent acting (principal.actor)' })),
     environment: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'e.g. production (context.environment)' })),
-    parameters: Type.Optional(
-      Type.Record(Type.String(), Scalar, {
-        maxProperties: 32,
-        propertyNames: { minLength: 1, maxLength: 64 },
-        description: 'The call arguments: scalars only (resource tags)',
-      }),
-    ),
+    parameters: Type.Optional(Parameters),
     externalId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The end-user the call is for; a bound key may name only its own' })),
   },
   { additionalProperties: false },
@@ -65,21 +56,12 @@ export const policyRoutes =
       '/authorize',
       {
         config: { access: { scope: 'authorize' } },
-        schema: { body: AuthorizeBody, response: withErrors({ 200: Verdict }) },
+        schema: { tags: ['Policy'], operationId: 'authorize', summary: 'Evaluate a tool call against the workspace policy', body: AuthorizeBody, response: withErrors({ 200: Verdict }) },
       },
       async (request) => {
         const principal = principalOf(request);
         const body = request.body;
-        let externalId = body.externalId ?? '';
-        if (principal.boundExternalId) {
-          if (body.externalId !== undefined && body.externalId !== principal.boundExternalId) {
-            throw new HeraldError('forbidden', 'This key may only evaluate policy for its own end-user.', {
-              title: 'Permission denied',
-              hint: 'Omit externalId, or send the externalId the key was issued for.',
-            });
-          }
-          externalId = principal.boundExternalId;
-        }
+        const externalId = endUserOf(principal, body.externalId, 'evaluate policy') ?? '';
         const result = await clients.policy.authorize({
           workspaceId: principal.workspaceId,
           keyId: principal.keyId,
@@ -102,13 +84,13 @@ export const policyRoutes =
 
     app.get(
       '/policy',
-      { config: { access: { scope: 'policy' } }, schema: { response: withErrors({ 200: PolicyDocument }) } },
+      { config: { access: { scope: 'policy' } }, schema: { tags: ['Policy'], operationId: 'getPolicy', summary: "Read the workspace's Cedar policy", response: withErrors({ 200: PolicyDocument }) } },
       async (request) => policyDocument(await clients.policy.getPolicy({ workspaceId: principalOf(request).workspaceId })),
     );
 
     app.put(
       '/policy',
-      { config: { access: { scope: 'policy' } }, schema: { body: PutPolicyBody, response: withErrors({ 200: PolicyDocument }) } },
+      { config: { access: { scope: 'policy' } }, schema: { tags: ['Policy'], operationId: 'putPolicy', summary: "Replace the workspace's Cedar policy (validated first)", body: PutPolicyBody, response: withErrors({ 200: PolicyDocument }) } },
       async (request) => {
         const { policy } = await clients.policy.putPolicy({ workspaceId: principalOf(request).workspaceId, policy: request.body.policy });
         return policyDocument(policy);
@@ -117,7 +99,7 @@ export const policyRoutes =
 
     app.delete(
       '/policy',
-      { config: { access: { scope: 'policy' } }, schema: { response: withErrors({ 200: PolicyDocument }) } },
+      { config: { access: { scope: 'policy' } }, schema: { tags: ['Policy'], operationId: 'deletePolicy', summary: "Delete the workspace's policy (everything is denied)", response: withErrors({ 200: PolicyDocument }) } },
       async (request) => {
         const { policy } = await clients.policy.deletePolicy({ workspaceId: principalOf(request).workspaceId });
         return policyDocument(policy);

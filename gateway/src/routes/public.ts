@@ -3,7 +3,7 @@ import { createPublicKey } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { SUBSCRIBER_LIMITS } from '@herald/domain';
 import { invalidFields, type FieldProblem } from '@herald/errors';
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import type { ServiceClients } from '../clients.js';
@@ -24,26 +24,49 @@ export const PUBLIC_PREFIX = '/api/v1';
 type PushOptions = Pick<GatewayConfig, 'allowAnyPushService' | 'pushServiceHosts'>;
 
 const Base64Url = Type.String({ minLength: 1, maxLength: 200, description: 'base64url' });
-const PushSubscription = {
+/** A PushSubscription.toJSON(), as properties to build body schemas from. */
+export const PushSubscription = {
   endpoint: Type.String({ minLength: 1, maxLength: SUBSCRIBER_LIMITS.endpointLength, description: "The push service's https endpoint" }),
   keys: Type.Object({ p256dh: Base64Url, auth: Base64Url }, { additionalProperties: false }),
   // PushSubscription.toJSON() carries it; accepted and ignored.
   expirationTime: Type.Optional(Nullable(Type.Number())),
 };
 const DeviceField = Type.Optional(Type.String({ maxLength: SUBSCRIBER_LIMITS.deviceFieldLength }));
+/** What the page may say about the browser, kept with the subscriber. */
+export const DeviceFields = { browser: DeviceField, os: DeviceField, language: DeviceField, timezone: DeviceField };
 
 const SubscribeBody = Type.Object(
   {
     ...PushSubscription,
     externalId: Type.Optional(ExternalId),
     tags: Type.Optional(TagList),
-    browser: DeviceField,
-    os: DeviceField,
-    language: DeviceField,
-    timezone: DeviceField,
+    ...DeviceFields,
   },
   { additionalProperties: false },
 );
+type SubscribeInput = Static<typeof SubscribeBody>;
+
+/** Stores a subscription checkPushSubscription accepted, with the page's metadata, for the site. */
+export async function storeSubscription(
+  clients: ServiceClients,
+  site: { workspaceId: string; siteId: string },
+  subscription: PushSubscriptionInput,
+  body: Omit<SubscribeInput, 'endpoint' | 'keys'>,
+): Promise<{ subscriberId: string; created: boolean }> {
+  return clients.audience.subscribe({
+    workspaceId: site.workspaceId,
+    siteId: site.siteId,
+    endpoint: subscription.endpoint,
+    keys: subscription.keys,
+    externalId: body.externalId ?? '',
+    tags: body.tags ?? [],
+    browser: body.browser ?? '',
+    os: body.os ?? '',
+    language: body.language ?? '',
+    timezone: body.timezone ?? '',
+    country: '',
+  });
+}
 
 const base64UrlPattern = /^[A-Za-z0-9_-]+={0,2}$/;
 
@@ -89,7 +112,7 @@ interface PushSubscriptionInput {
  * p256dh that is a P-256 point, an auth secret of 16 bytes. All problems in one 400; the keys come
  * back as unpadded base64url.
  */
-function checkPushSubscription(subscription: PushSubscriptionInput, prefix: string, options: PushOptions) {
+export function checkPushSubscription(subscription: PushSubscriptionInput, prefix: string, options: PushOptions): PushSubscriptionInput {
   const problems: FieldProblem[] = [];
   const problem = (field: string, text: string) => problems.push({ field: `${prefix}${field}`, in: 'body', problem: text });
   const endpoint = endpointProblem(subscription.endpoint, options);
@@ -140,6 +163,9 @@ export const publicRoutes =
       {
         config: { access },
         schema: {
+          tags: ['Browser SDK'],
+          operationId: 'subscribe',
+          summary: 'Store a browser push subscription (site key)',
           body: SubscribeBody,
           response: withErrors({
             200: Type.Object({ success: Type.Literal(true), subscriberId: Type.String(), created: Type.Literal(false) }),
@@ -148,22 +174,8 @@ export const publicRoutes =
         },
       },
       async (request, reply) => {
-        const site = siteOf(request);
-        const body = request.body;
-        const { endpoint, keys } = checkPushSubscription(body, '', config);
-        const { subscriberId, created } = await clients.audience.subscribe({
-          workspaceId: site.workspaceId,
-          siteId: site.siteId,
-          endpoint,
-          keys,
-          externalId: body.externalId ?? '',
-          tags: body.tags ?? [],
-          browser: body.browser ?? '',
-          os: body.os ?? '',
-          language: body.language ?? '',
-          timezone: body.timezone ?? '',
-          country: '',
-        });
+        const subscription = checkPushSubscription(request.body, '', config);
+        const { subscriberId, created } = await storeSubscription(clients, siteOf(request), subscription, request.body);
         return reply.code(created ? 201 : 200).send({ success: true, subscriberId, created });
       },
     );
@@ -173,6 +185,9 @@ export const publicRoutes =
       {
         config: { access },
         schema: {
+          tags: ['Browser SDK'],
+          operationId: 'changeSubscription',
+          summary: "Move a subscriber to its browser's new push subscription (site key)",
           body: Type.Object(
             {
               oldEndpoint: Type.String({ minLength: 1, maxLength: SUBSCRIBER_LIMITS.endpointLength }),
@@ -202,6 +217,9 @@ export const publicRoutes =
       {
         config: { access },
         schema: {
+          tags: ['Browser SDK'],
+          operationId: 'unsubscribe',
+          summary: 'Unsubscribe a browser (site key)',
           body: Type.Object({ endpoint: Type.String({ minLength: 1, maxLength: SUBSCRIBER_LIMITS.endpointLength }) }, { additionalProperties: false }),
           response: withErrors({ 200: Type.Object({ success: Type.Literal(true) }) }),
         },
@@ -217,6 +235,9 @@ export const publicRoutes =
       {
         config: { access: { public: true } },
         schema: {
+          tags: ['Browser SDK'],
+          operationId: 'getPublicSite',
+          summary: "Read a site's public record (no key)",
           params: Type.Object({ siteSlug: Type.String({ pattern: '^[a-z0-9-]{1,100}$' }) }),
           response: withErrors({
             200: Type.Object({

@@ -92,6 +92,9 @@ export const subscriberRoutes =
       {
         config: { access },
         schema: {
+          tags: ['Subscribers'],
+          operationId: 'listSubscribers',
+          summary: 'List subscribers, newest first',
           querystring: Type.Object(
             {
               limit: Type.Integer({ minimum: 1, maximum: 100, default: 100 }),
@@ -128,7 +131,7 @@ export const subscriberRoutes =
       '/subscribers/count',
       {
         config: { access },
-        schema: { response: withErrors({ 200: Type.Object({ total: Type.Integer(), active: Type.Integer(), unsubscribed: Type.Integer() }) }) },
+        schema: { tags: ['Subscribers'], operationId: 'countSubscribers', summary: 'Count subscribers', response: withErrors({ 200: Type.Object({ total: Type.Integer(), active: Type.Integer(), unsubscribed: Type.Integer() }) }) },
       },
       async (request) => {
         const counts = await clients.audience.countSubscribers({ workspaceId: principalOf(request).workspaceId });
@@ -138,7 +141,7 @@ export const subscriberRoutes =
 
     app.get(
       '/subscribers/:subscriberId',
-      { config: { access }, schema: { params: SubscriberParams, response: withErrors({ 200: SubscriberDetail }) } },
+      { config: { access }, schema: { tags: ['Subscribers'], operationId: 'getSubscriber', summary: 'Read a subscriber with its delivery status and device', params: SubscriberParams, response: withErrors({ 200: SubscriberDetail }) } },
       async (request) => {
         const workspaceId = principalOf(request).workspaceId;
         const { subscriber } = await clients.audience.getSubscriber({ workspaceId, subscriberId: request.params.subscriberId });
@@ -151,6 +154,9 @@ export const subscriberRoutes =
       {
         config: { access },
         schema: {
+          tags: ['Subscribers'],
+          operationId: 'updateSubscriber',
+          summary: "Change a subscriber's tags, externalId or customData",
           params: SubscriberParams,
           body: Type.Object(
             {
@@ -185,7 +191,7 @@ export const subscriberRoutes =
 
     app.delete(
       '/subscribers/:subscriberId',
-      { config: { access }, schema: { params: SubscriberParams, response: withErrors({ 204: Type.Null({ description: 'No content' }) }) } },
+      { config: { access }, schema: { tags: ['Subscribers'], operationId: 'deleteSubscriber', summary: 'Delete a subscriber and its push subscription', params: SubscriberParams, response: withErrors({ 204: Type.Null({ description: 'No content' }) }) } },
       async (request, reply) => {
         const workspaceId = principalOf(request).workspaceId;
         await clients.audience.deleteSubscriber({ workspaceId, subscriberId: request.params.subscriberId });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
-import { assertSchemaName, withTransaction, type MigrationSource, type Pool, type PoolClient, type Queryable } from '@herald/db';
+import { assertSchemaName, createWakeup, CURRENT_NAMESPACE_SQL, withTransaction, type MigrationSource, type Pool, type PoolClient, type Queryable } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { currentTraceHeaders } from '@herald/telemetry';
 
@@ -26,8 +26,6 @@ export interface OutboxEvent {
 }
 
 const channelOf = (schema: string): string => `${schema}_outbox`;
-/** The namespace of the relay's connection (see createPool); rows of other namespaces are not its own. */
-const currentNamespace = `coalesce(current_setting('herald.namespace', true), '')`;
 
 export async function enqueue(tx: Queryable, schema: string, events: OutboxEvent[]): Promise<string[]> {
   assertSchemaName(schema);
@@ -79,39 +77,16 @@ interface OutboxRow {
 export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, pollMs = 1_000 }: RelayOptions): Relay {
   assertSchemaName(schema);
   let stopping = false;
-  let wake: (() => void) | undefined;
-  // A wake-up (NOTIFY, drained(), stop()) that came while not sleeping, e.g. mid-batch: the next sleep
-  // returns at once instead of losing it for a whole poll interval.
-  let wakePending = false;
+  // Woken by NOTIFY, drained() and stop().
+  const { sleep, wake: poke } = createWakeup();
   const drainWaiters: Array<() => void> = [];
-  const sleep = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      if (wakePending) {
-        wakePending = false;
-        resolve();
-        return;
-      }
-      const timer = setTimeout(() => {
-        wake = undefined;
-        resolve();
-      }, ms);
-      wake = () => {
-        clearTimeout(timer);
-        wake = undefined;
-        resolve();
-      };
-    });
-  const poke = (): void => {
-    if (wake) wake();
-    else wakePending = true;
-  };
 
   const publishBatch = async (client: PoolClient): Promise<number> => {
     await client.query('BEGIN');
     try {
       const { rows } = await client.query<OutboxRow>(
         `SELECT id, event_id, topic, message_key, payload, headers FROM ${schema}.outbox
-          WHERE namespace = ${currentNamespace} ORDER BY id LIMIT $1 FOR UPDATE`,
+          WHERE namespace = ${CURRENT_NAMESPACE_SQL} ORDER BY id LIMIT $1 FOR UPDATE`,
         [batchSize],
       );
       if (rows.length > 0) {
@@ -139,7 +114,7 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
       let client: PoolClient | undefined;
       try {
         client = await pool.connect();
-        const { rows } = await client.query<{ leader: boolean }>(`SELECT pg_try_advisory_lock(hashtext($1 || ${currentNamespace})) AS leader`, [
+        const { rows } = await client.query<{ leader: boolean }>(`SELECT pg_try_advisory_lock(hashtext($1 || ${CURRENT_NAMESPACE_SQL})) AS leader`, [
           `herald.outbox.${schema}.`,
         ]);
         if (!rows[0]?.leader) {
@@ -161,7 +136,7 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
           await sleep(pollMs);
         }
         await client.query(`UNLISTEN ${channelOf(schema)}`);
-        await client.query(`SELECT pg_advisory_unlock(hashtext($1 || ${currentNamespace}))`, [`herald.outbox.${schema}.`]);
+        await client.query(`SELECT pg_advisory_unlock(hashtext($1 || ${CURRENT_NAMESPACE_SQL}))`, [`herald.outbox.${schema}.`]);
         client.off('notification', onNotification);
       } catch (err) {
         failures += 1;

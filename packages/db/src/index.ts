@@ -31,6 +31,13 @@ export function assertSchemaName(schema: string): void {
 
 const namespacePattern = /^[A-Za-z0-9._-]*$/;
 
+/**
+ * SQL for the namespace of the current connection (see `namespace` above). Work queued in a
+ * shared table (outbox rows, retries, webhooks, expiries) records it, and a worker takes only
+ * its own namespace's rows.
+ */
+export const CURRENT_NAMESPACE_SQL = `coalesce(current_setting('herald.namespace', true), '')`;
+
 export function createPool({ url, schema, max = 10, applicationName, namespace = '' }: PoolOptions): Pool {
   assertSchemaName(schema);
   if (!namespacePattern.test(namespace)) throw new Error(`invalid namespace "${namespace}"`);
@@ -120,4 +127,43 @@ export async function migrate(pool: Pool, schema: string, sources: MigrationSour
     await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`herald.migrate.${schema}`]).catch(() => undefined);
     client.release();
   }
+}
+
+export interface Wakeup {
+  /** Resolves after `ms`, or at the next wake(); at once if a wake() came since the last sleep. */
+  sleep(ms: number): Promise<void>;
+  wake(): void;
+}
+
+/**
+ * The sleep of a loop that polls a table and is woken early (by NOTIFY, a drain, a stop). A wake-up
+ * that comes while the loop is busy, e.g. mid-batch, is kept for the next sleep instead of being
+ * lost for a whole poll interval.
+ */
+export function createWakeup(): Wakeup {
+  let wakeSleeper: (() => void) | undefined;
+  let pending = false;
+  return {
+    sleep: (ms) =>
+      new Promise((resolve) => {
+        if (pending) {
+          pending = false;
+          resolve();
+          return;
+        }
+        const timer = setTimeout(() => {
+          wakeSleeper = undefined;
+          resolve();
+        }, ms);
+        wakeSleeper = () => {
+          clearTimeout(timer);
+          wakeSleeper = undefined;
+          resolve();
+        };
+      }),
+    wake() {
+      if (wakeSleeper) wakeSleeper();
+      else pending = true;
+    },
+  };
 }

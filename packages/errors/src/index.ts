@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'gone'
   | 'subscription_required'
   | 'plan_limit_exceeded'
   | 'plan_upgrade_required'
@@ -26,6 +27,7 @@ const statusByCode: Record<ErrorCode, number> = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  gone: 410,
   subscription_required: 403,
   plan_limit_exceeded: 403,
   plan_upgrade_required: 403,
@@ -70,6 +72,7 @@ const defaultHints: Record<ErrorCode, string> = {
   not_found: 'Check the path and the identifier.',
   method_not_allowed: 'Use one of the methods listed in `allowed`.',
   conflict: 'Read the resource again and decide what to do with its current state.',
+  gone: 'It has expired and cannot be used any more; create a new one.',
   subscription_required: 'Choose a plan for this workspace.',
   plan_limit_exceeded: 'Upgrade the plan or wait for the allowance to renew.',
   plan_upgrade_required: 'Upgrade the workspace to a plan that includes this endpoint (see upgradeUrl).',

@@ -20,6 +20,7 @@ const grpcStatusByCode: Record<ErrorCode, GrpcStatus> = {
   not_found: GrpcStatus.NOT_FOUND,
   method_not_allowed: GrpcStatus.UNIMPLEMENTED,
   conflict: GrpcStatus.FAILED_PRECONDITION,
+  gone: GrpcStatus.FAILED_PRECONDITION,
   rate_limited: GrpcStatus.RESOURCE_EXHAUSTED,
   unavailable: GrpcStatus.UNAVAILABLE,
   internal_error: GrpcStatus.INTERNAL,
@@ -38,10 +39,17 @@ const codeByGrpcStatus: Partial<Record<GrpcStatus, ErrorCode>> = {
   [GrpcStatus.DEADLINE_EXCEEDED]: 'unavailable',
 };
 
+/**
+ * A metadata value must be printable ASCII, else grpc-js throws (and a message echoing a client's
+ * non-ASCII input would crash the service): everything else travels as JSON \u escapes.
+ */
+const asciiJson = (value: unknown): string =>
+  JSON.stringify(value).replace(/[^\x20-\x7e]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 export function toGrpcStatus(err: unknown): Partial<StatusObject> {
   if (err instanceof HeraldError) {
     const metadata = new Metadata();
-    metadata.set(ERROR_TRAILER, JSON.stringify({ code: err.code, title: err.title, hint: err.hint, extra: err.extra }));
+    metadata.set(ERROR_TRAILER, asciiJson({ code: err.code, title: err.title, hint: err.hint, extra: err.extra }));
     return { code: grpcStatusByCode[err.code], details: err.message, metadata };
   }
   // Anything else is a bug: its text stays in the service's log, never on the wire.

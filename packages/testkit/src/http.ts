@@ -31,3 +31,8 @@ export async function call<T = Record<string, unknown>>(baseUrl: string, path: s
 }
 
 export const SERVER_API = '/api/v1/server';
+
+/** The spec's error shape as a test stack renders it (documentation links under the default PUBLIC_ORIGIN). */
+export function errorBody(code: string, status: number, error: string, message: string, hint: string, extra: Record<string, unknown> = {}) {
+  return { error, code, status, message, hint, documentation: `http://localhost:8080/docs/errors#${code}`, ...extra };
+}

@@ -5,3 +5,4 @@ export * from './database.js';
 export * from './kafka.js';
 export * from './push.js';
 export * from './sending.js';
+export * from './webhook-receiver.js';

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -92,7 +93,7 @@ export interface Stack {
   gatewayUrls: string[];
   gatewayUrl: string;
   gateways: RunningProcess[];
-  /** account, audience, then (with `sending`) campaign and delivery, then (with `policy`) policy. */
+  /** account, audience, then (with `sending`) campaign and delivery, then (with `policy`) policy, then (with `decisions`) decision. */
   services: RunningProcess[];
   /** The stack's own Kafka namespace (KAFKA_TOPIC_PREFIX of every process). */
   topicPrefix: string;
@@ -103,7 +104,7 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export type ServiceName = 'account' | 'audience' | 'campaign' | 'delivery' | 'policy';
+export type ServiceName = 'account' | 'audience' | 'campaign' | 'delivery' | 'policy' | 'decision';
 
 export interface StackOptions {
   gateways?: number;
@@ -115,6 +116,8 @@ export interface StackOptions {
   deliveryEnv?: Record<string, string>;
   /** Also start the policy service (POST /authorize, /policy). */
   policy?: boolean;
+  /** Also start the decision service (/ask, /decisions, the answer page). */
+  decisions?: boolean;
 }
 
 /**
@@ -122,17 +125,25 @@ export interface StackOptions {
  * and consumer groups under a random prefix), so stacks of parallel test files never consume
  * each other's events.
  */
-export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, sending = false, deliveryEnv = {}, policy = false }: StackOptions = {}): Promise<Stack> {
+export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, sending = false, deliveryEnv = {}, policy = false, decisions = false }: StackOptions = {}): Promise<Stack> {
   const namespace = await createKafkaNamespace();
-  // A short session lets a killed consumer's partitions move on quickly.
-  const infra = { ...infrastructureEnv(), KAFKA_TOPIC_PREFIX: namespace.prefix, KAFKA_SESSION_TIMEOUT_MS: '6000', ...env };
-  const ports = { account: await freePort(), audience: await freePort(), campaign: await freePort(), delivery: await freePort(), policy: await freePort() };
+  const infra = {
+    ...infrastructureEnv(),
+    KAFKA_TOPIC_PREFIX: namespace.prefix,
+    // A short session lets a killed consumer's partitions move on quickly.
+    KAFKA_SESSION_TIMEOUT_MS: '6000',
+    // Each stack signs answer links with its own secret, shared by its decision replicas.
+    ANSWER_TOKEN_SECRET: randomBytes(32).toString('base64url'),
+    ...env,
+  };
+  const ports = { account: await freePort(), audience: await freePort(), campaign: await freePort(), delivery: await freePort(), policy: await freePort(), decision: await freePort() };
   const addresses = {
     ACCOUNT_GRPC_URL: `127.0.0.1:${ports.account}`,
     AUDIENCE_GRPC_URL: `127.0.0.1:${ports.audience}`,
     CAMPAIGN_GRPC_URL: `127.0.0.1:${ports.campaign}`,
     DELIVERY_GRPC_URL: `127.0.0.1:${ports.delivery}`,
     POLICY_GRPC_URL: `127.0.0.1:${ports.policy}`,
+    DECISION_GRPC_URL: `127.0.0.1:${ports.decision}`,
   };
   const service = (name: ServiceName, extra: Record<string, string> = {}) =>
     startProcess(name, `services/${name}/dist/src/main.js`, { ...infra, ...addresses, GRPC_PORT: String(ports[name]), ...extra }, new RegExp(`${name} service serving`));
@@ -141,6 +152,7 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
     service('audience'),
     ...(sending ? [service('campaign'), service('delivery', deliveryEnv)] : []),
     ...(policy ? [service('policy')] : []),
+    ...(decisions ? [service('decision')] : []),
   ]);
   const gatewayProcesses: RunningProcess[] = [];
   const addGateway = async (extra: Record<string, string> = {}): Promise<string> => {

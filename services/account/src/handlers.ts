@@ -5,9 +5,10 @@ import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import { AccountServiceService, type Machine, type Plan, type Site } from '@herald/proto/herald/account/v1/account';
 
+import { toApiKeyMessage, toIso, toPublicSiteMessage } from './messages.js';
+import { partnerHandlers } from './partner.js';
 import * as store from './store.js';
-
-const toIso = (value: Date | null): string => (value ? value.toISOString() : '');
+import { webhookSecretHandlers } from './webhook-secrets.js';
 
 function toPlanMessage(name: PlanName): Plan {
   const facts = planFacts(name);
@@ -45,7 +46,7 @@ function toMachineMessage(row: store.MachineRow): Machine {
 /** Compared against when a key id is unknown, so a miss costs the same as a wrong secret. */
 const decoyHash = hashSecret('decoy');
 
-export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string, vapidSubject: string) {
+export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string, vapidSubject: string, enrollmentTtlSeconds: number) {
   const unauthenticated = (): HeraldError => new HeraldError('unauthorized', 'The API key is invalid, revoked or expired.', { title: 'Invalid API key' });
 
   return implementService(
@@ -80,18 +81,7 @@ export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string
         if (!identity) throw new HeraldError('not_found', 'No such key in this workspace.');
         const { key, workspace, site } = identity;
         return {
-          key: {
-            id: key.id,
-            name: key.name,
-            origin: key.origin,
-            scopes: key.scopes,
-            boundExternalId: key.bound_external_id ?? '',
-            revoked: key.revoked_at !== null,
-            createdAt: key.created_at.toISOString(),
-            lastUsedAt: toIso(key.last_used_at),
-            expiresAt: toIso(key.expires_at),
-            revokedAt: toIso(key.revoked_at),
-          },
+          key: toApiKeyMessage(key),
           site: toSiteMessage(site, publicOrigin),
           workspace: {
             id: workspace.id,
@@ -132,18 +122,7 @@ export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string
       async getPublicSite({ slug }) {
         const site = await store.findSiteBySlug(pool, slug);
         if (!site) throw new HeraldError('not_found', `No site ${slug}.`);
-        return {
-          site: {
-            name: site.name,
-            logoUrl: site.logo_url ?? '',
-            domain: site.domain,
-            siteKey: site.site_key,
-            primaryColor: site.primary_color,
-            buttonText: site.button_text,
-            vapidPublicKey: site.vapid_public_key,
-            slug: site.slug,
-          },
-        };
+        return { site: toPublicSiteMessage(site) };
       },
 
       async getVapidKeys({ siteId }) {
@@ -151,6 +130,9 @@ export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string
         if (!keys) throw new HeraldError('not_found', `No site ${siteId}.`);
         return { publicKey: keys.public, privateKey: keys.private, subject: vapidSubject };
       },
+
+      ...partnerHandlers(pool, { publicOrigin, enrollmentTtlSeconds }),
+      ...webhookSecretHandlers(pool),
     },
     logger,
   );

@@ -16,7 +16,7 @@ await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migratio
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-account`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
-  [AccountServiceService, accountHandlers(pool, logger, config.publicOrigin, config.vapidSubject)],
+  [AccountServiceService, accountHandlers(pool, logger, config.publicOrigin, config.vapidSubject, config.enrollmentTtlSeconds)],
 ]);
 logger.info({ port: server.port }, 'account service serving');
 

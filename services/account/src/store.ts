@@ -286,3 +286,129 @@ export async function listMachines(db: Queryable, workspaceId: string): Promise<
   );
   return rows;
 }
+
+const keyColumns = `id, workspace_id, name, origin, scopes, bound_external_id, created_at, last_used_at, expires_at, revoked_at`;
+
+/** A workspace's bound keys, newest first (revoked ones too), optionally of one end-user. */
+export async function listBoundKeys(db: Queryable, workspaceId: string, externalId: string | null, limit: number): Promise<KeyRow[]> {
+  const { rows } = await db.query<KeyRow>(
+    `SELECT ${keyColumns} FROM api_keys
+      WHERE workspace_id = $1 AND origin = 'bound' AND ($2::text IS NULL OR bound_external_id = $2)
+      ORDER BY created_at DESC, id DESC LIMIT $3`,
+    [workspaceId, externalId, limit],
+  );
+  return rows;
+}
+
+export async function findBoundKey(db: Queryable, workspaceId: string, keyId: string): Promise<KeyRow | undefined> {
+  const { rows } = await db.query<KeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE workspace_id = $1 AND id = $2 AND origin = 'bound'`, [
+    workspaceId,
+    keyId,
+  ]);
+  return rows[0];
+}
+
+/** Stores a link's token hash; returns when it expires (database clock), or undefined without a site. */
+export async function createEnrollment(
+  db: Queryable,
+  enrollment: { tokenHash: Buffer; workspaceId: string; externalId: string; keyId: string; ttlSeconds: number },
+): Promise<Date | undefined> {
+  const { rows } = await db.query<{ expires_at: Date }>(
+    `INSERT INTO enrollments (token_hash, workspace_id, site_id, external_id, key_id, expires_at)
+     SELECT $1, workspace_id, id, $3, $4, now() + make_interval(secs => $5) FROM sites WHERE workspace_id = $2
+     RETURNING expires_at`,
+    [enrollment.tokenHash, enrollment.workspaceId, enrollment.externalId, enrollment.keyId, enrollment.ttlSeconds],
+  );
+  return rows[0]?.expires_at;
+}
+
+export type EnrollmentState = 'active' | 'used' | 'expired';
+
+export interface EnrollmentRow {
+  state: EnrollmentState;
+  external_id: string;
+  expires_at: Date;
+  site: PublicSiteRow;
+}
+
+const enrollmentState = `CASE WHEN e.used_at IS NOT NULL THEN 'used' WHEN e.expires_at <= now() THEN 'expired' ELSE 'active' END`;
+
+export async function findEnrollment(db: Queryable, tokenHash: Buffer): Promise<EnrollmentRow | undefined> {
+  const { rows } = await db.query<Omit<EnrollmentRow, 'site'> & PublicSiteRow>(
+    `SELECT ${enrollmentState} AS state, e.external_id, e.expires_at, ${publicSiteColumns}
+       FROM enrollments e JOIN sites s ON s.id = e.site_id JOIN workspaces w ON w.id = s.workspace_id
+      WHERE e.token_hash = $1`,
+    [tokenHash],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const { state, external_id, expires_at, ...site } = row;
+  return { state, external_id, expires_at, site };
+}
+
+/**
+ * Marks an active link used. One row lock decides between concurrent callers: the first wins,
+ * the others re-read the row as used. Otherwise says why not (undefined: no such link).
+ */
+export async function consumeEnrollment(
+  pool: Pool,
+  tokenHash: Buffer,
+): Promise<{ state: 'claimed'; workspace_id: string; site_id: string; external_id: string } | { state: 'used' | 'expired' } | undefined> {
+  const { rows } = await pool.query<{ workspace_id: string; site_id: string; external_id: string }>(
+    `UPDATE enrollments SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
+     RETURNING workspace_id, site_id, external_id`,
+    [tokenHash],
+  );
+  const claimed = rows[0];
+  if (claimed) return { state: 'claimed', ...claimed };
+  const { rows: current } = await pool.query<{ state: EnrollmentState }>(`SELECT ${enrollmentState} AS state FROM enrollments e WHERE token_hash = $1`, [
+    tokenHash,
+  ]);
+  const state = current[0]?.state;
+  if (state === undefined) return undefined;
+  return { state: state === 'used' ? 'used' : 'expired' };
+}
+
+export interface WebhookSecretRow {
+  secret: string;
+  created_at: Date;
+  expires_at: Date | null;
+}
+
+const usableWebhookSecrets = `SELECT secret, created_at, expires_at FROM webhook_secrets
+   WHERE workspace_id = $1 AND (expires_at IS NULL OR expires_at > now()) ORDER BY id DESC`;
+
+/**
+ * The workspace's usable webhook secrets, newest first; the first call stores `firstSecret` as the
+ * current one (the unique index on the current secret settles concurrent first calls). Empty when
+ * the workspace does not exist.
+ */
+export async function webhookSecrets(pool: Pool, workspaceId: string, firstSecret: string): Promise<WebhookSecretRow[]> {
+  const { rows } = await pool.query<WebhookSecretRow>(usableWebhookSecrets, [workspaceId]);
+  if (rows.length > 0) return rows;
+  await pool.query(
+    `INSERT INTO webhook_secrets (workspace_id, secret) SELECT id, $2 FROM workspaces WHERE id = $1
+     ON CONFLICT (workspace_id) WHERE expires_at IS NULL DO NOTHING`,
+    [workspaceId, firstSecret],
+  );
+  return (await pool.query<WebhookSecretRow>(usableWebhookSecrets, [workspaceId])).rows;
+}
+
+/**
+ * Makes `secret` current; the current one becomes the previous, usable for `graceSeconds`. An
+ * older previous one ends now (at most two secrets sign). Empty when the workspace does not exist.
+ */
+export async function rotateWebhookSecret(pool: Pool, workspaceId: string, secret: string, graceSeconds: number): Promise<WebhookSecretRow[]> {
+  return withTransaction(pool, async (tx) => {
+    // Serialises rotations of one workspace.
+    const { rowCount } = await tx.query(`SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE`, [workspaceId]);
+    if (rowCount === 0) return [];
+    await tx.query(`DELETE FROM webhook_secrets WHERE workspace_id = $1 AND expires_at IS NOT NULL`, [workspaceId]);
+    await tx.query(`UPDATE webhook_secrets SET expires_at = now() + $2 * interval '1 second' WHERE workspace_id = $1 AND expires_at IS NULL`, [
+      workspaceId,
+      graceSeconds,
+    ]);
+    await tx.query(`INSERT INTO webhook_secrets (workspace_id, secret) VALUES ($1, $2)`, [workspaceId, secret]);
+    return (await tx.query<WebhookSecretRow>(usableWebhookSecrets, [workspaceId])).rows;
+  });
+}

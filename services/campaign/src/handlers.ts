@@ -5,7 +5,13 @@ import { HeraldError } from '@herald/errors';
 import { implementService, type PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
-import { CampaignServiceService, type Notification, type SendRequest, type SendResponse } from '@herald/proto/herald/campaign/v1/campaign';
+import {
+  CampaignServiceService,
+  type Notification,
+  type NotificationContent,
+  type SendRequest,
+  type SendResponse,
+} from '@herald/proto/herald/campaign/v1/campaign';
 import { MAX_PAYLOAD_BYTES } from '@herald/webpush';
 
 import { notificationPayload } from './payload.js';
@@ -23,7 +29,7 @@ function toNotification(row: store.NotificationRow): Notification {
   return {
     id: row.id,
     status: row.status,
-    content: { title: row.title, body: row.body, url: row.url ?? '', iconUrl: row.icon_url ?? '', imageUrl: row.image_url ?? '' },
+    content: { title: row.title, body: row.body, url: row.url ?? '', iconUrl: row.icon_url ?? '', imageUrl: row.image_url ?? '', actions: [], answerUrl: '' },
     createdAt: row.created_at.toISOString(),
     completedAt: row.completed_at?.toISOString() ?? '',
     targeted: row.targeted,
@@ -35,6 +41,18 @@ function toNotification(row: store.NotificationRow): Notification {
     lastOutcome: row.last_outcome ?? '',
     lastReportedAt: row.last_reported_at?.toISOString() ?? '',
   };
+}
+
+/** Refuses, before anything is stored, a notification too large for one encrypted push message. */
+function assertFits(notificationId: string, content: NotificationContent): void {
+  const payloadBytes = notificationPayload(notificationId, content).length;
+  if (payloadBytes > MAX_PAYLOAD_BYTES) {
+    throw new HeraldError(
+      'invalid_request',
+      `The notification is ${payloadBytes} bytes as sent to browsers; at most ${MAX_PAYLOAD_BYTES} fit one encrypted push message.`,
+      { title: 'Notification too large', extra: { fields: [{ field: 'body', in: 'body', problem: 'makes the notification too large' }] } },
+    );
+  }
 }
 
 export function campaignHandlers(pool: Pool, audience: PromiseClient<AudienceServiceClient>, logger: Logger) {
@@ -68,14 +86,7 @@ export function campaignHandlers(pool: Pool, audience: PromiseClient<AudienceSer
           if (existing) return replay(request, existing);
         }
         const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
-        const payloadBytes = notificationPayload(notificationId, content).length;
-        if (payloadBytes > MAX_PAYLOAD_BYTES) {
-          throw new HeraldError(
-            'invalid_request',
-            `The notification is ${payloadBytes} bytes as sent to browsers; at most ${MAX_PAYLOAD_BYTES} fit one encrypted push message.`,
-            { title: 'Notification too large', extra: { fields: [{ field: 'body', in: 'body', problem: 'makes the notification too large' }] } },
-          );
-        }
+        assertFits(notificationId, content);
         const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [] };
         const { count } = await audience.countTargets({ workspaceId: request.workspaceId, targeting });
         const targeted = Number(count);
@@ -110,6 +121,24 @@ export function campaignHandlers(pool: Pool, audience: PromiseClient<AudienceSer
         }
         logger.info({ notificationId, targeted }, 'notification queued');
         return { notificationId, sent: String(targeted), remaining: String(limit - used), limit: String(limit), duplicate: false };
+      },
+
+      async queueQuestion(request) {
+        const content = request.content;
+        if (!content) throw new HeraldError('invalid_request', 'content is required');
+        const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
+        assertFits(notificationId, content);
+        const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [] };
+        const targeted = Number((await audience.countTargets({ workspaceId: request.workspaceId, targeting })).count);
+        if (targeted === 0) return { notificationId: '', targeted: '0' };
+        // A question to a person is not a marketing send: no allowance is reserved for it.
+        await withTransaction(pool, async (tx) => {
+          const notification = { id: notificationId, workspaceId: request.workspaceId, siteId: request.siteId, content, targeting };
+          await store.insertNotification(tx, { ...notification, targeted });
+          await store.enqueueNotificationQueued(tx, notification);
+        });
+        logger.info({ notificationId, targeted }, 'question notification queued');
+        return { notificationId, targeted: String(targeted) };
       },
 
       async getNotification({ workspaceId, notificationId }) {

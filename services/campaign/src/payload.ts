@@ -13,6 +13,8 @@ export function notificationPayload(notificationId: string, content: Notificatio
       ...(content.url ? { url: content.url } : {}),
       ...(content.iconUrl ? { icon: content.iconUrl } : {}),
       ...(content.imageUrl ? { image: content.imageUrl } : {}),
+      ...(content.actions.length > 0 ? { actions: content.actions } : {}),
+      ...(content.answerUrl ? { answerUrl: content.answerUrl } : {}),
     }),
   );
 }

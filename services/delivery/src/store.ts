@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 import { enqueue } from '@herald/bus';
-import type { PoolClient, Queryable } from '@herald/db';
+import { CURRENT_NAMESPACE_SQL, type PoolClient, type Queryable } from '@herald/db';
 import { DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
 
 /** Every SQL statement of the delivery service. */
@@ -156,10 +156,11 @@ export interface RetryRow {
   attempts: number;
 }
 
-/** Due retries, locked for this transaction so replicas never take the same one. */
+/** Due retries of this namespace, locked for this transaction so replicas never take the same one. */
 export async function lockDueRetries(tx: PoolClient, limit: number): Promise<RetryRow[]> {
   const { rows } = await tx.query<RetryRow>(
-    `SELECT * FROM retries WHERE next_attempt_at <= now() ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+    `SELECT * FROM retries WHERE namespace = ${CURRENT_NAMESPACE_SQL} AND next_attempt_at <= now()
+      ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
     [limit],
   );
   return rows;

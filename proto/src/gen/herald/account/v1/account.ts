@@ -201,6 +201,101 @@ export interface GetVapidKeysResponse {
   subject: string;
 }
 
+export interface CreateBoundKeyRequest {
+  workspaceId: string;
+  externalId: string;
+  /** Empty: the key is named after its end-user. */
+  name: string;
+  /** 0: the key never expires. */
+  expiresInSeconds: number;
+}
+
+export interface CreateBoundKeyResponse {
+  key?:
+    | ApiKey
+    | undefined;
+  /** pk_<id>.<secret>: the only time the secret leaves the service. */
+  apiKey: string;
+}
+
+export interface ListBoundKeysRequest {
+  workspaceId: string;
+  /** When set, only the keys of this end-user. */
+  externalId: string;
+}
+
+export interface ListBoundKeysResponse {
+  keys: ApiKey[];
+}
+
+export interface RevokeBoundKeyRequest {
+  workspaceId: string;
+  keyId: string;
+}
+
+export interface RevokeBoundKeyResponse {
+  key?: ApiKey | undefined;
+}
+
+export interface CreateEnrollmentRequest {
+  workspaceId: string;
+  externalId: string;
+  /** The key that asked for the link (kept for audit). */
+  keyId: string;
+}
+
+export interface CreateEnrollmentResponse {
+  /** The secret part of the link; only its hash is stored. */
+  token: string;
+  enrollmentUrl: string;
+  expiresAt: string;
+}
+
+export interface GetEnrollmentRequest {
+  token: string;
+}
+
+export interface GetEnrollmentResponse {
+  /** active | used | expired | unavailable (the workspace left the Partner plan) */
+  state: string;
+  externalId: string;
+  expiresAt: string;
+  site?: PublicSite | undefined;
+}
+
+export interface ConsumeEnrollmentRequest {
+  token: string;
+}
+
+export interface ConsumeEnrollmentResponse {
+  workspaceId: string;
+  siteId: string;
+  externalId: string;
+}
+
+export interface GetWebhookSecretsRequest {
+  workspaceId: string;
+}
+
+export interface GetWebhookSecretsResponse {
+  /** Newest first; every one signs each webhook. */
+  secrets: string[];
+  /** When the current (first) secret was made. */
+  createdAt: string;
+  /** When the previous secret stops signing; empty when there is none. */
+  previousSecretExpiresAt: string;
+}
+
+export interface RotateWebhookSecretRequest {
+  workspaceId: string;
+}
+
+export interface RotateWebhookSecretResponse {
+  secrets: string[];
+  createdAt: string;
+  previousSecretExpiresAt: string;
+}
+
 function createBasePlan(): Plan {
   return {
     name: "",
@@ -3161,6 +3256,1504 @@ export const GetVapidKeysResponse: MessageFns<GetVapidKeysResponse> = {
   },
 };
 
+function createBaseCreateBoundKeyRequest(): CreateBoundKeyRequest {
+  return { workspaceId: "", externalId: "", name: "", expiresInSeconds: 0 };
+}
+
+export const CreateBoundKeyRequest: MessageFns<CreateBoundKeyRequest> = {
+  encode(message: CreateBoundKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(18).string(message.externalId);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.expiresInSeconds !== 0) {
+      writer.uint32(32).int32(message.expiresInSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateBoundKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateBoundKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.expiresInSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateBoundKeyRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      expiresInSeconds: isSet(object.expiresInSeconds)
+        ? globalThis.Number(object.expiresInSeconds)
+        : isSet(object.expires_in_seconds)
+        ? globalThis.Number(object.expires_in_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: CreateBoundKeyRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.expiresInSeconds !== 0) {
+      obj.expiresInSeconds = Math.round(message.expiresInSeconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateBoundKeyRequest>, I>>(base?: I): CreateBoundKeyRequest {
+    return CreateBoundKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateBoundKeyRequest>, I>>(object: I): CreateBoundKeyRequest {
+    const message = createBaseCreateBoundKeyRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.externalId = object.externalId ?? "";
+    message.name = object.name ?? "";
+    message.expiresInSeconds = object.expiresInSeconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseCreateBoundKeyResponse(): CreateBoundKeyResponse {
+  return { key: undefined, apiKey: "" };
+}
+
+export const CreateBoundKeyResponse: MessageFns<CreateBoundKeyResponse> = {
+  encode(message: CreateBoundKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    if (message.apiKey !== "") {
+      writer.uint32(18).string(message.apiKey);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateBoundKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateBoundKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.apiKey = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateBoundKeyResponse {
+    return {
+      key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined,
+      apiKey: isSet(object.apiKey)
+        ? globalThis.String(object.apiKey)
+        : isSet(object.api_key)
+        ? globalThis.String(object.api_key)
+        : "",
+    };
+  },
+
+  toJSON(message: CreateBoundKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    if (message.apiKey !== "") {
+      obj.apiKey = message.apiKey;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateBoundKeyResponse>, I>>(base?: I): CreateBoundKeyResponse {
+    return CreateBoundKeyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateBoundKeyResponse>, I>>(object: I): CreateBoundKeyResponse {
+    const message = createBaseCreateBoundKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    message.apiKey = object.apiKey ?? "";
+    return message;
+  },
+};
+
+function createBaseListBoundKeysRequest(): ListBoundKeysRequest {
+  return { workspaceId: "", externalId: "" };
+}
+
+export const ListBoundKeysRequest: MessageFns<ListBoundKeysRequest> = {
+  encode(message: ListBoundKeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(18).string(message.externalId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListBoundKeysRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListBoundKeysRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListBoundKeysRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListBoundKeysRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListBoundKeysRequest>, I>>(base?: I): ListBoundKeysRequest {
+    return ListBoundKeysRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListBoundKeysRequest>, I>>(object: I): ListBoundKeysRequest {
+    const message = createBaseListBoundKeysRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.externalId = object.externalId ?? "";
+    return message;
+  },
+};
+
+function createBaseListBoundKeysResponse(): ListBoundKeysResponse {
+  return { keys: [] };
+}
+
+export const ListBoundKeysResponse: MessageFns<ListBoundKeysResponse> = {
+  encode(message: ListBoundKeysResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.keys) {
+      ApiKey.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListBoundKeysResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListBoundKeysResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keys.push(ApiKey.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListBoundKeysResponse {
+    return { keys: globalThis.Array.isArray(object?.keys) ? object.keys.map((e: any) => ApiKey.fromJSON(e)) : [] };
+  },
+
+  toJSON(message: ListBoundKeysResponse): unknown {
+    const obj: any = {};
+    if (message.keys?.length) {
+      obj.keys = message.keys.map((e) => ApiKey.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListBoundKeysResponse>, I>>(base?: I): ListBoundKeysResponse {
+    return ListBoundKeysResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListBoundKeysResponse>, I>>(object: I): ListBoundKeysResponse {
+    const message = createBaseListBoundKeysResponse();
+    message.keys = object.keys?.map((e) => ApiKey.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRevokeBoundKeyRequest(): RevokeBoundKeyRequest {
+  return { workspaceId: "", keyId: "" };
+}
+
+export const RevokeBoundKeyRequest: MessageFns<RevokeBoundKeyRequest> = {
+  encode(message: RevokeBoundKeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(18).string(message.keyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeBoundKeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeBoundKeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeBoundKeyRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RevokeBoundKeyRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeBoundKeyRequest>, I>>(base?: I): RevokeBoundKeyRequest {
+    return RevokeBoundKeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeBoundKeyRequest>, I>>(object: I): RevokeBoundKeyRequest {
+    const message = createBaseRevokeBoundKeyRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeBoundKeyResponse(): RevokeBoundKeyResponse {
+  return { key: undefined };
+}
+
+export const RevokeBoundKeyResponse: MessageFns<RevokeBoundKeyResponse> = {
+  encode(message: RevokeBoundKeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== undefined) {
+      ApiKey.encode(message.key, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeBoundKeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeBoundKeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = ApiKey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeBoundKeyResponse {
+    return { key: isSet(object.key) ? ApiKey.fromJSON(object.key) : undefined };
+  },
+
+  toJSON(message: RevokeBoundKeyResponse): unknown {
+    const obj: any = {};
+    if (message.key !== undefined) {
+      obj.key = ApiKey.toJSON(message.key);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeBoundKeyResponse>, I>>(base?: I): RevokeBoundKeyResponse {
+    return RevokeBoundKeyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeBoundKeyResponse>, I>>(object: I): RevokeBoundKeyResponse {
+    const message = createBaseRevokeBoundKeyResponse();
+    message.key = (object.key !== undefined && object.key !== null) ? ApiKey.fromPartial(object.key) : undefined;
+    return message;
+  },
+};
+
+function createBaseCreateEnrollmentRequest(): CreateEnrollmentRequest {
+  return { workspaceId: "", externalId: "", keyId: "" };
+}
+
+export const CreateEnrollmentRequest: MessageFns<CreateEnrollmentRequest> = {
+  encode(message: CreateEnrollmentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(18).string(message.externalId);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(26).string(message.keyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateEnrollmentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateEnrollmentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateEnrollmentRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CreateEnrollmentRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateEnrollmentRequest>, I>>(base?: I): CreateEnrollmentRequest {
+    return CreateEnrollmentRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateEnrollmentRequest>, I>>(object: I): CreateEnrollmentRequest {
+    const message = createBaseCreateEnrollmentRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.externalId = object.externalId ?? "";
+    message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateEnrollmentResponse(): CreateEnrollmentResponse {
+  return { token: "", enrollmentUrl: "", expiresAt: "" };
+}
+
+export const CreateEnrollmentResponse: MessageFns<CreateEnrollmentResponse> = {
+  encode(message: CreateEnrollmentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    if (message.enrollmentUrl !== "") {
+      writer.uint32(18).string(message.enrollmentUrl);
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(26).string(message.expiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateEnrollmentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateEnrollmentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.enrollmentUrl = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateEnrollmentResponse {
+    return {
+      token: isSet(object.token) ? globalThis.String(object.token) : "",
+      enrollmentUrl: isSet(object.enrollmentUrl)
+        ? globalThis.String(object.enrollmentUrl)
+        : isSet(object.enrollment_url)
+        ? globalThis.String(object.enrollment_url)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: CreateEnrollmentResponse): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    if (message.enrollmentUrl !== "") {
+      obj.enrollmentUrl = message.enrollmentUrl;
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateEnrollmentResponse>, I>>(base?: I): CreateEnrollmentResponse {
+    return CreateEnrollmentResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateEnrollmentResponse>, I>>(object: I): CreateEnrollmentResponse {
+    const message = createBaseCreateEnrollmentResponse();
+    message.token = object.token ?? "";
+    message.enrollmentUrl = object.enrollmentUrl ?? "";
+    message.expiresAt = object.expiresAt ?? "";
+    return message;
+  },
+};
+
+function createBaseGetEnrollmentRequest(): GetEnrollmentRequest {
+  return { token: "" };
+}
+
+export const GetEnrollmentRequest: MessageFns<GetEnrollmentRequest> = {
+  encode(message: GetEnrollmentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetEnrollmentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetEnrollmentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetEnrollmentRequest {
+    return { token: isSet(object.token) ? globalThis.String(object.token) : "" };
+  },
+
+  toJSON(message: GetEnrollmentRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetEnrollmentRequest>, I>>(base?: I): GetEnrollmentRequest {
+    return GetEnrollmentRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetEnrollmentRequest>, I>>(object: I): GetEnrollmentRequest {
+    const message = createBaseGetEnrollmentRequest();
+    message.token = object.token ?? "";
+    return message;
+  },
+};
+
+function createBaseGetEnrollmentResponse(): GetEnrollmentResponse {
+  return { state: "", externalId: "", expiresAt: "", site: undefined };
+}
+
+export const GetEnrollmentResponse: MessageFns<GetEnrollmentResponse> = {
+  encode(message: GetEnrollmentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.state !== "") {
+      writer.uint32(10).string(message.state);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(18).string(message.externalId);
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(26).string(message.expiresAt);
+    }
+    if (message.site !== undefined) {
+      PublicSite.encode(message.site, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetEnrollmentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetEnrollmentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.site = PublicSite.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetEnrollmentResponse {
+    return {
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : "",
+      site: isSet(object.site) ? PublicSite.fromJSON(object.site) : undefined,
+    };
+  },
+
+  toJSON(message: GetEnrollmentResponse): unknown {
+    const obj: any = {};
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    if (message.site !== undefined) {
+      obj.site = PublicSite.toJSON(message.site);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetEnrollmentResponse>, I>>(base?: I): GetEnrollmentResponse {
+    return GetEnrollmentResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetEnrollmentResponse>, I>>(object: I): GetEnrollmentResponse {
+    const message = createBaseGetEnrollmentResponse();
+    message.state = object.state ?? "";
+    message.externalId = object.externalId ?? "";
+    message.expiresAt = object.expiresAt ?? "";
+    message.site = (object.site !== undefined && object.site !== null)
+      ? PublicSite.fromPartial(object.site)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseConsumeEnrollmentRequest(): ConsumeEnrollmentRequest {
+  return { token: "" };
+}
+
+export const ConsumeEnrollmentRequest: MessageFns<ConsumeEnrollmentRequest> = {
+  encode(message: ConsumeEnrollmentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsumeEnrollmentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsumeEnrollmentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsumeEnrollmentRequest {
+    return { token: isSet(object.token) ? globalThis.String(object.token) : "" };
+  },
+
+  toJSON(message: ConsumeEnrollmentRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConsumeEnrollmentRequest>, I>>(base?: I): ConsumeEnrollmentRequest {
+    return ConsumeEnrollmentRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConsumeEnrollmentRequest>, I>>(object: I): ConsumeEnrollmentRequest {
+    const message = createBaseConsumeEnrollmentRequest();
+    message.token = object.token ?? "";
+    return message;
+  },
+};
+
+function createBaseConsumeEnrollmentResponse(): ConsumeEnrollmentResponse {
+  return { workspaceId: "", siteId: "", externalId: "" };
+}
+
+export const ConsumeEnrollmentResponse: MessageFns<ConsumeEnrollmentResponse> = {
+  encode(message: ConsumeEnrollmentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.siteId !== "") {
+      writer.uint32(18).string(message.siteId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(26).string(message.externalId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsumeEnrollmentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsumeEnrollmentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.siteId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsumeEnrollmentResponse {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      siteId: isSet(object.siteId)
+        ? globalThis.String(object.siteId)
+        : isSet(object.site_id)
+        ? globalThis.String(object.site_id)
+        : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ConsumeEnrollmentResponse): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.siteId !== "") {
+      obj.siteId = message.siteId;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConsumeEnrollmentResponse>, I>>(base?: I): ConsumeEnrollmentResponse {
+    return ConsumeEnrollmentResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConsumeEnrollmentResponse>, I>>(object: I): ConsumeEnrollmentResponse {
+    const message = createBaseConsumeEnrollmentResponse();
+    message.workspaceId = object.workspaceId ?? "";
+    message.siteId = object.siteId ?? "";
+    message.externalId = object.externalId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetWebhookSecretsRequest(): GetWebhookSecretsRequest {
+  return { workspaceId: "" };
+}
+
+export const GetWebhookSecretsRequest: MessageFns<GetWebhookSecretsRequest> = {
+  encode(message: GetWebhookSecretsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetWebhookSecretsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetWebhookSecretsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetWebhookSecretsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetWebhookSecretsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetWebhookSecretsRequest>, I>>(base?: I): GetWebhookSecretsRequest {
+    return GetWebhookSecretsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetWebhookSecretsRequest>, I>>(object: I): GetWebhookSecretsRequest {
+    const message = createBaseGetWebhookSecretsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetWebhookSecretsResponse(): GetWebhookSecretsResponse {
+  return { secrets: [], createdAt: "", previousSecretExpiresAt: "" };
+}
+
+export const GetWebhookSecretsResponse: MessageFns<GetWebhookSecretsResponse> = {
+  encode(message: GetWebhookSecretsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.secrets) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(18).string(message.createdAt);
+    }
+    if (message.previousSecretExpiresAt !== "") {
+      writer.uint32(26).string(message.previousSecretExpiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetWebhookSecretsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetWebhookSecretsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secrets.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.previousSecretExpiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetWebhookSecretsResponse {
+    return {
+      secrets: globalThis.Array.isArray(object?.secrets) ? object.secrets.map((e: any) => globalThis.String(e)) : [],
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      previousSecretExpiresAt: isSet(object.previousSecretExpiresAt)
+        ? globalThis.String(object.previousSecretExpiresAt)
+        : isSet(object.previous_secret_expires_at)
+        ? globalThis.String(object.previous_secret_expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: GetWebhookSecretsResponse): unknown {
+    const obj: any = {};
+    if (message.secrets?.length) {
+      obj.secrets = message.secrets;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.previousSecretExpiresAt !== "") {
+      obj.previousSecretExpiresAt = message.previousSecretExpiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetWebhookSecretsResponse>, I>>(base?: I): GetWebhookSecretsResponse {
+    return GetWebhookSecretsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetWebhookSecretsResponse>, I>>(object: I): GetWebhookSecretsResponse {
+    const message = createBaseGetWebhookSecretsResponse();
+    message.secrets = object.secrets?.map((e) => e) || [];
+    message.createdAt = object.createdAt ?? "";
+    message.previousSecretExpiresAt = object.previousSecretExpiresAt ?? "";
+    return message;
+  },
+};
+
+function createBaseRotateWebhookSecretRequest(): RotateWebhookSecretRequest {
+  return { workspaceId: "" };
+}
+
+export const RotateWebhookSecretRequest: MessageFns<RotateWebhookSecretRequest> = {
+  encode(message: RotateWebhookSecretRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateWebhookSecretRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateWebhookSecretRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateWebhookSecretRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RotateWebhookSecretRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotateWebhookSecretRequest>, I>>(base?: I): RotateWebhookSecretRequest {
+    return RotateWebhookSecretRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateWebhookSecretRequest>, I>>(object: I): RotateWebhookSecretRequest {
+    const message = createBaseRotateWebhookSecretRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseRotateWebhookSecretResponse(): RotateWebhookSecretResponse {
+  return { secrets: [], createdAt: "", previousSecretExpiresAt: "" };
+}
+
+export const RotateWebhookSecretResponse: MessageFns<RotateWebhookSecretResponse> = {
+  encode(message: RotateWebhookSecretResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.secrets) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(18).string(message.createdAt);
+    }
+    if (message.previousSecretExpiresAt !== "") {
+      writer.uint32(26).string(message.previousSecretExpiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateWebhookSecretResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateWebhookSecretResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secrets.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.previousSecretExpiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateWebhookSecretResponse {
+    return {
+      secrets: globalThis.Array.isArray(object?.secrets) ? object.secrets.map((e: any) => globalThis.String(e)) : [],
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      previousSecretExpiresAt: isSet(object.previousSecretExpiresAt)
+        ? globalThis.String(object.previousSecretExpiresAt)
+        : isSet(object.previous_secret_expires_at)
+        ? globalThis.String(object.previous_secret_expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: RotateWebhookSecretResponse): unknown {
+    const obj: any = {};
+    if (message.secrets?.length) {
+      obj.secrets = message.secrets;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.previousSecretExpiresAt !== "") {
+      obj.previousSecretExpiresAt = message.previousSecretExpiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotateWebhookSecretResponse>, I>>(base?: I): RotateWebhookSecretResponse {
+    return RotateWebhookSecretResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateWebhookSecretResponse>, I>>(object: I): RotateWebhookSecretResponse {
+    const message = createBaseRotateWebhookSecretResponse();
+    message.secrets = object.secrets?.map((e) => e) || [];
+    message.createdAt = object.createdAt ?? "";
+    message.previousSecretExpiresAt = object.previousSecretExpiresAt ?? "";
+    return message;
+  },
+};
+
 /** The account service owns workspaces, their site, API keys and the machines agents report from. */
 export type AccountServiceService = typeof AccountServiceService;
 export const AccountServiceService = {
@@ -3262,6 +4855,114 @@ export const AccountServiceService = {
       Buffer.from(GetVapidKeysResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetVapidKeysResponse => GetVapidKeysResponse.decode(value),
   },
+  /**
+   * Partner keys bound to one end-user (POST/GET/DELETE /keys). Only bound keys are listed or
+   * revoked here; another workspace's key, or a key of another origin, is NOT_FOUND.
+   */
+  createBoundKey: {
+    path: "/herald.account.v1.AccountService/CreateBoundKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateBoundKeyRequest): Buffer =>
+      Buffer.from(CreateBoundKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateBoundKeyRequest => CreateBoundKeyRequest.decode(value),
+    responseSerialize: (value: CreateBoundKeyResponse): Buffer =>
+      Buffer.from(CreateBoundKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateBoundKeyResponse => CreateBoundKeyResponse.decode(value),
+  },
+  listBoundKeys: {
+    path: "/herald.account.v1.AccountService/ListBoundKeys" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListBoundKeysRequest): Buffer => Buffer.from(ListBoundKeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListBoundKeysRequest => ListBoundKeysRequest.decode(value),
+    responseSerialize: (value: ListBoundKeysResponse): Buffer =>
+      Buffer.from(ListBoundKeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListBoundKeysResponse => ListBoundKeysResponse.decode(value),
+  },
+  /** Idempotent: revoking a revoked key returns it unchanged. */
+  revokeBoundKey: {
+    path: "/herald.account.v1.AccountService/RevokeBoundKey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RevokeBoundKeyRequest): Buffer =>
+      Buffer.from(RevokeBoundKeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeBoundKeyRequest => RevokeBoundKeyRequest.decode(value),
+    responseSerialize: (value: RevokeBoundKeyResponse): Buffer =>
+      Buffer.from(RevokeBoundKeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeBoundKeyResponse => RevokeBoundKeyResponse.decode(value),
+  },
+  /**
+   * Single-use enrollment links (POST /enroll, {origin}/enroll/<token>). Only SHA-256 of the
+   * token is stored; an unknown token is NOT_FOUND.
+   */
+  createEnrollment: {
+    path: "/herald.account.v1.AccountService/CreateEnrollment" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateEnrollmentRequest): Buffer =>
+      Buffer.from(CreateEnrollmentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateEnrollmentRequest => CreateEnrollmentRequest.decode(value),
+    responseSerialize: (value: CreateEnrollmentResponse): Buffer =>
+      Buffer.from(CreateEnrollmentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateEnrollmentResponse => CreateEnrollmentResponse.decode(value),
+  },
+  getEnrollment: {
+    path: "/herald.account.v1.AccountService/GetEnrollment" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetEnrollmentRequest): Buffer => Buffer.from(GetEnrollmentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetEnrollmentRequest => GetEnrollmentRequest.decode(value),
+    responseSerialize: (value: GetEnrollmentResponse): Buffer =>
+      Buffer.from(GetEnrollmentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetEnrollmentResponse => GetEnrollmentResponse.decode(value),
+  },
+  /**
+   * Marks the link used, atomically: one caller wins; later ones get `conflict` (used) or `gone`
+   * (expired).
+   */
+  consumeEnrollment: {
+    path: "/herald.account.v1.AccountService/ConsumeEnrollment" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ConsumeEnrollmentRequest): Buffer =>
+      Buffer.from(ConsumeEnrollmentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ConsumeEnrollmentRequest => ConsumeEnrollmentRequest.decode(value),
+    responseSerialize: (value: ConsumeEnrollmentResponse): Buffer =>
+      Buffer.from(ConsumeEnrollmentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ConsumeEnrollmentResponse => ConsumeEnrollmentResponse.decode(value),
+  },
+  /**
+   * The workspace's webhook signing secrets ("whsec_<base64>"), newest first: the current one,
+   * then the previous one while its rotation grace period (24 h) lasts. The first call creates
+   * the first secret. NOT_FOUND for an unknown workspace.
+   */
+  getWebhookSecrets: {
+    path: "/herald.account.v1.AccountService/GetWebhookSecrets" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetWebhookSecretsRequest): Buffer =>
+      Buffer.from(GetWebhookSecretsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetWebhookSecretsRequest => GetWebhookSecretsRequest.decode(value),
+    responseSerialize: (value: GetWebhookSecretsResponse): Buffer =>
+      Buffer.from(GetWebhookSecretsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetWebhookSecretsResponse => GetWebhookSecretsResponse.decode(value),
+  },
+  /**
+   * Makes a new current secret; the previous one keeps signing for 24 h so receivers can switch.
+   * An earlier previous secret still in its grace period stops at once.
+   */
+  rotateWebhookSecret: {
+    path: "/herald.account.v1.AccountService/RotateWebhookSecret" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RotateWebhookSecretRequest): Buffer =>
+      Buffer.from(RotateWebhookSecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateWebhookSecretRequest => RotateWebhookSecretRequest.decode(value),
+    responseSerialize: (value: RotateWebhookSecretResponse): Buffer =>
+      Buffer.from(RotateWebhookSecretResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RotateWebhookSecretResponse => RotateWebhookSecretResponse.decode(value),
+  },
 } as const;
 
 export interface AccountServiceServer extends UntypedServiceImplementation {
@@ -3282,6 +4983,36 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
   getPublicSite: handleUnaryCall<GetPublicSiteRequest, GetPublicSiteResponse>;
   /** The site's VAPID key pair, for the delivery fleet only (never exposed over REST). */
   getVapidKeys: handleUnaryCall<GetVapidKeysRequest, GetVapidKeysResponse>;
+  /**
+   * Partner keys bound to one end-user (POST/GET/DELETE /keys). Only bound keys are listed or
+   * revoked here; another workspace's key, or a key of another origin, is NOT_FOUND.
+   */
+  createBoundKey: handleUnaryCall<CreateBoundKeyRequest, CreateBoundKeyResponse>;
+  listBoundKeys: handleUnaryCall<ListBoundKeysRequest, ListBoundKeysResponse>;
+  /** Idempotent: revoking a revoked key returns it unchanged. */
+  revokeBoundKey: handleUnaryCall<RevokeBoundKeyRequest, RevokeBoundKeyResponse>;
+  /**
+   * Single-use enrollment links (POST /enroll, {origin}/enroll/<token>). Only SHA-256 of the
+   * token is stored; an unknown token is NOT_FOUND.
+   */
+  createEnrollment: handleUnaryCall<CreateEnrollmentRequest, CreateEnrollmentResponse>;
+  getEnrollment: handleUnaryCall<GetEnrollmentRequest, GetEnrollmentResponse>;
+  /**
+   * Marks the link used, atomically: one caller wins; later ones get `conflict` (used) or `gone`
+   * (expired).
+   */
+  consumeEnrollment: handleUnaryCall<ConsumeEnrollmentRequest, ConsumeEnrollmentResponse>;
+  /**
+   * The workspace's webhook signing secrets ("whsec_<base64>"), newest first: the current one,
+   * then the previous one while its rotation grace period (24 h) lasts. The first call creates
+   * the first secret. NOT_FOUND for an unknown workspace.
+   */
+  getWebhookSecrets: handleUnaryCall<GetWebhookSecretsRequest, GetWebhookSecretsResponse>;
+  /**
+   * Makes a new current secret; the previous one keeps signing for 24 h so receivers can switch.
+   * An earlier previous secret still in its grace period stops at once.
+   */
+  rotateWebhookSecret: handleUnaryCall<RotateWebhookSecretRequest, RotateWebhookSecretResponse>;
 }
 
 export interface AccountServiceClient extends Client {
@@ -3427,6 +5158,148 @@ export interface AccountServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetVapidKeysResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Partner keys bound to one end-user (POST/GET/DELETE /keys). Only bound keys are listed or
+   * revoked here; another workspace's key, or a key of another origin, is NOT_FOUND.
+   */
+  createBoundKey(
+    request: CreateBoundKeyRequest,
+    callback: (error: ServiceError | null, response: CreateBoundKeyResponse) => void,
+  ): ClientUnaryCall;
+  createBoundKey(
+    request: CreateBoundKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateBoundKeyResponse) => void,
+  ): ClientUnaryCall;
+  createBoundKey(
+    request: CreateBoundKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateBoundKeyResponse) => void,
+  ): ClientUnaryCall;
+  listBoundKeys(
+    request: ListBoundKeysRequest,
+    callback: (error: ServiceError | null, response: ListBoundKeysResponse) => void,
+  ): ClientUnaryCall;
+  listBoundKeys(
+    request: ListBoundKeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListBoundKeysResponse) => void,
+  ): ClientUnaryCall;
+  listBoundKeys(
+    request: ListBoundKeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListBoundKeysResponse) => void,
+  ): ClientUnaryCall;
+  /** Idempotent: revoking a revoked key returns it unchanged. */
+  revokeBoundKey(
+    request: RevokeBoundKeyRequest,
+    callback: (error: ServiceError | null, response: RevokeBoundKeyResponse) => void,
+  ): ClientUnaryCall;
+  revokeBoundKey(
+    request: RevokeBoundKeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeBoundKeyResponse) => void,
+  ): ClientUnaryCall;
+  revokeBoundKey(
+    request: RevokeBoundKeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeBoundKeyResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Single-use enrollment links (POST /enroll, {origin}/enroll/<token>). Only SHA-256 of the
+   * token is stored; an unknown token is NOT_FOUND.
+   */
+  createEnrollment(
+    request: CreateEnrollmentRequest,
+    callback: (error: ServiceError | null, response: CreateEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  createEnrollment(
+    request: CreateEnrollmentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  createEnrollment(
+    request: CreateEnrollmentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  getEnrollment(
+    request: GetEnrollmentRequest,
+    callback: (error: ServiceError | null, response: GetEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  getEnrollment(
+    request: GetEnrollmentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  getEnrollment(
+    request: GetEnrollmentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Marks the link used, atomically: one caller wins; later ones get `conflict` (used) or `gone`
+   * (expired).
+   */
+  consumeEnrollment(
+    request: ConsumeEnrollmentRequest,
+    callback: (error: ServiceError | null, response: ConsumeEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  consumeEnrollment(
+    request: ConsumeEnrollmentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ConsumeEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  consumeEnrollment(
+    request: ConsumeEnrollmentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ConsumeEnrollmentResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The workspace's webhook signing secrets ("whsec_<base64>"), newest first: the current one,
+   * then the previous one while its rotation grace period (24 h) lasts. The first call creates
+   * the first secret. NOT_FOUND for an unknown workspace.
+   */
+  getWebhookSecrets(
+    request: GetWebhookSecretsRequest,
+    callback: (error: ServiceError | null, response: GetWebhookSecretsResponse) => void,
+  ): ClientUnaryCall;
+  getWebhookSecrets(
+    request: GetWebhookSecretsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetWebhookSecretsResponse) => void,
+  ): ClientUnaryCall;
+  getWebhookSecrets(
+    request: GetWebhookSecretsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetWebhookSecretsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Makes a new current secret; the previous one keeps signing for 24 h so receivers can switch.
+   * An earlier previous secret still in its grace period stops at once.
+   */
+  rotateWebhookSecret(
+    request: RotateWebhookSecretRequest,
+    callback: (error: ServiceError | null, response: RotateWebhookSecretResponse) => void,
+  ): ClientUnaryCall;
+  rotateWebhookSecret(
+    request: RotateWebhookSecretRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RotateWebhookSecretResponse) => void,
+  ): ClientUnaryCall;
+  rotateWebhookSecret(
+    request: RotateWebhookSecretRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RotateWebhookSecretResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -30,6 +30,29 @@ export interface NotificationContent {
   url: string;
   iconUrl: string;
   imageUrl: string;
+  /** Notification action buttons (questions only). */
+  actions: NotificationAction[];
+  /** Where the service worker posts {answer: <action>} when an action is tapped (questions only). */
+  answerUrl: string;
+}
+
+export interface NotificationAction {
+  /** Sent as the answer, e.g. yes | no. */
+  action: string;
+  title: string;
+}
+
+export interface QueueQuestionRequest {
+  workspaceId: string;
+  siteId: string;
+  content?: NotificationContent | undefined;
+  targeting?: Targeting | undefined;
+}
+
+export interface QueueQuestionResponse {
+  /** Empty when nobody matched. */
+  notificationId: string;
+  targeted: string;
 }
 
 export interface SendRequest {
@@ -85,7 +108,7 @@ export interface GetNotificationResponse {
 }
 
 function createBaseNotificationContent(): NotificationContent {
-  return { title: "", body: "", url: "", iconUrl: "", imageUrl: "" };
+  return { title: "", body: "", url: "", iconUrl: "", imageUrl: "", actions: [], answerUrl: "" };
 }
 
 export const NotificationContent: MessageFns<NotificationContent> = {
@@ -104,6 +127,12 @@ export const NotificationContent: MessageFns<NotificationContent> = {
     }
     if (message.imageUrl !== "") {
       writer.uint32(42).string(message.imageUrl);
+    }
+    for (const v of message.actions) {
+      NotificationAction.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.answerUrl !== "") {
+      writer.uint32(58).string(message.answerUrl);
     }
     return writer;
   },
@@ -161,6 +190,22 @@ export const NotificationContent: MessageFns<NotificationContent> = {
             message.imageUrl = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.actions.push(NotificationAction.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.answerUrl = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -188,6 +233,14 @@ export const NotificationContent: MessageFns<NotificationContent> = {
         : isSet(object.image_url)
         ? globalThis.String(object.image_url)
         : "",
+      actions: globalThis.Array.isArray(object?.actions)
+        ? object.actions.map((e: any) => NotificationAction.fromJSON(e))
+        : [],
+      answerUrl: isSet(object.answerUrl)
+        ? globalThis.String(object.answerUrl)
+        : isSet(object.answer_url)
+        ? globalThis.String(object.answer_url)
+        : "",
     };
   },
 
@@ -208,6 +261,12 @@ export const NotificationContent: MessageFns<NotificationContent> = {
     if (message.imageUrl !== "") {
       obj.imageUrl = message.imageUrl;
     }
+    if (message.actions?.length) {
+      obj.actions = message.actions.map((e) => NotificationAction.toJSON(e));
+    }
+    if (message.answerUrl !== "") {
+      obj.answerUrl = message.answerUrl;
+    }
     return obj;
   },
 
@@ -221,6 +280,311 @@ export const NotificationContent: MessageFns<NotificationContent> = {
     message.url = object.url ?? "";
     message.iconUrl = object.iconUrl ?? "";
     message.imageUrl = object.imageUrl ?? "";
+    message.actions = object.actions?.map((e) => NotificationAction.fromPartial(e)) || [];
+    message.answerUrl = object.answerUrl ?? "";
+    return message;
+  },
+};
+
+function createBaseNotificationAction(): NotificationAction {
+  return { action: "", title: "" };
+}
+
+export const NotificationAction: MessageFns<NotificationAction> = {
+  encode(message: NotificationAction, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.action !== "") {
+      writer.uint32(10).string(message.action);
+    }
+    if (message.title !== "") {
+      writer.uint32(18).string(message.title);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NotificationAction {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNotificationAction();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): NotificationAction {
+    return {
+      action: isSet(object.action) ? globalThis.String(object.action) : "",
+      title: isSet(object.title) ? globalThis.String(object.title) : "",
+    };
+  },
+
+  toJSON(message: NotificationAction): unknown {
+    const obj: any = {};
+    if (message.action !== "") {
+      obj.action = message.action;
+    }
+    if (message.title !== "") {
+      obj.title = message.title;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<NotificationAction>, I>>(base?: I): NotificationAction {
+    return NotificationAction.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NotificationAction>, I>>(object: I): NotificationAction {
+    const message = createBaseNotificationAction();
+    message.action = object.action ?? "";
+    message.title = object.title ?? "";
+    return message;
+  },
+};
+
+function createBaseQueueQuestionRequest(): QueueQuestionRequest {
+  return { workspaceId: "", siteId: "", content: undefined, targeting: undefined };
+}
+
+export const QueueQuestionRequest: MessageFns<QueueQuestionRequest> = {
+  encode(message: QueueQuestionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.siteId !== "") {
+      writer.uint32(18).string(message.siteId);
+    }
+    if (message.content !== undefined) {
+      NotificationContent.encode(message.content, writer.uint32(26).fork()).join();
+    }
+    if (message.targeting !== undefined) {
+      Targeting.encode(message.targeting, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueueQuestionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueueQuestionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.siteId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.content = NotificationContent.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.targeting = Targeting.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QueueQuestionRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      siteId: isSet(object.siteId)
+        ? globalThis.String(object.siteId)
+        : isSet(object.site_id)
+        ? globalThis.String(object.site_id)
+        : "",
+      content: isSet(object.content) ? NotificationContent.fromJSON(object.content) : undefined,
+      targeting: isSet(object.targeting) ? Targeting.fromJSON(object.targeting) : undefined,
+    };
+  },
+
+  toJSON(message: QueueQuestionRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.siteId !== "") {
+      obj.siteId = message.siteId;
+    }
+    if (message.content !== undefined) {
+      obj.content = NotificationContent.toJSON(message.content);
+    }
+    if (message.targeting !== undefined) {
+      obj.targeting = Targeting.toJSON(message.targeting);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<QueueQuestionRequest>, I>>(base?: I): QueueQuestionRequest {
+    return QueueQuestionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<QueueQuestionRequest>, I>>(object: I): QueueQuestionRequest {
+    const message = createBaseQueueQuestionRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.siteId = object.siteId ?? "";
+    message.content = (object.content !== undefined && object.content !== null)
+      ? NotificationContent.fromPartial(object.content)
+      : undefined;
+    message.targeting = (object.targeting !== undefined && object.targeting !== null)
+      ? Targeting.fromPartial(object.targeting)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseQueueQuestionResponse(): QueueQuestionResponse {
+  return { notificationId: "", targeted: "0" };
+}
+
+export const QueueQuestionResponse: MessageFns<QueueQuestionResponse> = {
+  encode(message: QueueQuestionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.notificationId !== "") {
+      writer.uint32(10).string(message.notificationId);
+    }
+    if (message.targeted !== "0") {
+      writer.uint32(16).int64(message.targeted);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QueueQuestionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQueueQuestionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.notificationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.targeted = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QueueQuestionResponse {
+    return {
+      notificationId: isSet(object.notificationId)
+        ? globalThis.String(object.notificationId)
+        : isSet(object.notification_id)
+        ? globalThis.String(object.notification_id)
+        : "",
+      targeted: isSet(object.targeted) ? globalThis.String(object.targeted) : "0",
+    };
+  },
+
+  toJSON(message: QueueQuestionResponse): unknown {
+    const obj: any = {};
+    if (message.notificationId !== "") {
+      obj.notificationId = message.notificationId;
+    }
+    if (message.targeted !== "0") {
+      obj.targeted = message.targeted;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<QueueQuestionResponse>, I>>(base?: I): QueueQuestionResponse {
+    return QueueQuestionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<QueueQuestionResponse>, I>>(object: I): QueueQuestionResponse {
+    const message = createBaseQueueQuestionResponse();
+    message.notificationId = object.notificationId ?? "";
+    message.targeted = object.targeted ?? "0";
     return message;
   },
 };
@@ -1023,11 +1387,32 @@ export const CampaignServiceService = {
       Buffer.from(GetNotificationResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetNotificationResponse => GetNotificationResponse.decode(value),
   },
+  /**
+   * Internal (the gateway, for /ask and /decisions): pushes a question to the matching browser
+   * subscribers, with answer buttons. Not counted against the monthly allowance; no subscribers is
+   * not an error (targeted 0, nothing queued).
+   */
+  queueQuestion: {
+    path: "/herald.campaign.v1.CampaignService/QueueQuestion" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: QueueQuestionRequest): Buffer => Buffer.from(QueueQuestionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): QueueQuestionRequest => QueueQuestionRequest.decode(value),
+    responseSerialize: (value: QueueQuestionResponse): Buffer =>
+      Buffer.from(QueueQuestionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): QueueQuestionResponse => QueueQuestionResponse.decode(value),
+  },
 } as const;
 
 export interface CampaignServiceServer extends UntypedServiceImplementation {
   send: handleUnaryCall<SendRequest, SendResponse>;
   getNotification: handleUnaryCall<GetNotificationRequest, GetNotificationResponse>;
+  /**
+   * Internal (the gateway, for /ask and /decisions): pushes a question to the matching browser
+   * subscribers, with answer buttons. Not counted against the monthly allowance; no subscribers is
+   * not an error (targeted 0, nothing queued).
+   */
+  queueQuestion: handleUnaryCall<QueueQuestionRequest, QueueQuestionResponse>;
 }
 
 export interface CampaignServiceClient extends Client {
@@ -1057,6 +1442,26 @@ export interface CampaignServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetNotificationResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Internal (the gateway, for /ask and /decisions): pushes a question to the matching browser
+   * subscribers, with answer buttons. Not counted against the monthly allowance; no subscribers is
+   * not an error (targeted 0, nothing queued).
+   */
+  queueQuestion(
+    request: QueueQuestionRequest,
+    callback: (error: ServiceError | null, response: QueueQuestionResponse) => void,
+  ): ClientUnaryCall;
+  queueQuestion(
+    request: QueueQuestionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: QueueQuestionResponse) => void,
+  ): ClientUnaryCall;
+  queueQuestion(
+    request: QueueQuestionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: QueueQuestionResponse) => void,
   ): ClientUnaryCall;
 }
 

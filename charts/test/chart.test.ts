@@ -1,0 +1,590 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { access, constants, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { Env } from '@herald/config';
+import { parse, parseAllDocuments } from 'yaml';
+
+// The Helm chart, checked with the real tools: helm lint and template (values.schema.json
+// included), kubeconform against the Kubernetes JSON schemas, then facts of the rendered objects.
+// deploy/tools.sh builds the tools (npm test runs it).
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const chart = join(root, 'charts/herald');
+const productionValues = join(chart, 'ci/production-values.yaml');
+
+const PORTS: Record<string, number> = { gateway: 8080, account: 50051, audience: 50052, campaign: 50053, delivery: 50054, policy: 50055, decision: 50056 };
+const COMPONENTS = Object.keys(PORTS);
+const SERVICES = COMPONENTS.filter((name) => name !== 'gateway');
+
+interface Metadata {
+  name: string;
+  labels: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: Metadata;
+}
+interface Probe {
+  grpc?: { port: number };
+  tcpSocket?: { port: number | string };
+  periodSeconds: number;
+}
+interface Container {
+  name: string;
+  image: string;
+  args: string[];
+  ports: { name: string; containerPort: number }[];
+  envFrom: { configMapRef: { name: string } }[];
+  env?: { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }[];
+  startupProbe: Probe;
+  readinessProbe: Probe;
+  livenessProbe: Probe;
+  lifecycle?: { preStop: { sleep: { seconds: number } } };
+  resources: { requests: Record<string, string>; limits: Record<string, string> };
+  securityContext: {
+    runAsNonRoot: boolean;
+    allowPrivilegeEscalation: boolean;
+    readOnlyRootFilesystem: boolean;
+    privileged: boolean;
+    capabilities: { drop: string[]; add?: string[] };
+  };
+}
+interface Deployment extends K8sObject {
+  spec: {
+    replicas?: number;
+    template: {
+      metadata: Metadata;
+      spec: {
+        automountServiceAccountToken: boolean;
+        securityContext: { runAsNonRoot: boolean; runAsUser: number; seccompProfile: { type: string } };
+        containers: Container[];
+        imagePullSecrets?: { name: string }[];
+      };
+    };
+  };
+}
+interface ConfigMap extends K8sObject {
+  data: Record<string, string>;
+}
+interface Service extends K8sObject {
+  spec: { type: string; ports: { name: string; port: number; targetPort: string }[] };
+}
+interface Autoscaler extends K8sObject {
+  spec: { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number };
+}
+type Peer = Record<string, unknown>;
+interface Rule {
+  ports: { port: number; protocol: string }[];
+  from?: Peer[];
+  to?: Peer[];
+}
+interface NetworkPolicy extends K8sObject {
+  spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: Rule[]; egress: Rule[] };
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+let helm: string;
+let kubeconform: string;
+let schemaDir: string;
+let helmHome: string;
+
+function run(command: string, args: string[], input?: string): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    // Helm keeps caches and repository lists under these; each run of this file gets its own.
+    const env = { ...process.env, HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') };
+    const child = spawn(command, args, { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+async function executable(path: string): Promise<boolean> {
+  return access(path, constants.X_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+before(async () => {
+  helmHome = await mkdtemp(join(tmpdir(), 'herald-helm-'));
+  // deploy/tools.sh knows where it puts things; ask it rather than repeat the paths here.
+  const paths = await run('bash', ['deploy/tools.sh', 'env']);
+  const exported = new Map([...paths.stdout.matchAll(/^export (\w+)=(.*)$/gm)].map((match) => [match[1], match[2] ?? '']));
+  const bin = exported.get('HERALD_TOOLS_BIN') ?? '';
+  helm = join(bin, 'helm');
+  kubeconform = join(bin, 'kubeconform');
+  schemaDir = exported.get('KUBERNETES_SCHEMA_DIR') ?? '';
+  const schemas = schemaDir === '' ? [] : await readdir(schemaDir).catch(() => []);
+  if (!(await executable(helm)) || !(await executable(kubeconform)) || schemas.length === 0) {
+    throw new Error('helm, kubeconform or the Kubernetes JSON schemas are missing under .local: run deploy/tools.sh (npm test runs it)');
+  }
+});
+after(() => rm(helmHome, { recursive: true, force: true }));
+
+/** `helm template herald charts/herald` with the given arguments; fails the test on an error. */
+async function render(...args: string[]): Promise<{ yaml: string; objects: K8sObject[] }> {
+  const result = await run(helm, ['template', 'herald', chart, '--namespace', 'herald', ...args]);
+  assert.equal(result.code, 0, result.stderr);
+  const objects = parseAllDocuments(result.stdout)
+    .map((document) => document.toJS() as K8sObject | null)
+    .filter((object): object is K8sObject => object !== null);
+  return { yaml: result.stdout, objects };
+}
+
+/** Validates stdin against deploy/tools.sh's schemas, named <kind>[-<group>]-<version>.json. */
+const kubeconformArgs = () => ['-strict', '-summary', '-schema-location', join(schemaDir, '{{ .ResourceKind }}{{ .KindSuffix }}.json'), '-'];
+
+async function assertValidKubernetes(yaml: string, count: number): Promise<void> {
+  const result = await run(kubeconform, kubeconformArgs(), yaml);
+  assert.equal(result.code, 0, result.stdout + result.stderr);
+  assert.match(result.stdout, new RegExp(`Summary: ${count} resources found parsing stdin - Valid: ${count}, Invalid: 0, Errors: 0, Skipped: 0`));
+}
+
+function all<T extends K8sObject>(objects: K8sObject[], kind: string): T[] {
+  return objects.filter((object) => object.kind === kind) as T[];
+}
+
+function one<T extends K8sObject>(objects: K8sObject[], kind: string, name: string): T {
+  const found = objects.filter((object) => object.kind === kind && object.metadata.name === name);
+  assert.equal(found.length, 1, `${kind} ${name}`);
+  return found[0] as T;
+}
+
+const container = (objects: K8sObject[], name: string): Container => {
+  const [first, ...others] = one<Deployment>(objects, 'Deployment', `herald-${name}`).spec.template.spec.containers;
+  assert.equal(others.length, 0);
+  assert.ok(first);
+  return first;
+};
+const env = (objects: K8sObject[], name: string): Record<string, string> => one<ConfigMap>(objects, 'ConfigMap', `herald-${name}`).data;
+const selects = (name: string) => ({ 'app.kubernetes.io/name': 'herald', 'app.kubernetes.io/instance': 'herald', 'app.kubernetes.io/component': name });
+const fromComponent = (name: string): Peer => ({ podSelector: { matchLabels: selects(name) } });
+const tcp = (...ports: number[]) => ports.map((port) => ({ port, protocol: 'TCP' }));
+
+test('kubeconform refuses what Kubernetes would: the validation is real', async () => {
+  const probeTypo = [
+    'apiVersion: apps/v1',
+    'kind: Deployment',
+    'metadata: { name: typo }',
+    'spec:',
+    '  selector: { matchLabels: { app: typo } }',
+    '  template:',
+    '    metadata: { labels: { app: typo } }',
+    '    spec:',
+    '      containers:',
+    '        - { name: typo, image: "herald:1", readinessProbe: { grpc: { port: 50051 }, periodSecond: 5 } }',
+    '',
+  ].join('\n');
+  const result = await run(kubeconform, kubeconformArgs(), probeTypo);
+  assert.equal(result.code, 1);
+  assert.match(result.stdout, /additional properties 'periodSecond' not allowed/);
+  assert.match(result.stdout, /Valid: 0, Invalid: 1, Errors: 0/);
+});
+
+test('helm lint --strict accepts the chart with its defaults and with ci/production-values.yaml', async () => {
+  for (const args of [[], ['--values', productionValues]]) {
+    const result = await run(helm, ['lint', '--strict', chart, ...args]);
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+  }
+});
+
+describe('the default values', () => {
+  let objects: K8sObject[];
+  before(async () => {
+    const rendered = await render();
+    objects = rendered.objects;
+    // A ServiceAccount; per component a ConfigMap, Deployment, Service, PDB and NetworkPolicy; two HPAs.
+    await assertValidKubernetes(rendered.yaml, 1 + 5 * COMPONENTS.length + 2);
+  });
+
+  test('render exactly the expected objects', () => {
+    const names = (kind: string) => all(objects, kind).map((object) => object.metadata.name).sort();
+    const each = COMPONENTS.map((name) => `herald-${name}`).sort();
+    assert.deepEqual(names('Deployment'), each);
+    assert.deepEqual(names('Service'), each);
+    assert.deepEqual(names('ConfigMap'), each);
+    assert.deepEqual(names('PodDisruptionBudget'), each);
+    assert.deepEqual(names('NetworkPolicy'), each);
+    assert.deepEqual(names('HorizontalPodAutoscaler'), ['herald-delivery', 'herald-gateway']);
+    assert.deepEqual(names('ServiceAccount'), ['herald']);
+    assert.deepEqual(names('Secret'), [], 'credentials come from an existing Secret, never from the chart');
+  });
+
+  test('every pod runs non-root with a read-only root filesystem, no capabilities and seccomp RuntimeDefault', () => {
+    for (const name of COMPONENTS) {
+      const pod = one<Deployment>(objects, 'Deployment', `herald-${name}`).spec.template.spec;
+      assert.deepEqual(
+        { runAsNonRoot: pod.securityContext.runAsNonRoot, runAsUser: pod.securityContext.runAsUser, seccomp: pod.securityContext.seccompProfile.type },
+        { runAsNonRoot: true, runAsUser: 1000, seccomp: 'RuntimeDefault' },
+        name,
+      );
+      assert.equal(pod.automountServiceAccountToken, false, name);
+      const { securityContext, resources } = container(objects, name);
+      assert.deepEqual(
+        securityContext,
+        { runAsNonRoot: true, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, capabilities: { drop: ['ALL'] } },
+        name,
+      );
+      assert.deepEqual(Object.keys(resources.requests).sort(), ['cpu', 'memory'], name);
+      assert.deepEqual(Object.keys(resources.limits).sort(), ['cpu', 'memory'], name);
+    }
+  });
+
+  test('each component runs its own script from the one image, on its port', () => {
+    for (const name of COMPONENTS) {
+      const main = container(objects, name);
+      assert.equal(main.image, 'ghcr.io/herald-dev/herald:0.1.0');
+      assert.deepEqual(main.args, [name === 'gateway' ? 'gateway/dist/src/main.js' : `services/${name}/dist/src/main.js`]);
+      assert.deepEqual(main.ports, [{ name: name === 'gateway' ? 'http' : 'grpc', containerPort: PORTS[name], protocol: 'TCP' }]);
+      const service = one<Service>(objects, 'Service', `herald-${name}`);
+      assert.deepEqual(
+        service.spec.ports.map(({ name: portName, port, targetPort }) => ({ portName, port, targetPort })),
+        [{ portName: name === 'gateway' ? 'http' : 'grpc', port: PORTS[name], targetPort: name === 'gateway' ? 'http' : 'grpc' }],
+      );
+    }
+  });
+
+  test('the gateway pauses before draining, so load balancers stop sending to it first; services drain at once', () => {
+    assert.deepEqual(container(objects, 'gateway').lifecycle, { preStop: { sleep: { seconds: 5 } } });
+    for (const name of SERVICES) assert.equal(container(objects, name).lifecycle, undefined, name);
+  });
+
+  test('services are probed with the gRPC health protocol on their port; the gateway, which has no health route, over TCP', () => {
+    for (const name of SERVICES) {
+      const { startupProbe, readinessProbe, livenessProbe } = container(objects, name);
+      for (const probe of [startupProbe, readinessProbe, livenessProbe]) assert.deepEqual(probe.grpc, { port: PORTS[name] }, name);
+    }
+    const gateway = container(objects, 'gateway');
+    for (const probe of [gateway.startupProbe, gateway.readinessProbe, gateway.livenessProbe]) {
+      assert.deepEqual(probe.tcpSocket, { port: 'http' });
+      assert.equal(probe.grpc, undefined);
+    }
+  });
+
+  test('credentials come from the existing Secret, each only to the components that need it', () => {
+    const secretsOf = (name: string) => (container(objects, name).env ?? []).map(({ name: variable, valueFrom }) => ({ variable, ...valueFrom.secretKeyRef }));
+    const from = (variable: string) => ({ variable, name: 'herald', key: variable });
+    assert.deepEqual(secretsOf('gateway'), [from('REDIS_URL')]);
+    for (const name of ['account', 'audience', 'campaign', 'delivery', 'policy']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
+    assert.deepEqual(secretsOf('decision'), [from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET')]);
+    for (const name of COMPONENTS) {
+      assert.deepEqual(container(objects, name).envFrom, [{ configMapRef: { name: `herald-${name}` } }]);
+      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
+    }
+  });
+
+  test("the ConfigMaps hold README.md's configuration with its defaults", () => {
+    const common = (name: string) => ({ HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '10000' });
+    const grpc = (name: string) => ({ ...common(name), GRPC_HOST: '0.0.0.0', GRPC_PORT: String(PORTS[name]), DATABASE_POOL_SIZE: '10' });
+    const kafka = { KAFKA_BROKERS: 'kafka:9092', KAFKA_CLIENT_ID: 'herald', KAFKA_TOPIC_PREFIX: '', KAFKA_SESSION_TIMEOUT_MS: '30000' };
+    assert.deepEqual(env(objects, 'gateway'), {
+      ...common('gateway'),
+      HOST: '0.0.0.0',
+      PORT: '8080',
+      PUBLIC_ORIGIN: 'http://localhost:8080',
+      UPGRADE_URL: 'https://herald.dev/pricing',
+      ACCOUNT_GRPC_URL: 'herald-account:50051',
+      AUDIENCE_GRPC_URL: 'herald-audience:50052',
+      CAMPAIGN_GRPC_URL: 'herald-campaign:50053',
+      DELIVERY_GRPC_URL: 'herald-delivery:50054',
+      POLICY_GRPC_URL: 'herald-policy:50055',
+      DECISION_GRPC_URL: 'herald-decision:50056',
+      GRPC_DEADLINE_MS: '5000',
+      KEY_CACHE_TTL_MS: '5000',
+      // The HPA's maximum: while Redis is unreachable the whole fleet stays within a plan's limit.
+      RATE_LIMIT_FALLBACK_REPLICAS: '10',
+      RATE_LIMIT_WINDOW_MS: '60000',
+      BODY_LIMIT_BYTES: '1048576',
+      REQUEST_TIMEOUT_MS: '70000',
+      ALLOW_LOCALHOST_SITES: 'false',
+      ALLOW_ANY_PUSH_SERVICE: 'false',
+      IP_RATE_LIMIT_PER_MINUTE: '100',
+    });
+    assert.deepEqual(env(objects, 'account'), {
+      ...grpc('account'),
+      ...kafka,
+      PUBLIC_ORIGIN: 'http://localhost:8080',
+      VAPID_SUBJECT: 'mailto:push-operator@herald.dev',
+      ENROLLMENT_TTL_SECONDS: '900',
+    });
+    assert.deepEqual(env(objects, 'audience'), { ...grpc('audience'), ...kafka });
+    assert.deepEqual(env(objects, 'campaign'), {
+      ...grpc('campaign'),
+      ...kafka,
+      AUDIENCE_GRPC_URL: 'herald-audience:50052',
+      FANOUT_BATCH_SIZE: '500',
+      PUSH_TTL_SECONDS: '86400',
+    });
+    assert.deepEqual(env(objects, 'delivery'), {
+      ...grpc('delivery'),
+      ...kafka,
+      ACCOUNT_GRPC_URL: 'herald-account:50051',
+      PUSH_STREAMS_PER_ORIGIN: '100',
+      PUSH_TIMEOUT_MS: '10000',
+      DELIVERY_JOB_CONCURRENCY: '4',
+      PUSH_MAX_ATTEMPTS: '5',
+      PUSH_RETRY_BASE_MS: '1000',
+      PUSH_RETRY_CAP_MS: '600000',
+      RETRY_POLL_MS: '250',
+    });
+    assert.deepEqual(env(objects, 'policy'), { ...grpc('policy'), POLICY_CACHE_SIZE: '10000' });
+    assert.deepEqual(env(objects, 'decision'), {
+      ...grpc('decision'),
+      ACCOUNT_GRPC_URL: 'herald-account:50051',
+      ASK_LIFETIME_SECONDS: '600',
+      EXPIRY_SWEEP_MS: '1000',
+      WEBHOOK_TIMEOUT_MS: '10000',
+      WEBHOOK_MAX_ATTEMPTS: '8',
+      WEBHOOK_RETRY_BASE_MS: '600000',
+      WEBHOOK_RETRY_CAP_MS: '28800000',
+      WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'false',
+    });
+  });
+
+  test("each component's own config parser accepts its rendered environment, which differs from the code's defaults only where it must", async () => {
+    // What a pod gets from the Secret, and what the code requires without a default.
+    const secrets: Record<string, string> = { DATABASE_URL: 'postgres://herald@db/herald', REDIS_URL: 'redis://redis:6379', ANSWER_TOKEN_SECRET: 'answer-secret' };
+    const required: Record<string, string> = { ...secrets, KAFKA_BROKERS: 'kafka:9092' };
+    const differences: Record<string, Record<string, unknown>> = {
+      gateway: {
+        host: '0.0.0.0',
+        ...Object.fromEntries(SERVICES.map((name) => [`${name}GrpcUrl`, `herald-${name}:${PORTS[name]}`])),
+        rateLimitFallbackReplicas: 10,
+        allowLocalhostSites: false,
+      },
+      campaign: { audienceGrpcUrl: 'herald-audience:50052' },
+      delivery: { accountGrpcUrl: 'herald-account:50051' },
+      decision: { accountGrpcUrl: 'herald-account:50051' },
+    };
+    for (const name of COMPONENTS) {
+      const script = name === 'gateway' ? 'gateway/dist/src/config.js' : `services/${name}/dist/src/config.js`;
+      const { readConfig } = (await import(join(root, script))) as { readConfig: (env: Env) => Record<string, unknown> };
+      const parse = (source: Record<string, string>) => {
+        const parsed = new Env(source);
+        const config = readConfig(parsed);
+        parsed.done();
+        return config;
+      };
+      const fromSecret = Object.fromEntries((container(objects, name).env ?? []).map(({ name: variable }) => [variable, secrets[variable] ?? '']));
+      const rendered = parse({ ...env(objects, name), ...fromSecret });
+      const grpc = name === 'gateway' ? {} : { grpcHost: '0.0.0.0' };
+      assert.deepEqual(rendered, { ...parse(required), ...grpc, ...differences[name] }, name);
+    }
+  });
+
+  test('autoscalers scale the gateway and the delivery fleet; their Deployments leave replicas to them', () => {
+    for (const [name, max] of [
+      ['gateway', 10],
+      ['delivery', 24],
+    ] as const) {
+      const hpa = one<Autoscaler>(objects, 'HorizontalPodAutoscaler', `herald-${name}`);
+      assert.deepEqual(hpa.spec.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: `herald-${name}` });
+      assert.deepEqual([hpa.spec.minReplicas, hpa.spec.maxReplicas], [2, max]);
+      assert.equal(one<Deployment>(objects, 'Deployment', `herald-${name}`).spec.replicas, undefined);
+    }
+    for (const name of ['account', 'audience', 'campaign', 'policy', 'decision']) {
+      assert.equal(one<Deployment>(objects, 'Deployment', `herald-${name}`).spec.replicas, 2, name);
+    }
+  });
+
+  test('NetworkPolicies: only the gateway reaches the services, which reach each other only as the architecture says', () => {
+    const policy = (name: string) => one<NetworkPolicy>(objects, 'NetworkPolicy', `herald-${name}`).spec;
+    const dns = {
+      to: [{ namespaceSelector: {}, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+      ports: [
+        { port: 53, protocol: 'UDP' },
+        { port: 53, protocol: 'TCP' },
+      ],
+    };
+    const postgres = { ports: tcp(5432) };
+    const kafka = { ports: tcp(9092) };
+    // Browser push services and webhook receivers: public addresses only.
+    const internet = {
+      ports: tcp(443),
+      to: [
+        { ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '100.64.0.0/10', '127.0.0.0/8', '169.254.0.0/16', '172.16.0.0/12', '192.168.0.0/16'] } },
+        { ipBlock: { cidr: '::/0', except: ['::1/128', 'fc00::/7', 'fe80::/10'] } },
+      ],
+    };
+    const call = (name: string) => ({ to: [fromComponent(name)], ports: tcp(PORTS[name] ?? 0) });
+    const calledBy = (port: number, ...callers: string[]) => callers.map((caller) => ({ from: [fromComponent(caller)], ports: tcp(port) }));
+
+    for (const name of COMPONENTS) {
+      assert.deepEqual(policy(name).podSelector.matchLabels, selects(name));
+      assert.deepEqual(policy(name).policyTypes, ['Ingress', 'Egress']);
+    }
+    assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }]);
+    assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }]);
+    assert.deepEqual(policy('account').ingress, calledBy(50051, 'decision', 'delivery', 'gateway'));
+    assert.deepEqual(policy('account').egress, [dns, postgres, kafka]);
+    assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
+    assert.deepEqual(policy('audience').egress, [dns, postgres, kafka]);
+    assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'gateway'));
+    assert.deepEqual(policy('campaign').egress, [dns, call('audience'), postgres, kafka]);
+    assert.deepEqual(policy('delivery').ingress, calledBy(50054, 'gateway'));
+    assert.deepEqual(policy('delivery').egress, [dns, call('account'), postgres, kafka, internet]);
+    assert.deepEqual(policy('policy').ingress, calledBy(50055, 'gateway'));
+    assert.deepEqual(policy('policy').egress, [dns, postgres]);
+    assert.deepEqual(policy('decision').ingress, calledBy(50056, 'gateway'));
+    assert.deepEqual(policy('decision').egress, [dns, call('account'), postgres, internet]);
+  });
+});
+
+describe('ci/production-values.yaml', () => {
+  let objects: K8sObject[];
+  before(async () => {
+    const rendered = await render('--values', productionValues);
+    objects = rendered.objects;
+    await assertValidKubernetes(rendered.yaml, 1 + 5 * COMPONENTS.length + 2);
+  });
+
+  test('the image, pull secret and Secret name apply to every component', () => {
+    for (const name of COMPONENTS) {
+      const deployment = one<Deployment>(objects, 'Deployment', `herald-${name}`);
+      assert.equal(container(objects, name).image, 'registry.example.com/herald:1.4.2');
+      assert.deepEqual(deployment.spec.template.spec.imagePullSecrets, [{ name: 'registry-credentials' }]);
+      for (const variable of container(objects, name).env ?? []) assert.equal(variable.valueFrom.secretKeyRef.name, 'herald-production');
+      assert.equal(deployment.spec.template.metadata.annotations?.['example.com/team'], 'messaging');
+    }
+  });
+
+  test('overriding one variable keeps the others: env merges default, component and override', () => {
+    const delivery = env(objects, 'delivery');
+    assert.equal(delivery.DELIVERY_JOB_CONCURRENCY, '8');
+    assert.equal(delivery.PUSH_MAX_ATTEMPTS, '5');
+    assert.equal(delivery.LOG_LEVEL, 'info');
+    assert.equal(delivery.SHUTDOWN_GRACE_MS, '10000');
+    assert.equal(delivery.KAFKA_BROKERS, 'kafka-0.kafka.data.svc:9092,kafka-1.kafka.data.svc:9092,kafka-2.kafka.data.svc:9092');
+    assert.equal(delivery.OTEL_EXPORTER_OTLP_ENDPOINT, 'http://otel-collector.observability.svc:4318');
+    assert.equal(env(objects, 'policy').LOG_LEVEL, 'warn');
+    assert.equal(env(objects, 'policy').POLICY_CACHE_SIZE, '50000');
+    assert.equal(env(objects, 'policy').DATABASE_POOL_SIZE, '20');
+    const gateway = env(objects, 'gateway');
+    assert.deepEqual(
+      [gateway.PUBLIC_ORIGIN, gateway.UPGRADE_URL, gateway.RATE_LIMIT_FALLBACK_REPLICAS, gateway.ALLOW_LOCALHOST_SITES],
+      ['https://push.example.com', 'https://push.example.com/billing', '20', 'false'],
+    );
+    assert.equal(env(objects, 'account').PUBLIC_ORIGIN, 'https://push.example.com');
+  });
+
+  test('replicas, autoscaler bounds and resources follow the overrides', () => {
+    for (const name of ['account', 'audience', 'campaign', 'policy', 'decision']) {
+      assert.equal(one<Deployment>(objects, 'Deployment', `herald-${name}`).spec.replicas, 3, name);
+    }
+    const bounds = (name: string) => {
+      const { minReplicas, maxReplicas } = one<Autoscaler>(objects, 'HorizontalPodAutoscaler', `herald-${name}`).spec;
+      return [minReplicas, maxReplicas];
+    };
+    assert.deepEqual(bounds('gateway'), [3, 20]);
+    assert.deepEqual(bounds('delivery'), [4, 24]);
+    assert.deepEqual(container(objects, 'delivery').resources, { requests: { cpu: '1', memory: '512Mi' }, limits: { cpu: '2', memory: '1Gi' } });
+  });
+
+  test('NetworkPolicies send infrastructure traffic only to the given peers', () => {
+    const policy = (name: string) => one<NetworkPolicy>(objects, 'NetworkPolicy', `herald-${name}`).spec;
+    const namespace = (name: string) => [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } } }];
+    assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080), from: namespace('ingress-nginx') }]);
+    const collector = { ports: tcp(4317, 4318), to: namespace('observability') };
+    assert.deepEqual(policy('gateway').egress.slice(-2), [{ ports: tcp(6379), to: namespace('redis') }, collector]);
+    assert.deepEqual(policy('account').egress.slice(-3), [
+      { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.20.0.0/24' } }] },
+      { ports: tcp(9092), to: namespace('data') },
+      collector,
+    ]);
+  });
+});
+
+test('a false or 0 in a component overrides the default; a null variable is unset', async () => {
+  const { yaml, objects } = await render(
+    '--set',
+    'components.delivery.autoscaling.enabled=false',
+    '--set',
+    'components.policy.podDisruptionBudget.enabled=false',
+    '--set',
+    'default.replicas=0',
+    '--set',
+    'components.policy.env.LOG_LEVEL=null',
+    '--set',
+    'components.gateway.env.UPGRADE_URL=null',
+  );
+  await assertValidKubernetes(yaml, 1 + 5 * COMPONENTS.length + 2 - 2);
+  assert.deepEqual(
+    all(objects, 'HorizontalPodAutoscaler').map((object) => object.metadata.name),
+    ['herald-gateway'],
+  );
+  assert.equal(one<Deployment>(objects, 'Deployment', 'herald-delivery').spec.replicas, 0);
+  assert.equal(all(objects, 'PodDisruptionBudget').filter((object) => object.metadata.name === 'herald-policy').length, 0);
+  assert.equal(env(objects, 'policy').LOG_LEVEL, undefined);
+  assert.equal(env(objects, 'policy').POLICY_CACHE_SIZE, '10000');
+  assert.equal(env(objects, 'gateway').UPGRADE_URL, undefined);
+  assert.equal(env(objects, 'gateway').LOG_LEVEL, 'info');
+});
+
+describe('values.schema.json refuses bad values', () => {
+  let badValues: string;
+  before(async () => {
+    badValues = join(helmHome, 'bad-values.yaml');
+    await writeFile(badValues, 'components:\n  gateway:\n    replicas: two\n  delivery:\n    env:\n      PUSH_MAX_ATTEMPTS: 5\n');
+  });
+
+  test('helm lint and helm template name each wrong field', async () => {
+    for (const command of [['lint', '--strict', chart], ['template', 'herald', chart]]) {
+      const result = await run(helm, [...command, '--values', badValues]);
+      assert.equal(result.code, 1, result.stdout);
+      const output = result.stdout + result.stderr;
+      assert.match(output, /values don't meet the specifications of the schema/);
+      assert.ok(output.includes("- at '/components/gateway/replicas': got string, want integer"), output);
+      assert.ok(output.includes("- at '/components/delivery/env/PUSH_MAX_ATTEMPTS': got number, want null or string"), output);
+    }
+  });
+
+  test('unknown settings and components without a port are refused', async () => {
+    for (const [setting, problem] of [
+      ['components.gateway.replica=3', "- at '/components/gateway': additional properties 'replica' not allowed"],
+      ['components.flow.replicas=1', "- at '/components/flow': missing property 'port'"],
+      ['components.delivery.uses={postgres,mysql}', "- at '/components/delivery/uses/1': value must be one of 'postgres', 'redis', 'kafka', 'internet'"],
+      ['existingSecret=', "- at '/existingSecret': minLength: got 0, want 1"],
+    ] as const) {
+      const result = await run(helm, ['template', 'herald', chart, '--set', setting]);
+      assert.equal(result.code, 1, setting);
+      assert.match(result.stderr, /values don't meet the specifications of the schema/);
+      assert.ok(result.stderr.includes(problem), result.stderr);
+    }
+  });
+});
+
+test('deploy/otel-collector.yaml takes OTLP in, batches, and exports to debug and OTLP; every name it uses is defined', async () => {
+  type Section = Record<string, unknown>;
+  const config = parse(await readFile(join(root, 'deploy/otel-collector.yaml'), 'utf8')) as {
+    receivers: Section;
+    processors: Section;
+    exporters: Section;
+    extensions: Section;
+    service: { extensions: string[]; pipelines: Record<string, { receivers: string[]; processors: string[]; exporters: string[] }> };
+  };
+  assert.deepEqual(Object.keys(config.service.pipelines), ['traces']);
+  const traces = config.service.pipelines.traces;
+  assert.deepEqual(traces, { receivers: ['otlp'], processors: ['memory_limiter', 'batch'], exporters: ['debug', 'otlp'] });
+  assert.deepEqual(config.receivers.otlp, { protocols: { grpc: { endpoint: '0.0.0.0:4317' }, http: { endpoint: '0.0.0.0:4318' } } });
+  for (const name of traces?.processors ?? []) assert.ok(name in config.processors, name);
+  for (const name of traces?.exporters ?? []) assert.ok(name in config.exporters, name);
+  for (const name of config.service.extensions) assert.ok(name in config.extensions, name);
+});

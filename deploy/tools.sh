@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The tools the tests need, built or fetched into .local (git-ignored), nothing outside it:
+#   helm, kubeconform   `go install` from the Go module proxy into .local/bin
+#   Kubernetes schemas  the JSON schemas inside the kubernetes-validate wheel (PyPI), for kubeconform
+#   schemathesis        the OpenAPI fuzzer (PyPI), in a venv at .local/venv, for the gateway's schemathesis test
+# Idempotent: what is already there at its pinned version is skipped. Prints what it does.
+#
+#   deploy/tools.sh          ensure everything
+#   deploy/tools.sh env      print export lines: eval "$(deploy/tools.sh env)"
+# shellcheck source-path=SCRIPTDIR
+set -euo pipefail
+
+LOG_TAG=tools
+# shellcheck source=lib/common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/common.sh"
+
+HELM_MODULE=helm.sh/helm/v3/cmd/helm@v3.22.0
+KUBECONFORM_MODULE=github.com/yannh/kubeconform/cmd/kubeconform@v0.7.0
+# helm v3.22 needs this Go; an older `go` is complemented from the module proxy (golang.org/toolchain).
+GO_MIN=1.26.0
+KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
+SCHEMATHESIS=schemathesis==4.32.5
+
+BIN_DIR="$LOCAL_DIR/bin"
+GO_DIR="$LOCAL_DIR/go"
+SCHEMA_ROOT="$LOCAL_DIR/kubernetes-schemas"
+SCHEMA_GLOB="$SCHEMA_ROOT/v*-local-strict"
+
+GO=go
+
+go_env() {
+  env GOPATH="$GO_DIR" GOCACHE="$GO_DIR/cache" GOBIN="$BIN_DIR" CGO_ENABLED=0 \
+    GOFLAGS="${GOFLAGS:-} -modcacherw" GOTOOLCHAIN=local "$@"
+}
+
+# A Go at least GO_MIN: the machine's, else Debian's golang-go (bookworm ships 1.19), plus when
+# that is older the toolchain module that `go` itself would switch to, from the module proxy.
+ensure_go() {
+  command -v go >/dev/null || ensure_packages golang-go
+  local have
+  have=$(go env GOVERSION)
+  have=${have#go}
+  if [[ $(printf '%s\n%s\n' "$GO_MIN" "$have" | sort -V | head -n1) == "$GO_MIN" ]]; then
+    return 0
+  fi
+  local toolchain dir
+  toolchain="golang.org/toolchain@v0.0.1-go$GO_MIN.$(go env GOOS)-$(go env GOARCH)"
+  log "go $have is older than $GO_MIN; fetching $toolchain"
+  dir=$(go_env go mod download -json "$toolchain" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -n $dir ]] || die "could not download $toolchain"
+  # The module cache drops execute bits; `go` restores them the same way when it switches.
+  chmod -R a+x "$dir/bin" "$dir/pkg/tool"
+  GO="$dir/bin/go"
+}
+
+# go_tool <name> <module@version>: build it unless the stamp says this version is already there.
+go_tool() {
+  local name=$1 module=$2 stamp="$BIN_DIR/.$1.version"
+  if [[ -x $BIN_DIR/$name && -f $stamp && $(cat "$stamp") == "$module" ]]; then
+    log "$name: $module already built"
+    return 0
+  fi
+  ensure_go
+  log "$name: go install $module (a few minutes the first time)"
+  mkdir -p "$BIN_DIR"
+  go_env "$GO" install "$module" || die "go install $module failed"
+  echo "$module" >"$stamp"
+}
+
+schema_dir() {
+  local dirs
+  # shellcheck disable=SC2086 # the glob must expand
+  dirs=$(ls -d $SCHEMA_GLOB 2>/dev/null | sort -V | tail -n1)
+  echo "$dirs"
+}
+
+ensure_schemas() {
+  local stamp="$SCHEMA_ROOT/.version"
+  if [[ -f $stamp && $(cat "$stamp") == "$KUBERNETES_VALIDATE" && -n $(schema_dir) ]]; then
+    log "Kubernetes schemas: $KUBERNETES_VALIDATE already unpacked"
+    return 0
+  fi
+  command -v python3 >/dev/null && python3 -m pip --version >/dev/null 2>&1 || ensure_packages python3-pip
+  log "Kubernetes schemas: pip download $KUBERNETES_VALIDATE"
+  rm -rf "$SCHEMA_ROOT"
+  mkdir -p "$SCHEMA_ROOT/wheel"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: "$KUBERNETES_VALIDATE" -d "$SCHEMA_ROOT/wheel" ||
+    die "pip download $KUBERNETES_VALIDATE failed"
+  # The wheel holds kubernetes_validate/kubernetes-json-schema/v<release>-local[-strict]/: one
+  # <kind>-<group>-<version>.json per object (strict: no unknown fields) referring to a shared
+  # _definitions.json by the URL "/api/_definitions.json", resolved against an https $id. Without
+  # a network kubeconform cannot follow that, so the newest release's strict folder is unpacked
+  # with the $ids dropped and the references made relative to the folder.
+  python3 - "$SCHEMA_ROOT"/wheel/*.whl "$SCHEMA_ROOT" <<'PY' || die "could not unpack the schemas"
+import json, pathlib, re, sys, zipfile
+wheel, root = zipfile.ZipFile(sys.argv[1]), pathlib.Path(sys.argv[2])
+pattern = re.compile(r"kubernetes_validate/kubernetes-json-schema/v(\d+)\.(\d+)\.(\d+)-local-strict/([^/]+\.json)$")
+found = [(tuple(map(int, m.groups()[:3])), m[4], name) for name in wheel.namelist() if (m := pattern.match(name))]
+newest = max(release for release, _, _ in found)
+folder = root / ("v%d.%d.%d-local-strict" % newest)
+folder.mkdir(parents=True)
+for release, file, name in found:
+    if release != newest:
+        continue
+    schema = json.loads(wheel.read(name))
+    schema.pop("$id", None)
+    text = json.dumps(schema).replace('"/api/_definitions.json#', '"_definitions.json#')
+    (folder / file).write_text(text)
+print(f"[tools] unpacked {folder.name}: {sum(1 for r, _, _ in found if r == newest)} schemas", file=sys.stderr)
+PY
+  [[ -n $(schema_dir) ]] || die "no schema folder matching $SCHEMA_GLOB in the wheel"
+  echo "$KUBERNETES_VALIDATE" >"$stamp"
+}
+
+# A venv of its own keeps schemathesis and its dependencies away from the machine's Python.
+ensure_schemathesis() {
+  local venv="$LOCAL_DIR/venv" stamp="$LOCAL_DIR/venv/.schemathesis.version"
+  if [[ -x $venv/bin/schemathesis && -f $stamp && $(cat "$stamp") == "$SCHEMATHESIS" ]]; then
+    log "schemathesis: $SCHEMATHESIS already installed"
+    return 0
+  fi
+  python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null || ensure_packages python3-venv
+  [[ -x $venv/bin/python ]] || python3 -m venv "$venv" || die "python3 -m venv $venv failed"
+  log "schemathesis: pip install $SCHEMATHESIS into $venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$SCHEMATHESIS" || die "pip install $SCHEMATHESIS failed"
+  echo "$SCHEMATHESIS" >"$stamp"
+}
+
+cmd_env() {
+  local dir
+  dir=$(schema_dir)
+  cat <<EOF
+export HERALD_TOOLS_BIN=$BIN_DIR
+export KUBERNETES_SCHEMA_DIR=$dir
+EOF
+}
+
+case "${1:-up}" in
+  up)
+    go_tool helm "$HELM_MODULE"
+    go_tool kubeconform "$KUBECONFORM_MODULE"
+    ensure_schemas
+    ensure_schemathesis
+    log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, schemas in $(schema_dir), $LOCAL_DIR/venv/bin/schemathesis"
+    ;;
+  env) cmd_env ;;
+  *) die "usage: deploy/tools.sh [up|env]" ;;
+esac

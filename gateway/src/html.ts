@@ -1,0 +1,27 @@
+import type { FastifyReply } from 'fastify';
+
+/** Server-rendered pages. */
+
+/** How every page opens: language, charset, a mobile viewport, not indexed (its URL holds a token). */
+export const PAGE_HEAD = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex">
+`;
+
+export const escapeHtml = (text: string): string =>
+  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char);
+
+/** A page whose URL holds a token: nothing caches it, no referrer leaks it, no frame hosts it (CSP). */
+export function sendTokenPage(reply: FastifyReply, status: number, html: string, contentSecurityPolicy: string): FastifyReply {
+  return reply
+    .code(status)
+    .type('text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('referrer-policy', 'no-referrer')
+    .header('content-security-policy', contentSecurityPolicy)
+    .header('x-content-type-options', 'nosniff')
+    .send(html);
+}

@@ -1,0 +1,153 @@
+import { invalidFields } from '@herald/errors';
+import type { Principal } from '@herald/proto/herald/account/v1/account';
+import type { Targeting } from '@herald/proto/herald/audience/v1/audience';
+import type { CreateQuestionRequest, Question, QuestionKind } from '@herald/proto/herald/decision/v1/decision';
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+import { principalOf } from './access.js';
+import type { ServiceClients } from './clients.js';
+import type { Waiters } from './waiters.js';
+
+/** What POST /ask and POST /decisions share: the question's fields, their checks, its push, and waiting for its answer. */
+
+/** What the /ask, /decisions and answer-page routes are built from. */
+export interface QuestionRouteOptions {
+  clients: ServiceClients;
+  waiters: Waiters;
+  publicOrigin: string;
+}
+
+/** The longest a request is held open for an answer (the spec's 55 s). */
+export const MAX_WAIT_SECONDS = 55;
+
+export const QuestionType = Type.Union([Type.Literal('confirm'), Type.Literal('select'), Type.Literal('input')]);
+
+export const QuestionFields = {
+  question: Type.String({ minLength: 1, maxLength: 500, description: 'What the person is asked' }),
+  type: Type.Optional(QuestionType),
+  options: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 2, maxItems: 20, uniqueItems: true, description: 'The choices (select only)' }),
+  ),
+  context: Type.Optional(Type.String({ maxLength: 2_000, description: 'Background shown with the question' })),
+  placeholder: Type.Optional(Type.String({ maxLength: 200, description: 'Hint inside the text field (input)' })),
+  agentName: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Who is asking, shown to the person' })),
+  callbackUrl: Type.Optional(Type.String({ minLength: 1, maxLength: 2_048, description: 'HTTPS URL that receives the answer (a public address)' })),
+  timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_WAIT_SECONDS, default: 30, description: 'How long this call waits' })),
+};
+
+interface QuestionInput {
+  question: string;
+  type?: Static<typeof QuestionType>;
+  options?: string[];
+  context?: string;
+  placeholder?: string;
+  agentName?: string;
+  callbackUrl?: string;
+}
+
+/** A CreateQuestion request with what /ask and /decisions fill alike; each sets the rest. */
+export function newQuestion(principal: Principal, kind: QuestionKind, body: QuestionInput): CreateQuestionRequest {
+  return {
+    workspaceId: principal.workspaceId,
+    kind,
+    keyId: principal.keyId,
+    type: body.type ?? 'confirm',
+    question: body.question,
+    options: body.options ?? [],
+    context: body.context ?? '',
+    placeholder: body.placeholder ?? '',
+    agentName: body.agentName ?? '',
+    mode: principal.approvalMode,
+    callbackUrl: body.callbackUrl ?? '',
+    audience: '',
+    externalId: '',
+    toolName: '',
+    toolTarget: '',
+    parametersJson: '',
+    lifetimeSeconds: 0,
+    idempotencyKey: '',
+    requestHash: '',
+    subscriberIds: [],
+    externalIds: [],
+    tags: [],
+    requireReachable: false,
+  };
+}
+
+/** What the schema cannot say: options exactly for select. (The decision service checks callbackUrl where webhooks may go.) */
+export function checkQuestion({ type = 'confirm', options }: QuestionInput): void {
+  const problem = (text: string) => invalidFields('body', [{ field: 'options', in: 'body', problem: text }]);
+  if (type === 'select' && options === undefined) throw problem('is required for a select question');
+  if (type !== 'select' && options !== undefined) throw problem(`is only allowed for a select question, not ${type}`);
+}
+
+/** The answer page of a question (its token is signed by the decision service). */
+export const answerPageUrl = (publicOrigin: string, question: Question) => `${publicOrigin}/a/${question.answerToken}`;
+
+/**
+ * Pushes a new question to the matching browser subscribers through the campaign service: the
+ * answer page as its URL, Yes/No action buttons for a confirm question (the service worker posts
+ * the action to answerUrl). Terminal approval mode pushes nothing. A push that cannot be queued
+ * leaves the question answerable through its link, so it is logged, not failed.
+ */
+export async function pushQuestion(
+  { clients, publicOrigin }: Pick<QuestionRouteOptions, 'clients' | 'publicOrigin'>,
+  request: FastifyRequest,
+  question: Question,
+  targeting: Targeting,
+): Promise<void> {
+  if (question.mode === 'terminal') return;
+  try {
+    await clients.campaign.queueQuestion({
+      workspaceId: question.workspaceId,
+      siteId: principalOf(request).siteId,
+      content: {
+        title: question.agentName ? `${question.agentName} asks` : 'A question for you',
+        body: question.question,
+        url: answerPageUrl(publicOrigin, question),
+        iconUrl: '',
+        imageUrl: '',
+        actions: question.type === 'confirm' ? [{ action: 'yes', title: 'Yes' }, { action: 'no', title: 'No' }] : [],
+        answerUrl: `${publicOrigin}/api/v1/answer/${question.answerToken}`,
+      },
+      targeting,
+    });
+  } catch (err) {
+    request.log.warn({ err, questionId: question.id }, 'the question could not be pushed; it stays answerable through its link');
+  }
+}
+
+/** A confirm answer may be sent as a boolean; it is stored as yes | no. */
+export const answerText = (answer: string | boolean): string => (typeof answer === 'boolean' ? (answer ? 'yes' : 'no') : answer);
+
+export function questionOf(response: { question?: Question }): Question {
+  if (!response.question) throw new Error('decision service returned no question');
+  return response.question;
+}
+
+/** Aborts when the client goes away before its answer was written, so its waiter is freed at once. */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/**
+ * The question after waiting up to `waitSeconds` (never past its expiry) for it to be resolved;
+ * `timedOut` when the wait ran out with the question still open.
+ */
+export async function holdForAnswer(
+  waiters: Waiters,
+  reply: FastifyReply,
+  question: Question,
+  waitSeconds: number,
+  read: () => Promise<Question>,
+): Promise<{ question: Question; timedOut: boolean }> {
+  if (question.status !== 'pending' || waitSeconds <= 0) return { question, timedOut: false };
+  const timeoutMs = Math.min(waitSeconds, question.expiresInSeconds) * 1_000;
+  const { record, timedOut } = await waiters.wait(question.id, timeoutMs, read, (current) => current.status !== 'pending', clientGone(reply));
+  return { question: record, timedOut: timedOut && record.status === 'pending' };
+}

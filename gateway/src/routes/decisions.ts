@@ -1,0 +1,258 @@
+import { createHash } from 'node:crypto';
+
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { invalidFields } from '@herald/errors';
+import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+
+import { endUserOf, principalOf } from '../access.js';
+import {
+  answerPageUrl,
+  answerText,
+  checkQuestion,
+  holdForAnswer,
+  MAX_WAIT_SECONDS,
+  newQuestion,
+  pushQuestion,
+  QuestionFields,
+  questionOf,
+  type QuestionRouteOptions,
+} from '../questions.js';
+import { countChannels } from '../reachability.js';
+import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, Parameters, withErrors } from '../schemas.js';
+import { ExternalId } from './subscribers.js';
+
+/** /decisions (open, read and wait, answer, cancel) and GET /reachability. */
+
+const Audience = Type.Union([Type.Literal('user'), Type.Literal('owner'), Type.Literal('team')]);
+
+const DecisionBody = Type.Object(
+  {
+    ...QuestionFields,
+    externalId: Type.Optional(ExternalId),
+    audience: Type.Optional(Audience),
+    wait: Type.Optional(Type.Boolean({ default: false, description: 'true: hold the call until the decision resolves or timeoutSeconds pass' })),
+    expiresInSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 86_400, default: 3_600, description: 'How long it stays answerable' })),
+    requireReachable: Type.Optional(Type.Boolean({ description: 'Refuse (409) when the addressed person has no live channel' })),
+    idempotencyKey: Type.Optional(IdempotencyKey),
+    toolName: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The tool call that needs approval' })),
+    toolTarget: Type.Optional(Type.String({ minLength: 1, maxLength: 1_000 })),
+    parameters: Type.Optional(Parameters),
+  },
+  { additionalProperties: false },
+);
+
+const ReachabilityCounts = Type.Object({ reachable: Type.Boolean(), browserSubscriptions: Type.Integer(), nativeAppDevices: Type.Integer() });
+
+export const DecisionRecord = Type.Object({
+  decisionId: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('answered'), Type.Literal('expired'), Type.Literal('cancelled')]),
+  approved: Type.Boolean({ description: 'True only for a yes to a confirm decision' }),
+  answer: Nullable(Type.String()),
+  question: Type.String(),
+  type: Type.String(),
+  options: Type.Array(Type.String()),
+  context: Nullable(Type.String()),
+  placeholder: Nullable(Type.String()),
+  agentName: Nullable(Type.String()),
+  audience: Type.String({ description: 'user | owner | team' }),
+  externalId: Nullable(Type.String()),
+  toolName: Nullable(Type.String()),
+  toolTarget: Nullable(Type.String()),
+  parameters: Nullable(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]))),
+  mode: Type.String(),
+  pollUrl: Type.String(),
+  decisionPageUrl: Type.String(),
+  expiresInSeconds: Type.Integer(),
+  expiresAt: Type.String(),
+  createdAt: Type.String(),
+  answeredAt: Nullable(Type.String()),
+  cancelledAt: Nullable(Type.String()),
+  reachability: ReachabilityCounts,
+  idempotencyKey: Nullable(Type.String()),
+  duplicate: Type.Boolean({ description: 'True when an idempotent replay returned the first decision' }),
+});
+
+const Params = Type.Object({ decisionId: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export function decisionRecord(question: Question, publicOrigin: string, duplicate = false) {
+  return {
+    decisionId: question.id,
+    status: question.status as 'pending' | 'answered' | 'expired' | 'cancelled',
+    // Fail closed: only a person's explicit yes approves; pending, expired and cancelled never do.
+    approved: question.status === 'answered' && question.type === 'confirm' && question.answer === 'yes',
+    answer: question.status === 'answered' ? question.answer : null,
+    question: question.question,
+    type: question.type,
+    options: question.options,
+    context: orNull(question.context),
+    placeholder: orNull(question.placeholder),
+    agentName: orNull(question.agentName),
+    audience: question.audience,
+    externalId: orNull(question.externalId),
+    toolName: orNull(question.toolName),
+    toolTarget: orNull(question.toolTarget),
+    parameters: question.parametersJson === '' ? null : (JSON.parse(question.parametersJson) as Record<string, string | number | boolean | null>),
+    mode: question.mode,
+    pollUrl: `${publicOrigin}/api/v1/server/decisions/${question.id}`,
+    decisionPageUrl: answerPageUrl(publicOrigin, question),
+    expiresInSeconds: question.expiresInSeconds,
+    expiresAt: question.expiresAt,
+    createdAt: question.createdAt,
+    answeredAt: orNull(question.answeredAt),
+    cancelledAt: orNull(question.cancelledAt),
+    reachability: question.reachability ?? { reachable: false, browserSubscriptions: 0, nativeAppDevices: 0 },
+    idempotencyKey: orNull(question.idempotencyKey),
+    duplicate,
+  };
+}
+
+export const decisionRoutes =
+  ({ clients, waiters, publicOrigin }: QuestionRouteOptions): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    const config = { access: { scope: 'decisions' as const } };
+    // A bound key finds only decisions addressed to its own end-user; any other is 404.
+    const owned = (request: FastifyRequest, decisionId: string) => {
+      const principal = principalOf(request);
+      return {
+        ref: {
+          by: {
+            $case: 'owned' as const,
+            value: { workspaceId: principal.workspaceId, kind: QuestionKind.QUESTION_KIND_DECISION, id: decisionId, externalIdScope: principal.boundExternalId },
+          },
+        },
+      };
+    };
+
+    app.post(
+      '/decisions',
+      {
+        config,
+        schema: { tags: ['Decisions'], operationId: 'createDecision', summary: 'Open a decision for a person', body: DecisionBody, headers: IdempotencyHeaders, response: withErrors({ 200: DecisionRecord, 409: ErrorResponse }) },
+      },
+      async (request, reply) => {
+        const principal = principalOf(request);
+        const { wait, timeoutSeconds = 30, idempotencyKey: bodyKey, requireReachable = false, ...body } = request.body;
+        checkQuestion(body);
+        const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key'], bodyKey);
+        const externalId = endUserOf(principal, body.externalId, 'open decisions');
+        const audience = body.audience ?? (externalId === undefined ? 'owner' : 'user');
+        if ((audience === 'user') !== (externalId !== undefined)) {
+          throw invalidFields('body', [
+            { field: 'audience', in: 'body', problem: externalId === undefined ? 'user needs an externalId' : 'must be user when an externalId is given' },
+          ]);
+        }
+        const counts = await countChannels(clients, principal.workspaceId, externalId ?? principal.ownerExternalId);
+        const reachability = audience === 'team' ? counts.site : counts.user;
+        // What makes two requests "the same" for an idempotent replay: everything but how this call waits.
+        const requestHash = createHash('sha256')
+          .update(JSON.stringify({ ...body, audience, externalId, requireReachable }))
+          .digest('base64url');
+        const { question: created, duplicate } = await clients.decision.createQuestion({
+          ...newQuestion(principal, QuestionKind.QUESTION_KIND_DECISION, body),
+          audience,
+          externalId: externalId ?? (audience === 'owner' ? principal.ownerExternalId : ''),
+          toolName: body.toolName ?? '',
+          toolTarget: body.toolTarget ?? '',
+          parametersJson: body.parameters === undefined ? '' : JSON.stringify(body.parameters),
+          reachability,
+          lifetimeSeconds: body.expiresInSeconds ?? 3_600,
+          idempotencyKey: idempotencyKey ?? '',
+          requestHash,
+          requireReachable,
+        });
+        const opened = questionOf({ question: created });
+        // A replay pushes nothing again. The team is everyone on the site; anyone else is one external id.
+        if (!duplicate) {
+          await pushQuestion({ clients, publicOrigin }, request, opened, { subscriberIds: [], externalIds: opened.externalId ? [opened.externalId] : [], tags: [] });
+        }
+        const read = async () => questionOf(await clients.decision.getQuestion(owned(request, opened.id)));
+        const { question } = await holdForAnswer(waiters, reply, opened, wait ? timeoutSeconds : 0, read);
+        return decisionRecord(question, publicOrigin, duplicate);
+      },
+    );
+
+    app.get(
+      '/decisions/:decisionId',
+      {
+        config,
+        schema: {
+          tags: ['Decisions'],
+          operationId: 'getDecision',
+          summary: 'Read a decision, optionally waiting until it resolves',
+          params: Params,
+          querystring: Type.Object(
+            { wait: Type.Optional(Type.Boolean({ description: `true: hold until the decision resolves or ${MAX_WAIT_SECONDS} s pass` })) },
+            { additionalProperties: false },
+          ),
+          response: withErrors({ 200: DecisionRecord }),
+        },
+      },
+      async (request, reply) => {
+        const read = async () => questionOf(await clients.decision.getQuestion(owned(request, request.params.decisionId)));
+        const { question } = await holdForAnswer(waiters, reply, await read(), request.query.wait ? MAX_WAIT_SECONDS : 0, read);
+        return decisionRecord(question, publicOrigin);
+      },
+    );
+
+    app.post(
+      '/decisions/:decisionId',
+      {
+        config,
+        schema: {
+          tags: ['Decisions'],
+          operationId: 'answerDecision',
+          summary: 'Record the answer to a decision',
+          params: Params,
+          body: Type.Object(
+            { answer: Type.Union([Type.String({ minLength: 1, maxLength: 2_000 }), Type.Boolean()], { description: 'confirm: "yes" | "no" | true | false' }) },
+            { additionalProperties: false },
+          ),
+          response: withErrors({ 200: DecisionRecord, 409: ErrorResponse }),
+        },
+      },
+      async (request) => {
+        const answered = questionOf(await clients.decision.answerQuestion({ ...owned(request, request.params.decisionId), answer: answerText(request.body.answer) }));
+        await waiters.notify(answered.id);
+        return decisionRecord(answered, publicOrigin);
+      },
+    );
+
+    app.delete(
+      '/decisions/:decisionId',
+      { config, schema: { tags: ['Decisions'], operationId: 'cancelDecision', summary: 'Cancel a pending decision', params: Params, response: withErrors({ 200: DecisionRecord, 409: ErrorResponse }) } },
+      async (request) => {
+        const cancelled = questionOf(await clients.decision.cancelQuestion(owned(request, request.params.decisionId)));
+        await waiters.notify(cancelled.id);
+        return decisionRecord(cancelled, publicOrigin);
+      },
+    );
+
+    app.get(
+      '/reachability',
+      {
+        config,
+        schema: {
+          tags: ['Decisions'],
+          operationId: 'getReachability',
+          summary: 'Whether a person can be reached, and through which channels',
+          querystring: Type.Object({ externalId: Type.Optional(ExternalId) }, { additionalProperties: false }),
+          response: withErrors({
+            200: Type.Object({
+              externalId: Type.String(),
+              ...ReachabilityCounts.properties,
+              channels: Type.Array(Type.Union([Type.Literal('native_app'), Type.Literal('browser')]), { description: 'The kinds of live channel' }),
+            }),
+          }),
+        },
+      },
+      async (request) => {
+        const principal = principalOf(request);
+        const externalId = endUserOf(principal, request.query.externalId, 'check reachability') ?? principal.ownerExternalId;
+        const { user } = await countChannels(clients, principal.workspaceId, externalId);
+        const channels = [...(user.nativeAppDevices > 0 ? (['native_app'] as const) : []), ...(user.browserSubscriptions > 0 ? (['browser'] as const) : [])];
+        return { externalId, ...user, channels };
+      },
+    );
+  };

@@ -1,0 +1,111 @@
+import type { Logger } from '@herald/logging';
+import type { Redis } from 'ioredis';
+
+/**
+ * Callers held open until a question is answered (POST /ask, GET /ask/{id}?wait, /decisions with
+ * wait). The answer may be recorded through any gateway replica: the answering replica publishes
+ * on the question's Redis channel once the decision service has stored the answer, and every
+ * replica with a waiter for that question is subscribed to it (one subscriber connection per
+ * replica, one subscription per question however many callers wait on it). Nothing polls
+ * PostgreSQL: a waiter reads the record once after subscribing (an answer that landed before the
+ * subscription is seen then), waits for the message, its time-out, its client going away or the
+ * gateway shutting down, and reads the record once more.
+ */
+
+export const answerChannel = (questionId: string) => `herald:answered:${questionId}`;
+
+interface Waiting {
+  wake: () => void;
+}
+
+export class Waiters {
+  private readonly byQuestion = new Map<string, Set<Waiting>>();
+  private closing = false;
+
+  constructor(
+    /** A connection of its own: a subscribed Redis connection can do nothing else. */
+    private readonly subscriber: Redis,
+    private readonly publisher: Redis,
+    private readonly logger: Logger,
+  ) {
+    subscriber.on('message', (channel: string) => {
+      const id = channel.slice(answerChannel('').length);
+      for (const waiting of this.byQuestion.get(id) ?? []) waiting.wake();
+    });
+  }
+
+  /**
+   * `read()` now; if `settled` says it is final, that; otherwise `read()` again after the
+   * question's channel fires, `timeoutMs` passes, `signal` aborts (the client left) or the
+   * gateway closes. `timedOut` tells whether the wait ran out without a wake-up.
+   */
+  async wait<T>(questionId: string, timeoutMs: number, read: () => Promise<T>, settled: (record: T) => boolean, signal: AbortSignal): Promise<{ record: T; timedOut: boolean }> {
+    if (timeoutMs <= 0 || this.closing || signal.aborted) return { record: await read(), timedOut: false };
+    let wake!: () => void;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const waiting: Waiting = { wake };
+    await this.add(questionId, waiting);
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    const onAbort = () => wake();
+    try {
+      const first = await read();
+      if (settled(first) || signal.aborted || this.closing) return { record: first, timedOut: false };
+      signal.addEventListener('abort', onAbort, { once: true });
+      timer = setTimeout(() => {
+        timedOut = true;
+        wake();
+      }, timeoutMs);
+      await woken;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      await this.remove(questionId, waiting);
+    }
+    return { record: await read(), timedOut };
+  }
+
+  /** Wakes the waiters of a question on every replica. Call only after the answer is stored. */
+  async notify(questionId: string): Promise<void> {
+    try {
+      await this.publisher.publish(answerChannel(questionId), '1');
+    } catch (err) {
+      // The answer is stored; waiters elsewhere see it when their wait ends.
+      this.logger.warn({ err, questionId }, 'could not publish an answer wake-up');
+    }
+  }
+
+  /** Shutdown: every waiter answers at once with the current record; no new waits start. */
+  wakeAll(): void {
+    this.closing = true;
+    for (const set of this.byQuestion.values()) for (const waiting of set) waiting.wake();
+  }
+
+  disconnect(): void {
+    this.subscriber.disconnect();
+  }
+
+  private async add(questionId: string, waiting: Waiting): Promise<void> {
+    const set = this.byQuestion.get(questionId);
+    if (set) {
+      set.add(waiting);
+      return;
+    }
+    this.byQuestion.set(questionId, new Set([waiting]));
+    try {
+      await this.subscriber.subscribe(answerChannel(questionId));
+    } catch (err) {
+      // Without Redis the wait still ends at its time-out with a fresh read.
+      this.logger.warn({ err, questionId }, 'could not subscribe for an answer wake-up');
+    }
+  }
+
+  private async remove(questionId: string, waiting: Waiting): Promise<void> {
+    const set = this.byQuestion.get(questionId);
+    if (!set) return;
+    set.delete(waiting);
+    if (set.size > 0) return;
+    this.byQuestion.delete(questionId);
+    await this.subscriber.unsubscribe(answerChannel(questionId)).catch(() => undefined);
+  }
+}

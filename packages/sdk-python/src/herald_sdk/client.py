@@ -1,0 +1,357 @@
+"""A client for Herald's ``/api/v1/server`` on the standard library (urllib)."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import os
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Mapping, TypeVar, cast
+
+from .errors import APIConnectionError, RequestTimeoutError, error_for
+from .types import (
+    AskRecord,
+    AskRequest,
+    AuthorizeRequest,
+    AuthorizeThenDecideResult,
+    BoundKey,
+    Channels,
+    CreatedKey,
+    CreateKeyRequest,
+    Decision,
+    DecisionQuestion,
+    DecisionRequest,
+    Enrollment,
+    Identity,
+    Machine,
+    MachineReport,
+    Notification,
+    PersonReachability,
+    PolicyDocument,
+    RecipientPage,
+    RecipientStatus,
+    SendRequest,
+    SendResult,
+    Site,
+    SubscriberCounts,
+    SubscriberDetail,
+    SubscriberPage,
+    SubscriberStatus,
+    SubscriberUpdate,
+    Verdict,
+    WebhookSecret,
+)
+
+T = TypeVar("T")
+
+SERVER_API = "/api/v1/server"
+#: The longest a request is held open for an answer by the server.
+MAX_WAIT_SECONDS = 55
+#: A held request's own time-out: the hold plus room for the network, whatever the client's default.
+_HOLD_MARGIN_SECONDS = 15
+_HOLD_TIMEOUT = MAX_WAIT_SECONDS + _HOLD_MARGIN_SECONDS
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Herald's API never redirects; following one would resend the key elsewhere."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
+def _retry_after(header: str | None) -> int | None:
+    """Seconds from a Retry-After header: a number of seconds or an HTTP date."""
+    if header is None:
+        return None
+    if header.strip().isdigit():
+        return int(header)
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    return max(0, math.ceil(when.timestamp() - time.time()))
+
+
+def _query(params: Mapping[str, str | int | None]) -> str:
+    present = {name: str(value) for name, value in params.items() if value is not None}
+    return f"?{urllib.parse.urlencode(present)}" if present else ""
+
+
+def _segment(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+class Herald:
+    """Each method is one HTTP request and never retries on its own: a 429 or 5xx is raised
+    (RateLimitError, ServerError) for the caller to decide."""
+
+    def __init__(self, api_key: str | None = None, base_url: str | None = None, *, timeout: float = 75.0, headers: Mapping[str, str] | None = None) -> None:
+        """``api_key``: a full key ``pk_<id>.<secret>``, default ``HERALD_API_KEY`` (keep it in the
+        environment). ``base_url``: Herald's origin, default ``HERALD_URL``, else
+        ``http://localhost:8080``. ``timeout``: the default per-request time-out in seconds, above
+        the server's longest hold (55 s). ``headers``: sent with every request (e.g. X-Herald-Machine-Id)."""
+        key = api_key or os.environ.get("HERALD_API_KEY")
+        if not key:
+            raise ValueError("No API key: pass api_key or set HERALD_API_KEY")
+        self._api_key = key
+        self._base_url = (base_url or os.environ.get("HERALD_URL") or "http://localhost:8080").rstrip("/")
+        self._timeout = timeout
+        self._headers = dict(headers or {})
+
+    def request(self, method: str, path: str, body: object = None, *, timeout: float | None = None, headers: Mapping[str, str] | None = None) -> Any:
+        """One request: the parsed JSON body (None for 204), or a HeraldError subclass."""
+        request_headers = {**self._headers, **(headers or {}), "Authorization": f"Bearer {self._api_key}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            request_headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(f"{self._base_url}{SERVER_API}{path}", data=data, headers=request_headers, method=method)
+        limit = self._timeout if timeout is None else timeout
+        try:
+            with _opener.open(request, timeout=limit) as response:
+                text = response.read().decode()
+                return json.loads(text) if text else None
+        except urllib.error.HTTPError as answer:
+            raw = answer.read().decode()
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = None
+            error_body = cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {"error": raw}
+            raise error_for(answer.code, error_body, _retry_after(answer.headers.get("Retry-After"))) from None
+        except (TimeoutError, socket.timeout) as err:
+            raise RequestTimeoutError(0, {"code": "timeout", "error": f"No answer within {limit} s"}) from err
+        except urllib.error.URLError as err:
+            if isinstance(err.reason, (TimeoutError, socket.timeout)):
+                raise RequestTimeoutError(0, {"code": "timeout", "error": f"No answer within {limit} s"}) from err
+            raise APIConnectionError(0, {"code": "connection_error", "error": str(err.reason)}) from err
+        except OSError as err:
+            raise APIConnectionError(0, {"code": "connection_error", "error": str(err)}) from err
+
+    # ---- Account ----
+
+    def get_identity(self, *, timeout: float | None = None) -> Identity:
+        return cast(Identity, self.request("GET", "/identity", timeout=timeout))
+
+    def get_site(self, *, timeout: float | None = None) -> Site:
+        return cast(Site, self.request("GET", "/site", timeout=timeout))
+
+    def get_channels(self, *, timeout: float | None = None) -> Channels:
+        return cast(Channels, self.request("GET", "/channels", timeout=timeout))
+
+    def list_machines(self, *, timeout: float | None = None) -> list[Machine]:
+        return cast(list[Machine], self.request("GET", "/machines", timeout=timeout)["machines"])
+
+    def report_machine(self, machine: MachineReport, *, timeout: float | None = None) -> Machine:
+        return cast(Machine, self.request("POST", "/machines", machine, timeout=timeout)["machine"])
+
+    # ---- Notifications ----
+
+    def send(self, notification: SendRequest, *, idempotency_key: str | None = None, timeout: float | None = None) -> SendResult:
+        """``idempotency_key`` is sent as the Idempotency-Key header: a replay returns the first result with duplicate True."""
+        headers = {} if idempotency_key is None else {"Idempotency-Key": idempotency_key}
+        return cast(SendResult, self.request("POST", "/send", notification, timeout=timeout, headers=headers))
+
+    def get_notification(self, notification_id: str, *, timeout: float | None = None) -> Notification:
+        return cast(Notification, self.request("GET", f"/notifications/{_segment(notification_id)}", timeout=timeout))
+
+    def list_notification_recipients(
+        self, notification_id: str, *, limit: int | None = None, cursor: str | None = None, status: RecipientStatus | None = None, timeout: float | None = None
+    ) -> RecipientPage:
+        path = f"/notifications/{_segment(notification_id)}/recipients{_query({'limit': limit, 'cursor': cursor, 'status': status})}"
+        return cast(RecipientPage, self.request("GET", path, timeout=timeout))
+
+    # ---- Subscribers ----
+
+    def list_subscribers(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        status: SubscriberStatus | None = None,
+        tags: list[str] | None = None,
+        external_id: str | None = None,
+        timeout: float | None = None,
+    ) -> SubscriberPage:
+        """``tags``: the subscriber must hold every one."""
+        params = {"limit": limit, "cursor": cursor, "status": status, "tags": None if tags is None else ",".join(tags), "externalId": external_id}
+        return cast(SubscriberPage, self.request("GET", f"/subscribers{_query(params)}", timeout=timeout))
+
+    def count_subscribers(self, *, timeout: float | None = None) -> SubscriberCounts:
+        return cast(SubscriberCounts, self.request("GET", "/subscribers/count", timeout=timeout))
+
+    def get_subscriber(self, subscriber_id: str, *, timeout: float | None = None) -> SubscriberDetail:
+        return cast(SubscriberDetail, self.request("GET", f"/subscribers/{_segment(subscriber_id)}", timeout=timeout))
+
+    def update_subscriber(self, subscriber_id: str, update: SubscriberUpdate, *, timeout: float | None = None) -> SubscriberDetail:
+        return cast(SubscriberDetail, self.request("PATCH", f"/subscribers/{_segment(subscriber_id)}", update, timeout=timeout))
+
+    def delete_subscriber(self, subscriber_id: str, *, timeout: float | None = None) -> None:
+        self.request("DELETE", f"/subscribers/{_segment(subscriber_id)}", timeout=timeout)
+
+    # ---- Policy ----
+
+    def authorize(self, action: AuthorizeRequest, *, timeout: float | None = None) -> Verdict:
+        return cast(Verdict, self.request("POST", "/authorize", action, timeout=timeout))
+
+    def get_policy(self, *, timeout: float | None = None) -> PolicyDocument:
+        return cast(PolicyDocument, self.request("GET", "/policy", timeout=timeout))
+
+    def put_policy(self, policy: str, *, timeout: float | None = None) -> PolicyDocument:
+        return cast(PolicyDocument, self.request("PUT", "/policy", {"policy": policy}, timeout=timeout))
+
+    def delete_policy(self, *, timeout: float | None = None) -> PolicyDocument:
+        return cast(PolicyDocument, self.request("DELETE", "/policy", timeout=timeout))
+
+    # ---- Keys and enrollment (Partner) ----
+
+    def create_key(self, key: CreateKeyRequest, *, timeout: float | None = None) -> CreatedKey:
+        return cast(CreatedKey, self.request("POST", "/keys", key, timeout=timeout))
+
+    def list_keys(self, *, external_id: str | None = None, timeout: float | None = None) -> list[BoundKey]:
+        return cast(list[BoundKey], self.request("GET", f"/keys{_query({'externalId': external_id})}", timeout=timeout)["keys"])
+
+    def revoke_key(self, key_id: str, *, timeout: float | None = None) -> BoundKey:
+        return cast(BoundKey, self.request("DELETE", f"/keys/{_segment(key_id)}", timeout=timeout))
+
+    def enroll(self, *, external_id: str | None = None, timeout: float | None = None) -> Enrollment:
+        """A single-use link that connects an end-user's browser; a bound key's own end-user when omitted."""
+        body = {} if external_id is None else {"externalId": external_id}
+        return cast(Enrollment, self.request("POST", "/enroll", body, timeout=timeout))
+
+    # ---- Ask ----
+
+    def ask(self, question: AskRequest, *, timeout: float | None = None) -> AskRecord:
+        return cast(AskRecord, self.request("POST", "/ask", question, timeout=timeout))
+
+    def get_ask(self, correlation_id: str, *, wait: int | None = None, timeout: float | None = None) -> AskRecord:
+        """``wait``: seconds (0-55) to hold for an answer."""
+        return cast(AskRecord, self.request("GET", f"/ask/{_segment(correlation_id)}{_query({'wait': wait})}", timeout=timeout))
+
+    def withdraw_ask(self, correlation_id: str, *, timeout: float | None = None) -> AskRecord:
+        return cast(AskRecord, self.request("DELETE", f"/ask/{_segment(correlation_id)}", timeout=timeout))
+
+    # ---- Decisions ----
+
+    def create_decision(self, decision: DecisionRequest, *, idempotency_key: str | None = None, timeout: float | None = None) -> Decision:
+        headers = {} if idempotency_key is None else {"Idempotency-Key": idempotency_key}
+        return cast(Decision, self.request("POST", "/decisions", decision, timeout=timeout, headers=headers))
+
+    def get_decision(self, decision_id: str, *, wait: bool = False, timeout: float | None = None) -> Decision:
+        """``wait``: hold until the decision resolves or 55 s pass."""
+        return cast(Decision, self.request("GET", f"/decisions/{_segment(decision_id)}{_query({'wait': 'true' if wait else None})}", timeout=timeout))
+
+    def answer_decision(self, decision_id: str, answer: str | bool, *, timeout: float | None = None) -> Decision:
+        """confirm: "yes"/"no" (or True/False); select: one of the options; input: 1-2,000 characters."""
+        return cast(Decision, self.request("POST", f"/decisions/{_segment(decision_id)}", {"answer": answer}, timeout=timeout))
+
+    def cancel_decision(self, decision_id: str, *, timeout: float | None = None) -> Decision:
+        return cast(Decision, self.request("DELETE", f"/decisions/{_segment(decision_id)}", timeout=timeout))
+
+    def get_reachability(self, *, external_id: str | None = None, timeout: float | None = None) -> PersonReachability:
+        """The key owner's when ``external_id`` is omitted (a bound key: its own only)."""
+        return cast(PersonReachability, self.request("GET", f"/reachability{_query({'externalId': external_id})}", timeout=timeout))
+
+    # ---- Webhook signing secret ----
+
+    def get_webhook_secret(self, *, timeout: float | None = None) -> WebhookSecret:
+        return cast(WebhookSecret, self.request("GET", "/webhooks/secret", timeout=timeout))
+
+    def rotate_webhook_secret(self, *, timeout: float | None = None) -> WebhookSecret:
+        return cast(WebhookSecret, self.request("POST", "/webhooks/secret/rotate", timeout=timeout))
+
+    # ---- Helpers ----
+
+    def ask_and_wait(self, question: AskRequest, *, total_timeout: float, window_seconds: int = MAX_WAIT_SECONDS) -> AskRecord:
+        """Asks and waits across server-side windows (each at most 55 s) until the question is
+        answered or withdrawn, expires unanswered (``timeout`` with ``expiresInSeconds`` 0: not
+        approved), or ``total_timeout`` seconds pass (the record as it stands: still open)."""
+        _check_window(window_seconds)
+        deadline = time.monotonic() + total_timeout
+        first = min(window_seconds, _seconds_left(deadline))
+        body: AskRequest = {**question, "wait": True, "timeoutSeconds": first} if first >= 1 else {**question, "wait": False}
+        return self._wait_for_ask(self.ask(body, timeout=_HOLD_TIMEOUT), deadline, window_seconds)
+
+    def wait_for_ask(self, record: AskRecord, *, total_timeout: float, window_seconds: int = MAX_WAIT_SECONDS) -> AskRecord:
+        """Waits on a question already asked, as ask_and_wait does."""
+        _check_window(window_seconds)
+        return self._wait_for_ask(record, time.monotonic() + total_timeout, window_seconds)
+
+    def _wait_for_ask(self, record: AskRecord, deadline: float, window_seconds: int) -> AskRecord:
+        current = record
+        while True:
+            if current["status"] in ("answered", "withdrawn") or current["expiresInSeconds"] == 0:
+                return current
+            wait = min(window_seconds, _seconds_left(deadline), current["expiresInSeconds"])
+            if wait < 1:
+                return current
+            current = self.get_ask(current["correlationId"], wait=wait, timeout=wait + _HOLD_MARGIN_SECONDS)
+
+    def decide_and_wait(self, decision: DecisionRequest, *, total_timeout: float, idempotency_key: str | None = None) -> Decision:
+        """Opens a decision and waits, across 55-second server holds, until it is answered,
+        cancelled or expired, or ``total_timeout`` seconds pass (then it is returned ``pending``).
+        Only ``approved`` means yes."""
+        deadline = time.monotonic() + total_timeout
+        first = min(MAX_WAIT_SECONDS, _seconds_left(deadline))
+        body: DecisionRequest = {**decision, "wait": True, "timeoutSeconds": first} if first >= 1 else {**decision, "wait": False}
+        opened = self.create_decision(body, idempotency_key=idempotency_key, timeout=_HOLD_TIMEOUT)
+        return self._wait_for_decision(opened, deadline)
+
+    def wait_for_decision(self, decision: Decision, *, total_timeout: float) -> Decision:
+        """Waits on a decision already opened, as decide_and_wait does."""
+        return self._wait_for_decision(decision, time.monotonic() + total_timeout)
+
+    def _wait_for_decision(self, decision: Decision, deadline: float) -> Decision:
+        current = decision
+        while current["status"] == "pending":
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return current
+            if left >= MAX_WAIT_SECONDS:
+                current = self.get_decision(current["decisionId"], wait=True, timeout=_HOLD_TIMEOUT)
+                continue
+            # The server holds 55 s; a shorter budget ends this request early, then one plain read says where it stands.
+            try:
+                return self.get_decision(current["decisionId"], wait=True, timeout=left)
+            except RequestTimeoutError:
+                return self.get_decision(current["decisionId"])
+        return current
+
+    def authorize_then_decide(
+        self, action: AuthorizeRequest, question: DecisionQuestion, *, total_timeout: float, idempotency_key: str | None = None
+    ) -> AuthorizeThenDecideResult:
+        """POST /authorize, then: allow -> approved; deny -> refused; requires_human -> a decision
+        about the same tool call, waited for within the budget. Only a person's explicit yes
+        approves: an unanswered, expired or cancelled decision is a refusal."""
+        authorization = self.authorize(action)
+        if authorization["verdict"] != "requires_human":
+            return {"approved": authorization["verdict"] == "allow", "authorization": authorization, "decision": None}
+        # A DecisionQuestion is a DecisionRequest without the tool call, which comes from the action.
+        decision = cast(DecisionRequest, {**question, "toolName": action["toolName"]})
+        if "externalId" in action and "externalId" not in question:
+            decision["externalId"] = action["externalId"]
+        if "toolTarget" in action:
+            decision["toolTarget"] = action["toolTarget"]
+        if "parameters" in action:
+            decision["parameters"] = action["parameters"]
+        decided = self.decide_and_wait(decision, total_timeout=total_timeout, idempotency_key=idempotency_key)
+        return {"approved": decided["approved"], "authorization": authorization, "decision": decided}
+
+
+def _check_window(window_seconds: int) -> None:
+    if not 1 <= window_seconds <= MAX_WAIT_SECONDS:
+        raise ValueError(f"window_seconds must be from 1 to {MAX_WAIT_SECONDS}")
+
+
+def _seconds_left(deadline: float) -> int:
+    return math.floor(deadline - time.monotonic())
+
+

@@ -1,0 +1,222 @@
+"""Every endpoint of the Python client once, with exact results, against the running system."""
+
+from __future__ import annotations
+
+import re
+import time
+import unittest
+import uuid
+
+from herald_sdk import ConflictError, Herald, NotFoundError, PermissionError, ValidationError
+from herald_sdk.types import DecisionRequest
+from support import POLICY, client, env, raised
+
+
+class AccountTest(unittest.TestCase):
+    def test_identity_site_channels_machines(self) -> None:
+        herald = client()
+        identity = herald.get_identity()
+        site = herald.get_site()
+        self.assertEqual(identity["site"], site)
+        self.assertEqual(site["id"], env("HERALD_SITE_ID"))
+        self.assertEqual(site["domain"], "shop.example.test")
+        self.assertEqual(
+            identity["plan"],
+            {"name": "growth", "active": True, "apiAccess": True, "partner": False, "rateLimitPerMinute": 500, "monthlyNotificationAllowance": 500_000},
+        )
+        self.assertEqual((identity["key"]["origin"], identity["key"]["boundExternalId"]), ("dashboard", None))
+        self.assertTrue(env("HERALD_API_KEY").startswith(f"pk_{identity['key']['id']}."))
+        # Without arguments the client reads HERALD_API_KEY and HERALD_URL.
+        self.assertEqual(Herald().get_site(), site)
+        self.assertEqual(
+            herald.get_channels(),
+            {
+                "keyOwner": {"externalId": "owner", "nativeAppDevices": 0, "browserSubscriptions": 0, "reachable": False},
+                "site": {"nativeAppDevices": 0, "browserSubscriptions": 2},
+            },
+        )
+        machine = herald.report_machine({"machineId": "py-box-1", "name": "Python box", "platform": "linux"})
+        self.assertEqual(
+            {**machine, "firstSeenAt": "", "lastSeenAt": ""},
+            {"id": "py-box-1", "name": "Python box", "platform": "linux", "keyId": identity["key"]["id"], "firstSeenAt": "", "lastSeenAt": ""},
+        )
+        self.assertIn(machine, herald.list_machines())
+
+
+class SendTest(unittest.TestCase):
+    def test_send_with_idempotency_key_then_the_notification_and_recipients(self) -> None:
+        herald = client()
+        key = f"py-send-{uuid.uuid4()}"
+        sent = herald.send({"title": "Hello", "body": "From Python"}, idempotency_key=key)
+        self.assertRegex(sent["campaignId"], r"^ntf_")
+        self.assertEqual(sent["sent"], 2)
+        self.assertEqual((sent["success"], sent["status"], sent["duplicate"], sent["limits"]["limit"]), (True, "queued", False, 500_000))
+        self.assertEqual(herald.send({"title": "Hello", "body": "From Python"}, idempotency_key=key), {**sent, "duplicate": True})
+        raised(ConflictError, lambda: herald.send({"title": "Changed", "body": "From Python"}, idempotency_key=key))
+
+        deadline = time.monotonic() + 20
+        notification = herald.get_notification(sent["campaignId"])
+        while notification["status"] != "completed" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            notification = herald.get_notification(sent["campaignId"])
+        self.assertEqual(notification["counts"], {"targeted": 2, "queued": 2, "delivered": 2, "failed": 0, "expired": 0, "pending": 0})
+        self.assertEqual((notification["title"], notification["body"], notification["url"]), ("Hello", "From Python", None))
+        ids = sorted(env("HERALD_SUBSCRIBER_IDS").split(","))
+        first = herald.list_notification_recipients(sent["campaignId"], limit=1, status="delivered")
+        self.assertEqual(([r["subscriberId"] for r in first["data"]], first["hasMore"]), (ids[:1], True))
+        second = herald.list_notification_recipients(sent["campaignId"], limit=1, cursor=first["nextCursor"])
+        self.assertEqual(([r["subscriberId"] for r in second["data"]], second["hasMore"], second["nextCursor"]), (ids[1:], False, None))
+
+
+class SubscriberTest(unittest.TestCase):
+    def test_list_count_get_patch_delete(self) -> None:
+        herald = client()
+        ids = env("HERALD_SUBSCRIBER_IDS").split(",")
+        page = herald.list_subscribers(limit=1)
+        self.assertEqual(([s["id"] for s in page["data"]], page["hasMore"]), ([ids[1]], True))
+        rest = herald.list_subscribers(limit=1, cursor=page["nextCursor"])
+        self.assertEqual([s["id"] for s in rest["data"]], [ids[0]])
+        self.assertEqual([s["id"] for s in herald.list_subscribers(external_id="user-1", status="active")["data"]], [ids[1]])
+        counts = herald.count_subscribers()
+        self.assertEqual(counts, {"total": 2, "active": 2, "unsubscribed": 0})
+
+        detail = herald.get_subscriber(ids[0])
+        self.assertEqual((detail["externalId"], detail["tags"], detail["delivery"]["reachable"]), ("user-0", [], True))
+        updated = herald.update_subscriber(ids[0], {"tags": ["vip"], "customData": {"tier": "gold"}})
+        self.assertEqual((updated["tags"], updated["customData"], updated["externalId"]), (["vip"], {"tier": "gold"}, "user-0"))
+        self.assertEqual([s["id"] for s in herald.list_subscribers(tags=["vip"])["data"]], [ids[0]])
+        restored = herald.update_subscriber(ids[0], {"tags": []})
+        self.assertEqual(restored["tags"], [])
+        self.assertEqual(herald.get_subscriber(ids[0]), restored)
+
+    def test_delete_and_not_found(self) -> None:
+        herald = client("HERALD_ASK_KEY")
+        error = raised(NotFoundError, lambda: herald.delete_subscriber("sub_unknown"))
+        self.assertEqual((error.status, error.code), (404, "not_found"))
+        # Another workspace's subscriber is 404 too.
+        raised(NotFoundError, lambda: herald.get_subscriber(env("HERALD_SUBSCRIBER_IDS").split(",")[0]))
+
+
+class PolicyTest(unittest.TestCase):
+    def test_policy_and_authorize(self) -> None:
+        herald = client("HERALD_PARTNER_KEY")
+        self.assertEqual(herald.get_policy(), {"policy": None, "version": 0, "updatedAt": None})
+        put = herald.put_policy(POLICY)
+        self.assertEqual((put["policy"], put["version"]), (POLICY, 1))
+        self.assertEqual(herald.get_policy(), put)
+        allow = herald.authorize({"toolName": "read_file", "toolTarget": "README.md"})
+        self.assertRegex(allow["authorizationId"], r"^authz_")
+        self.assertEqual({**allow, "authorizationId": ""}, {"verdict": "allow", "policy": "read-anything", "reason": "permitted by policy read-anything", "authorizationId": ""})
+        self.assertEqual(herald.authorize({"toolName": "deploy", "parameters": {"replicas": 3}})["verdict"], "requires_human")
+        self.assertEqual(herald.authorize({"toolName": "rm_rf"})["verdict"], "deny")
+        invalid = raised(ValidationError, lambda: herald.put_policy("permit(principal, action, resource) when { nonsense };"))
+        self.assertEqual(invalid.body["error"], "Invalid policy")
+        deleted = herald.delete_policy()
+        self.assertEqual((deleted["policy"], deleted["version"]), (None, 2))
+        herald.put_policy(POLICY)
+
+
+class KeysTest(unittest.TestCase):
+    def test_create_list_revoke_and_enroll(self) -> None:
+        herald = client("HERALD_PARTNER_KEY")
+        end_user = f"py-{uuid.uuid4()}"
+        created = herald.create_key({"externalId": end_user, "name": "Py agent", "expiresInSeconds": 3_600})
+        self.assertRegex(created["apiKey"], rf"^pk_{created['key']['id']}\.[A-Za-z0-9_-]{{43}}$")
+        self.assertEqual(
+            {**created["key"], "createdAt": "", "expiresAt": ""},
+            {"id": created["key"]["id"], "name": "Py agent", "externalId": end_user, "createdAt": "", "lastUsedAt": None, "expiresAt": "", "revoked": False, "revokedAt": None},
+        )
+        self.assertEqual(herald.list_keys(external_id=end_user), [created["key"]])
+        self.assertIn(created["key"]["id"], [key["id"] for key in herald.list_keys()])
+
+        bound = Herald(created["apiKey"], env("HERALD_URL"))
+        link = bound.enroll()
+        self.assertEqual(link["externalId"], end_user)
+        self.assertTrue(re.search(r"/enroll/[A-Za-z0-9_-]{43}$", link["enrollmentUrl"]))
+        self.assertEqual(herald.enroll(external_id="py-someone")["externalId"], "py-someone")
+        self.assertEqual(raised(ValidationError, lambda: herald.enroll()).fields, [{"field": "externalId", "in": "body", "problem": "is required"}])
+        self.assertEqual(raised(PermissionError, lambda: bound.enroll(external_id="someone-else")).code, "forbidden")
+        self.assertEqual(bound.get_reachability()["externalId"], end_user)
+
+        revoked = herald.revoke_key(created["key"]["id"])
+        self.assertEqual(revoked["revoked"], True)
+        self.assertEqual(herald.revoke_key(created["key"]["id"]), revoked)
+        raised(NotFoundError, lambda: herald.revoke_key("unknownkeyid0000"))
+
+
+class AskTest(unittest.TestCase):
+    def test_ask_read_withdraw(self) -> None:
+        herald = client("HERALD_ASK_KEY")
+        asked = herald.ask({"question": "Deploy to production?", "wait": False})
+        self.assertRegex(asked["correlationId"], r"^ask_")
+        self.assertEqual(
+            {**asked, "liveUrl": ""},
+            {
+                "correlationId": asked["correlationId"],
+                "question": "Deploy to production?",
+                "type": "confirm",
+                "status": "pending",
+                "answered": False,
+                "liveUrl": "",
+                "pollUrl": f"http://localhost:8080/api/v1/server/ask/{asked['correlationId']}",
+                "expiresInSeconds": int(env("HERALD_ASK_LIFETIME_SECONDS")),
+                "mode": "browser",
+            },
+        )
+        self.assertEqual(herald.get_ask(asked["correlationId"])["status"], "pending")
+        waited = herald.get_ask(asked["correlationId"], wait=1)
+        self.assertEqual(waited["status"], "timeout")
+        self.assertTrue(waited.get("hint", "").startswith("No answer yet."))
+        withdrawn = herald.withdraw_ask(asked["correlationId"])
+        self.assertEqual((withdrawn["status"], withdrawn["answered"]), ("withdrawn", False))
+        self.assertEqual(raised(ConflictError, lambda: herald.withdraw_ask(asked["correlationId"])).code, "conflict")
+        self.assertEqual(raised(PermissionError, lambda: client("HERALD_PARTNER_KEY").ask({"question": "Sure?"})).code, "partner_decision_required")
+
+
+class DecisionTest(unittest.TestCase):
+    def test_create_replay_read_answer_cancel_reachability(self) -> None:
+        herald = client()
+        key = f"py-refund-{uuid.uuid4()}"
+        body: DecisionRequest = {"question": "Refund order 1234?", "externalId": "user-0", "toolName": "refund", "toolTarget": "order/1234", "parameters": {"amount": 40}}
+        opened = herald.create_decision(body, idempotency_key=key)
+        self.assertRegex(opened["decisionId"], r"^dec_")
+        self.assertEqual(
+            (opened["status"], opened["approved"], opened["answer"], opened["audience"], opened["externalId"], opened["toolName"], opened["toolTarget"], opened["parameters"]),
+            ("pending", False, None, "user", "user-0", "refund", "order/1234", {"amount": 40}),
+        )
+        self.assertEqual((opened["idempotencyKey"], opened["duplicate"], opened["pollUrl"]), (key, False, f"http://localhost:8080/api/v1/server/decisions/{opened['decisionId']}"))
+        self.assertEqual(opened["reachability"], {"reachable": True, "browserSubscriptions": 1, "nativeAppDevices": 0})
+        replay = herald.create_decision(body, idempotency_key=key)
+        self.assertEqual(replay, {**opened, "expiresInSeconds": replay["expiresInSeconds"], "duplicate": True})
+        raised(ConflictError, lambda: herald.create_decision({"question": "Something else?", "externalId": "user-0"}, idempotency_key=key))
+        self.assertEqual(herald.get_decision(opened["decisionId"])["status"], "pending")
+
+        answered = herald.answer_decision(opened["decisionId"], True)
+        self.assertEqual((answered["status"], answered["approved"], answered["answer"]), ("answered", True, "yes"))
+        raised(ConflictError, lambda: herald.answer_decision(opened["decisionId"], "no"))
+
+        team = herald.create_decision({"question": "Pick a size", "type": "select", "options": ["S", "M"], "audience": "team"})
+        self.assertEqual(team["reachability"]["browserSubscriptions"], 2)
+        cancelled = herald.cancel_decision(team["decisionId"])
+        self.assertEqual((cancelled["status"], cancelled["approved"]), ("cancelled", False))
+        raised(ConflictError, lambda: herald.create_decision({"question": "Hello?", "externalId": "nobody", "requireReachable": True}))
+        self.assertEqual(
+            herald.get_reachability(external_id="user-1"),
+            {"externalId": "user-1", "reachable": True, "browserSubscriptions": 1, "nativeAppDevices": 0, "channels": ["browser"]},
+        )
+
+
+class WebhookSecretTest(unittest.TestCase):
+    def test_read_and_rotate(self) -> None:
+        herald = client("HERALD_ASK_KEY")
+        first = herald.get_webhook_secret()
+        self.assertRegex(first["secret"], r"^whsec_[A-Za-z0-9+/]{43}=$")
+        self.assertEqual(herald.get_webhook_secret(), first)
+        rotated = herald.rotate_webhook_secret()
+        self.assertNotEqual(rotated["secret"], first["secret"])
+        self.assertIsNotNone(rotated["previousSecretExpiresAt"])
+        raised(PermissionError, lambda: client("HERALD_RUNTIME_KEY").get_webhook_secret())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,397 @@
+import { APIConnectionError, errorFor, RequestTimeoutError, type ErrorBody } from './errors.js';
+import type {
+  AskRecord,
+  AskRequest,
+  AuthorizeRequest,
+  BoundKey,
+  Channels,
+  CreatedKey,
+  CreateKeyRequest,
+  Decision,
+  DecisionRequest,
+  Enrollment,
+  Identity,
+  Machine,
+  MachineReport,
+  Notification,
+  Page,
+  PersonReachability,
+  PolicyDocument,
+  Recipient,
+  RecipientQuery,
+  SendRequest,
+  SendResult,
+  Site,
+  Subscriber,
+  SubscriberCounts,
+  SubscriberDetail,
+  SubscriberQuery,
+  SubscriberUpdate,
+  Verdict,
+  WebhookSecret,
+} from './types.js';
+
+export interface HeraldOptions {
+  /** A full key, `pk_<id>.<secret>`; default `HERALD_API_KEY`. Keep it in the environment, never in code. */
+  apiKey?: string;
+  /** Herald's origin, e.g. `https://herald.example.com`; default `HERALD_URL`, else `http://localhost:8080`. Requests go to `<baseUrl>/api/v1/server`. */
+  baseUrl?: string;
+  /** Default per-request time-out; above the server's longest hold (55 s). Default 75,000. */
+  timeoutMs?: number;
+  /** Sent with every request, e.g. `X-Herald-Machine-Id`. */
+  headers?: Record<string, string>;
+  /** A fetch to use instead of the global one. */
+  fetch?: typeof fetch;
+}
+
+export interface RequestOptions {
+  /** This request's time-out (RequestTimeoutError when it passes). */
+  timeoutMs?: number;
+  /** Aborts the request; the signal's reason is thrown as is. */
+  signal?: AbortSignal;
+}
+
+export interface IdempotentOptions extends RequestOptions {
+  /** Sent as the `Idempotency-Key` header (at most 200 characters): a replay returns the first result with `duplicate: true`. */
+  idempotencyKey?: string;
+}
+
+export interface WaitOptions {
+  /** The caller's whole budget for the wait, across every window. */
+  totalTimeoutMs: number;
+  /** Seconds each server-side wait lasts, 1–55 (asks only; a decision's wait is the server's 55 s). Default 55. */
+  windowSeconds?: number;
+  signal?: AbortSignal;
+}
+
+export interface AuthorizeThenDecideResult {
+  /** True only for `allow`, or `requires_human` and a person's explicit yes. Silence is never approval. */
+  approved: boolean;
+  authorization: Verdict;
+  /** The decision opened on `requires_human`, as it stood when the wait ended; null otherwise. */
+  decision: Decision | null;
+}
+
+const SERVER_API = '/api/v1/server';
+const MAX_WAIT_SECONDS = 55;
+/** A held request's own time-out: the hold plus room for the network, whatever the client's default. */
+const HOLD_MARGIN_SECONDS = 15;
+const HOLD_TIMEOUT_MS = (MAX_WAIT_SECONDS + HOLD_MARGIN_SECONDS) * 1_000;
+
+/** Seconds from a `Retry-After` header: a number of seconds or an HTTP date. */
+function retryAfterOf(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return seconds;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - Date.now()) / 1_000));
+}
+
+function query(params: Record<string, string | number | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) search.set(name, String(value));
+  const text = search.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+const segment = (id: string): string => encodeURIComponent(id);
+
+/**
+ * A client for `/api/v1/server`. Each method is one HTTP request and never retries on its own:
+ * a 429 or 5xx is thrown as RateLimitError or ServerError for the caller to decide.
+ */
+export class Herald {
+  readonly #apiKey: string;
+  readonly #baseUrl: string;
+  readonly #timeoutMs: number;
+  readonly #headers: Record<string, string>;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: HeraldOptions = {}) {
+    const apiKey = options.apiKey ?? process.env.HERALD_API_KEY;
+    if (!apiKey) throw new TypeError('No API key: pass apiKey or set HERALD_API_KEY');
+    this.#apiKey = apiKey;
+    this.#baseUrl = (options.baseUrl ?? process.env.HERALD_URL ?? 'http://localhost:8080').replace(/\/+$/, '');
+    this.#timeoutMs = options.timeoutMs ?? 75_000;
+    this.#headers = options.headers ?? {};
+    this.#fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  /** One request; the parsed JSON body (undefined for 204), or a typed error. */
+  async request<T>(method: string, path: string, body?: unknown, options: RequestOptions & { headers?: Record<string, string> } = {}): Promise<T> {
+    const timeout = AbortSignal.timeout(options.timeoutMs ?? this.#timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+    const headers: Record<string, string> = { ...this.#headers, ...options.headers, authorization: `Bearer ${this.#apiKey}`, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(`${this.#baseUrl}${SERVER_API}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal, redirect: 'manual' });
+      text = await response.text();
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (timeout.aborted) throw new RequestTimeoutError(0, { code: 'timeout', error: `No answer within ${options.timeoutMs ?? this.#timeoutMs} ms` });
+      throw new APIConnectionError(0, { code: 'connection_error', error: err instanceof Error ? err.message : String(err) });
+    }
+    if (response.ok) return (text === '' ? undefined : JSON.parse(text)) as T;
+    let parsed: ErrorBody;
+    try {
+      parsed = JSON.parse(text) as ErrorBody;
+    } catch {
+      parsed = { error: text };
+    }
+    throw errorFor(response.status, parsed, retryAfterOf(response.headers.get('retry-after')));
+  }
+
+  // ---- Account ----
+
+  getIdentity(options?: RequestOptions): Promise<Identity> {
+    return this.request('GET', '/identity', undefined, options);
+  }
+
+  getSite(options?: RequestOptions): Promise<Site> {
+    return this.request('GET', '/site', undefined, options);
+  }
+
+  getChannels(options?: RequestOptions): Promise<Channels> {
+    return this.request('GET', '/channels', undefined, options);
+  }
+
+  async listMachines(options?: RequestOptions): Promise<Machine[]> {
+    return (await this.request<{ machines: Machine[] }>('GET', '/machines', undefined, options)).machines;
+  }
+
+  async reportMachine(machine: MachineReport, options?: RequestOptions): Promise<Machine> {
+    return (await this.request<{ machine: Machine }>('POST', '/machines', machine, options)).machine;
+  }
+
+  // ---- Notifications ----
+
+  send(notification: SendRequest, { idempotencyKey, ...options }: IdempotentOptions = {}): Promise<SendResult> {
+    return this.request('POST', '/send', notification, { ...options, headers: idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey } });
+  }
+
+  getNotification(notificationId: string, options?: RequestOptions): Promise<Notification> {
+    return this.request('GET', `/notifications/${segment(notificationId)}`, undefined, options);
+  }
+
+  listNotificationRecipients(notificationId: string, params: RecipientQuery = {}, options?: RequestOptions): Promise<Page<Recipient>> {
+    return this.request('GET', `/notifications/${segment(notificationId)}/recipients${query({ ...params })}`, undefined, options);
+  }
+
+  // ---- Subscribers ----
+
+  listSubscribers({ tags, ...params }: SubscriberQuery = {}, options?: RequestOptions): Promise<Page<Subscriber>> {
+    return this.request('GET', `/subscribers${query({ ...params, tags: tags?.join(',') })}`, undefined, options);
+  }
+
+  countSubscribers(options?: RequestOptions): Promise<SubscriberCounts> {
+    return this.request('GET', '/subscribers/count', undefined, options);
+  }
+
+  getSubscriber(subscriberId: string, options?: RequestOptions): Promise<SubscriberDetail> {
+    return this.request('GET', `/subscribers/${segment(subscriberId)}`, undefined, options);
+  }
+
+  updateSubscriber(subscriberId: string, update: SubscriberUpdate, options?: RequestOptions): Promise<SubscriberDetail> {
+    return this.request('PATCH', `/subscribers/${segment(subscriberId)}`, update, options);
+  }
+
+  async deleteSubscriber(subscriberId: string, options?: RequestOptions): Promise<void> {
+    await this.request<undefined>('DELETE', `/subscribers/${segment(subscriberId)}`, undefined, options);
+  }
+
+  // ---- Policy ----
+
+  authorize(action: AuthorizeRequest, options?: RequestOptions): Promise<Verdict> {
+    return this.request('POST', '/authorize', action, options);
+  }
+
+  getPolicy(options?: RequestOptions): Promise<PolicyDocument> {
+    return this.request('GET', '/policy', undefined, options);
+  }
+
+  putPolicy(policy: string, options?: RequestOptions): Promise<PolicyDocument> {
+    return this.request('PUT', '/policy', { policy }, options);
+  }
+
+  deletePolicy(options?: RequestOptions): Promise<PolicyDocument> {
+    return this.request('DELETE', '/policy', undefined, options);
+  }
+
+  // ---- Keys and enrollment (Partner) ----
+
+  createKey(key: CreateKeyRequest, options?: RequestOptions): Promise<CreatedKey> {
+    return this.request('POST', '/keys', key, options);
+  }
+
+  async listKeys(params: { externalId?: string } = {}, options?: RequestOptions): Promise<BoundKey[]> {
+    return (await this.request<{ keys: BoundKey[] }>('GET', `/keys${query(params)}`, undefined, options)).keys;
+  }
+
+  revokeKey(keyId: string, options?: RequestOptions): Promise<BoundKey> {
+    return this.request('DELETE', `/keys/${segment(keyId)}`, undefined, options);
+  }
+
+  /** A single-use link that connects an end-user's browser; a bound key's own end-user when `externalId` is omitted. */
+  enroll(params: { externalId?: string } = {}, options?: RequestOptions): Promise<Enrollment> {
+    return this.request('POST', '/enroll', params, options);
+  }
+
+  // ---- Ask ----
+
+  ask(question: AskRequest, options?: RequestOptions): Promise<AskRecord> {
+    return this.request('POST', '/ask', question, options);
+  }
+
+  /** `wait`: seconds (0–55) to hold for an answer. */
+  getAsk(correlationId: string, params: { wait?: number } = {}, options?: RequestOptions): Promise<AskRecord> {
+    return this.request('GET', `/ask/${segment(correlationId)}${query(params)}`, undefined, options);
+  }
+
+  withdrawAsk(correlationId: string, options?: RequestOptions): Promise<AskRecord> {
+    return this.request('DELETE', `/ask/${segment(correlationId)}`, undefined, options);
+  }
+
+  // ---- Decisions ----
+
+  createDecision(decision: DecisionRequest, { idempotencyKey, ...options }: IdempotentOptions = {}): Promise<Decision> {
+    return this.request('POST', '/decisions', decision, { ...options, headers: idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey } });
+  }
+
+  /** `wait: true` holds until the decision resolves or 55 s pass. */
+  getDecision(decisionId: string, params: { wait?: boolean } = {}, options?: RequestOptions): Promise<Decision> {
+    return this.request('GET', `/decisions/${segment(decisionId)}${query({ wait: params.wait ? 'true' : undefined })}`, undefined, options);
+  }
+
+  /** A confirm answer is `"yes"`/`"no"` (or true/false); select: one of the options; input: 1–2,000 characters. */
+  answerDecision(decisionId: string, answer: string | boolean, options?: RequestOptions): Promise<Decision> {
+    return this.request('POST', `/decisions/${segment(decisionId)}`, { answer }, options);
+  }
+
+  cancelDecision(decisionId: string, options?: RequestOptions): Promise<Decision> {
+    return this.request('DELETE', `/decisions/${segment(decisionId)}`, undefined, options);
+  }
+
+  /** The key owner's when `externalId` is omitted (a bound key: its own only). */
+  getReachability(params: { externalId?: string } = {}, options?: RequestOptions): Promise<PersonReachability> {
+    return this.request('GET', `/reachability${query(params)}`, undefined, options);
+  }
+
+  // ---- Webhook signing secret ----
+
+  getWebhookSecret(options?: RequestOptions): Promise<WebhookSecret> {
+    return this.request('GET', '/webhooks/secret', undefined, options);
+  }
+
+  rotateWebhookSecret(options?: RequestOptions): Promise<WebhookSecret> {
+    return this.request('POST', '/webhooks/secret/rotate', undefined, options);
+  }
+
+  // ---- Helpers ----
+
+  /**
+   * Asks and waits across server-side windows (each at most 55 s) until the question is answered
+   * or withdrawn, expires unanswered (`timeout` with `expiresInSeconds` 0: not approved), or the
+   * budget ends (the record as it stands: still open, `pending` or `timeout`).
+   */
+  async askAndWait(question: Omit<AskRequest, 'wait' | 'timeoutSeconds'>, options: WaitOptions): Promise<AskRecord> {
+    const deadline = Date.now() + options.totalTimeoutMs;
+    const window = windowOf(options);
+    const first = Math.min(window, secondsLeft(deadline));
+    const record = await this.ask(first >= 1 ? { ...question, wait: true, timeoutSeconds: first } : { ...question, wait: false }, { signal: options.signal, timeoutMs: HOLD_TIMEOUT_MS });
+    return this.#waitForAsk(record, deadline, window, options.signal);
+  }
+
+  /** Waits on a question already asked, as askAndWait does. */
+  waitForAsk(record: AskRecord, options: WaitOptions): Promise<AskRecord> {
+    return this.#waitForAsk(record, Date.now() + options.totalTimeoutMs, windowOf(options), options.signal);
+  }
+
+  async #waitForAsk(record: AskRecord, deadline: number, window: number, signal: AbortSignal | undefined): Promise<AskRecord> {
+    let current = record;
+    for (;;) {
+      if (current.status === 'answered' || current.status === 'withdrawn' || current.expiresInSeconds === 0) return current;
+      const wait = Math.min(window, secondsLeft(deadline), current.expiresInSeconds);
+      if (wait < 1) return current;
+      current = await this.getAsk(current.correlationId, { wait }, { signal, timeoutMs: (wait + HOLD_MARGIN_SECONDS) * 1_000 });
+    }
+  }
+
+  /**
+   * Opens a decision and waits, across 55-second server holds, until it is answered, cancelled or
+   * expired, or the budget ends (then the decision as it stands, `pending`). Only `approved` means yes.
+   */
+  async decideAndWait(decision: Omit<DecisionRequest, 'wait' | 'timeoutSeconds'>, options: WaitOptions & { idempotencyKey?: string }): Promise<Decision> {
+    const deadline = Date.now() + options.totalTimeoutMs;
+    const first = Math.min(MAX_WAIT_SECONDS, secondsLeft(deadline));
+    const opened = await this.createDecision(first >= 1 ? { ...decision, wait: true, timeoutSeconds: first } : { ...decision, wait: false }, {
+      idempotencyKey: options.idempotencyKey,
+      signal: options.signal,
+      timeoutMs: HOLD_TIMEOUT_MS,
+    });
+    return this.#waitForDecision(opened, deadline, options.signal);
+  }
+
+  /** Waits on a decision already opened, as decideAndWait does. */
+  waitForDecision(decision: Decision, options: Omit<WaitOptions, 'windowSeconds'>): Promise<Decision> {
+    return this.#waitForDecision(decision, Date.now() + options.totalTimeoutMs, options.signal);
+  }
+
+  async #waitForDecision(decision: Decision, deadline: number, signal: AbortSignal | undefined): Promise<Decision> {
+    let current = decision;
+    while (current.status === 'pending') {
+      const left = deadline - Date.now();
+      if (left <= 0) return current;
+      if (left >= MAX_WAIT_SECONDS * 1_000) {
+        current = await this.getDecision(current.decisionId, { wait: true }, { signal, timeoutMs: HOLD_TIMEOUT_MS });
+        continue;
+      }
+      // The server holds 55 s; a shorter budget ends this request early, then one plain read says where it stands.
+      const budget = new AbortController();
+      const timer = setTimeout(() => budget.abort(), left);
+      try {
+        return await this.getDecision(current.decisionId, { wait: true }, { signal: signal ? AbortSignal.any([signal, budget.signal]) : budget.signal, timeoutMs: HOLD_TIMEOUT_MS });
+      } catch (err) {
+        if (!budget.signal.aborted || signal?.aborted) throw err;
+        return this.getDecision(current.decisionId, {}, { signal });
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    return current;
+  }
+
+  /**
+   * POST /authorize, then: allow → approved; deny → refused; requires_human → a decision about the
+   * same tool call, waited for within the budget. Only a person's explicit yes approves: an
+   * unanswered, expired or cancelled decision is a refusal.
+   */
+  async authorizeThenDecide(
+    action: AuthorizeRequest,
+    question: Omit<DecisionRequest, 'wait' | 'timeoutSeconds' | 'toolName' | 'toolTarget' | 'parameters'>,
+    options: WaitOptions & { idempotencyKey?: string },
+  ): Promise<AuthorizeThenDecideResult> {
+    const authorization = await this.authorize(action, { signal: options.signal });
+    if (authorization.verdict !== 'requires_human') return { approved: authorization.verdict === 'allow', authorization, decision: null };
+    const decision = await this.decideAndWait(
+      {
+        ...(action.externalId === undefined ? {} : { externalId: action.externalId }),
+        ...question,
+        toolName: action.toolName,
+        ...(action.toolTarget === undefined ? {} : { toolTarget: action.toolTarget }),
+        ...(action.parameters === undefined ? {} : { parameters: action.parameters }),
+      },
+      options,
+    );
+    return { approved: decision.approved, authorization, decision };
+  }
+}
+
+const secondsLeft = (deadline: number): number => Math.floor((deadline - Date.now()) / 1_000);
+
+function windowOf(options: WaitOptions): number {
+  const window = options.windowSeconds ?? MAX_WAIT_SECONDS;
+  if (!Number.isInteger(window) || window < 1 || window > MAX_WAIT_SECONDS) throw new RangeError(`windowSeconds must be an integer from 1 to ${MAX_WAIT_SECONDS}`);
+  return window;
+}

@@ -1,0 +1,26 @@
+import { pieces, type Env } from '@herald/config';
+import { webhookSettings } from '@herald/webhooks';
+
+export function readConfig(env: Env) {
+  return {
+    ...pieces.database(env),
+    /**
+     * The deployment's namespace, the same as the Kafka topic prefix of the other services: webhooks
+     * and expiries queued in the shared tables are worked only by this namespace's replicas.
+     */
+    namespace: env.string('KAFKA_TOPIC_PREFIX', ''),
+    ...pieces.grpcServer(env, 50056),
+    ...pieces.shutdown(env),
+    ...webhookSettings(env),
+    /** The account service holds each workspace's webhook signing secrets. */
+    accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
+    /** The HMAC key of answer-page tokens; changing it invalidates every link already sent. */
+    answerTokenSecret: env.string('ANSWER_TOKEN_SECRET'),
+    /** How long a POST /ask question stays open (the spec's 600 s; tests shorten it). */
+    askLifetimeSeconds: env.integer('ASK_LIFETIME_SECONDS', 600, { min: 1, max: 86_400 }),
+    /** How often expired questions with a callbackUrl are looked for, to report their expiry. */
+    expirySweepMs: env.integer('EXPIRY_SWEEP_MS', 1_000, { min: 50, max: 600_000 }),
+  };
+}
+
+export type DecisionConfig = ReturnType<typeof readConfig>;

@@ -1,0 +1,41 @@
+import { drainOnSignal, loadConfig } from '@herald/config';
+import { createPool, migrate } from '@herald/db';
+import { createClient, startGrpcServer } from '@herald/grpc';
+import { createLogger } from '@herald/logging';
+import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
+import { DecisionServiceService } from '@herald/proto/herald/decision/v1/decision';
+import { dispatcherSettings, startWebhookDispatcher, webhookMigrations } from '@herald/webhooks';
+
+import { readConfig } from './config.js';
+import { decisionHandlers } from './handlers.js';
+import { migrationsDir, SCHEMA } from './store.js';
+import { AnswerTokens } from './tokens.js';
+import { startExpirySweep } from './webhooks.js';
+
+const config = loadConfig(readConfig);
+const logger = createLogger('decision');
+const tokens = new AnswerTokens(config.answerTokenSecret);
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.namespace, applicationName: 'herald-decision' });
+await migrate(pool, SCHEMA, [{ track: 'service', dir: migrationsDir }, webhookMigrations], logger);
+const account = createClient(AccountServiceClient, config.accountGrpcUrl);
+const dispatcher = startWebhookDispatcher({
+  pool,
+  schema: SCHEMA,
+  logger,
+  secrets: async (workspaceId) => (await account.getWebhookSecrets({ workspaceId })).secrets,
+  ...dispatcherSettings(config.webhooks),
+});
+const expirySweep = startExpirySweep(pool, config.expirySweepMs, logger);
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DecisionServiceService, decisionHandlers(pool, tokens, config, logger)]]);
+logger.info({ port: server.port }, 'decision service serving');
+
+drainOnSignal(
+  async () => {
+    await server.drain(config.shutdownGraceMs);
+    await Promise.all([dispatcher.stop(), expirySweep.stop()]);
+    account.close();
+    await pool.end();
+  },
+  config.shutdownGraceMs,
+  (message, err) => logger.info({ err }, message),
+);

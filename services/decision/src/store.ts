@@ -1,0 +1,199 @@
+import { fileURLToPath } from 'node:url';
+
+import { CURRENT_NAMESPACE_SQL, type Queryable } from '@herald/db';
+
+/** Every SQL statement of the decision service. Each query is scoped by workspace id or by a question id from a verified token. */
+
+export const SCHEMA = 'decision';
+export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
+
+export type Kind = 'ask' | 'decision';
+
+export interface ReachabilityJson {
+  reachable: boolean;
+  browserSubscriptions: number;
+  nativeAppDevices: number;
+}
+
+export interface QuestionRow {
+  id: string;
+  workspace_id: string;
+  kind: Kind;
+  type: string;
+  question: string;
+  options: string[];
+  context: string | null;
+  placeholder: string | null;
+  agent_name: string | null;
+  mode: string;
+  audience: string | null;
+  external_id: string | null;
+  tool_name: string | null;
+  tool_target: string | null;
+  parameters: Record<string, unknown> | null;
+  reachability: ReachabilityJson | null;
+  callback_url: string | null;
+  idempotency_key: string | null;
+  request_hash: string | null;
+  status: 'pending' | 'answered' | 'cancelled';
+  answer: string | null;
+  created_at: Date;
+  expires_at: Date;
+  answered_at: Date | null;
+  cancelled_at: Date | null;
+  /** Computed on read with the database's clock: pending past expires_at. */
+  expired: boolean;
+  expires_in_seconds: number;
+}
+
+const COLUMNS = `*, (status = 'pending' AND expires_at <= clock_timestamp()) AS expired,
+  GREATEST(0, CEIL(EXTRACT(EPOCH FROM expires_at - clock_timestamp())))::int AS expires_in_seconds`;
+
+export interface NewQuestion {
+  id: string;
+  workspaceId: string;
+  kind: Kind;
+  keyId: string;
+  type: string;
+  question: string;
+  options: string[];
+  context: string | null;
+  placeholder: string | null;
+  agentName: string | null;
+  mode: string;
+  audience: string | null;
+  externalId: string | null;
+  toolName: string | null;
+  toolTarget: string | null;
+  parameters: Record<string, unknown> | null;
+  reachability: ReachabilityJson | null;
+  target: { subscriberIds: string[]; externalIds: string[]; tags: string[] } | null;
+  callbackUrl: string | null;
+  idempotencyKey: string | null;
+  requestHash: string | null;
+  lifetimeSeconds: number;
+}
+
+/** Inserts, or with an idempotency key already used returns nothing (the caller reads the first). */
+export async function insertQuestion(db: Queryable, q: NewQuestion): Promise<QuestionRow | undefined> {
+  const { rows } = await db.query<QuestionRow>(
+    `INSERT INTO questions (id, workspace_id, kind, key_id, type, question, options, context, placeholder, agent_name, mode, audience,
+       external_id, tool_name, tool_target, parameters, reachability, target, callback_url, idempotency_key, request_hash, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, now() + make_interval(secs => $22))
+     ON CONFLICT (workspace_id, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+     RETURNING ${COLUMNS}`,
+    [
+      q.id,
+      q.workspaceId,
+      q.kind,
+      q.keyId,
+      q.type,
+      q.question,
+      JSON.stringify(q.options),
+      q.context,
+      q.placeholder,
+      q.agentName,
+      q.mode,
+      q.audience,
+      q.externalId,
+      q.toolName,
+      q.toolTarget,
+      q.parameters === null ? null : JSON.stringify(q.parameters),
+      q.reachability === null ? null : JSON.stringify(q.reachability),
+      q.target === null ? null : JSON.stringify(q.target),
+      q.callbackUrl,
+      q.idempotencyKey,
+      q.requestHash,
+      q.lifetimeSeconds,
+    ],
+  );
+  return rows[0];
+}
+
+export async function findByIdempotencyKey(db: Queryable, workspaceId: string, kind: Kind, key: string): Promise<QuestionRow | undefined> {
+  const { rows } = await db.query<QuestionRow>(`SELECT ${COLUMNS} FROM questions WHERE workspace_id = $1 AND kind = $2 AND idempotency_key = $3`, [
+    workspaceId,
+    kind,
+    key,
+  ]);
+  return rows[0];
+}
+
+/** Serialises creations of asks per workspace (inside a transaction), so the pending limit holds under concurrency. */
+export async function lockWorkspaceAsks(db: Queryable, workspaceId: string): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtext('herald.decision.asks:' || $1))`, [workspaceId]);
+}
+
+export async function countPendingAsks(db: Queryable, workspaceId: string): Promise<number> {
+  const { rows } = await db.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM questions WHERE workspace_id = $1 AND kind = 'ask' AND status = 'pending' AND expires_at > clock_timestamp()`,
+    [workspaceId],
+  );
+  return rows[0]?.count ?? 0;
+}
+
+/** How a caller may address a question: its owner's view (workspace, kind, end-user scope) or just its id (a verified token). */
+export interface Scope {
+  workspaceId?: string;
+  kind?: Kind;
+  /** Only questions addressed to this end-user (a bound key's). */
+  externalId?: string;
+}
+
+function scoped(scope: Scope, first: number): { where: string; params: string[] } {
+  const clauses: string[] = [];
+  const params: string[] = [];
+  const add = (column: string, value: string | undefined) => {
+    if (value === undefined) return;
+    params.push(value);
+    clauses.push(`${column} = $${first + params.length - 1}`);
+  };
+  add('workspace_id', scope.workspaceId);
+  add('kind', scope.kind);
+  add('external_id', scope.externalId);
+  return { where: clauses.map((clause) => ` AND ${clause}`).join(''), params };
+}
+
+export async function findQuestion(db: Queryable, id: string, scope: Scope): Promise<QuestionRow | undefined> {
+  const { where, params } = scoped(scope, 2);
+  const { rows } = await db.query<QuestionRow>(`SELECT ${COLUMNS} FROM questions WHERE id = $1${where}`, [id, ...params]);
+  return rows[0];
+}
+
+/**
+ * Marks up to `limit` expired, unanswered questions with a callback as reported and returns them
+ * (inside the transaction that enqueues their webhooks). Rows another sweeper holds are skipped, and
+ * so are other namespaces' (their own sweeps report them, through their own webhook dispatchers).
+ */
+export async function claimUnreportedExpiries(db: Queryable, limit: number): Promise<QuestionRow[]> {
+  const { rows } = await db.query<QuestionRow>(
+    `UPDATE questions SET expiry_reported_at = clock_timestamp()
+     WHERE id IN (SELECT id FROM questions
+                  WHERE status = 'pending' AND callback_url IS NOT NULL AND expiry_reported_at IS NULL AND expires_at <= clock_timestamp()
+                    AND namespace = ${CURRENT_NAMESPACE_SQL}
+                  ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+     RETURNING ${COLUMNS}`,
+    [limit],
+  );
+  return rows;
+}
+
+/** Records the answer if the question is still open; first answer wins (undefined: it was not open). */
+export async function recordAnswer(db: Queryable, id: string, answer: string): Promise<QuestionRow | undefined> {
+  const { rows } = await db.query<QuestionRow>(
+    `UPDATE questions SET status = 'answered', answer = $2, answered_at = clock_timestamp()
+     WHERE id = $1 AND status = 'pending' AND expires_at > clock_timestamp() RETURNING ${COLUMNS}`,
+    [id, answer],
+  );
+  return rows[0];
+}
+
+/** Withdraws or cancels the question if it is still open (undefined: it was not open). */
+export async function recordCancel(db: Queryable, id: string): Promise<QuestionRow | undefined> {
+  const { rows } = await db.query<QuestionRow>(
+    `UPDATE questions SET status = 'cancelled', cancelled_at = clock_timestamp()
+     WHERE id = $1 AND status = 'pending' AND expires_at > clock_timestamp() RETURNING ${COLUMNS}`,
+    [id],
+  );
+  return rows[0];
+}

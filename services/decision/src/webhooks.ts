@@ -1,0 +1,88 @@
+import { withTransaction, type Pool, type PoolClient } from '@herald/db';
+import type { Logger } from '@herald/logging';
+import { enqueueWebhook } from '@herald/webhooks';
+
+import * as store from './store.js';
+
+/**
+ * The callbackUrl webhook of a question, enqueued in the transaction that resolves it: sent only
+ * if the answer, withdrawal, cancellation or expiry commits, and then at least once.
+ *
+ * Types: ask.answered, ask.withdrawn, ask.expired; decision.answered, decision.cancelled,
+ * decision.expired.
+ */
+function event(row: store.QuestionRow, outcome: 'answered' | 'cancelled' | 'expired') {
+  if (row.kind === 'ask') {
+    const status = outcome === 'answered' ? 'answered' : outcome === 'cancelled' ? 'withdrawn' : 'timeout';
+    return {
+      type: `ask.${outcome === 'cancelled' ? 'withdrawn' : outcome}`,
+      data: {
+        correlationId: row.id,
+        question: row.question,
+        type: row.type,
+        status,
+        answered: outcome === 'answered',
+        ...(outcome === 'answered' ? { value: row.answer } : {}),
+      },
+    };
+  }
+  return {
+    type: `decision.${outcome}`,
+    data: {
+      decisionId: row.id,
+      question: row.question,
+      type: row.type,
+      status: outcome,
+      // Fail closed, as in the API: only a yes to a confirm decision approves.
+      approved: outcome === 'answered' && row.type === 'confirm' && row.answer === 'yes',
+      answer: outcome === 'answered' ? row.answer : null,
+      externalId: row.external_id,
+      toolName: row.tool_name,
+      idempotencyKey: row.idempotency_key,
+    },
+  };
+}
+
+export async function reportResolution(tx: PoolClient, row: store.QuestionRow, outcome: 'answered' | 'cancelled' | 'expired'): Promise<void> {
+  if (row.callback_url === null) return;
+  await enqueueWebhook(tx, store.SCHEMA, { workspaceId: row.workspace_id, url: row.callback_url, ...event(row, outcome) });
+}
+
+const SWEEP_BATCH = 100;
+
+/**
+ * Expiry is computed on read, so nothing changes when a question expires; this sweep reports it
+ * to the question's callbackUrl (once: each expiry is marked reported in the same transaction).
+ */
+export function startExpirySweep(pool: Pool, intervalMs: number, logger: Logger): { stop(): Promise<void> } {
+  let stopping = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const sweep = async () => {
+    for (;;) {
+      const count = await withTransaction(pool, async (tx) => {
+        const expired = await store.claimUnreportedExpiries(tx, SWEEP_BATCH);
+        for (const row of expired) await reportResolution(tx, row, 'expired');
+        return expired.length;
+      });
+      if (count < SWEEP_BATCH || stopping) return;
+    }
+  };
+  const schedule = () => {
+    timer = setTimeout(() => {
+      running = sweep()
+        .catch((err: unknown) => logger.warn({ err }, 'expiry sweep failed; retrying'))
+        .finally(() => {
+          if (!stopping) schedule();
+        });
+    }, intervalMs);
+  };
+  schedule();
+  return {
+    async stop() {
+      stopping = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
