@@ -19,7 +19,7 @@ interface Waiting {
 }
 
 export class Waiters {
-  private readonly byQuestion = new Map<string, Set<Waiting>>();
+  private readonly byQuestion = new Map<string, { waiters: Set<Waiting>; subscribed: Promise<void> }>();
   private closing = false;
 
   constructor(
@@ -30,7 +30,7 @@ export class Waiters {
   ) {
     subscriber.on('message', (channel: string) => {
       const id = channel.slice(answerChannel('').length);
-      for (const waiting of this.byQuestion.get(id) ?? []) waiting.wake();
+      for (const waiting of this.byQuestion.get(id)?.waiters ?? []) waiting.wake();
     });
   }
 
@@ -78,7 +78,7 @@ export class Waiters {
   /** Shutdown: every waiter answers at once with the current record; no new waits start. */
   wakeAll(): void {
     this.closing = true;
-    for (const set of this.byQuestion.values()) for (const waiting of set) waiting.wake();
+    for (const { waiters } of this.byQuestion.values()) for (const waiting of waiters) waiting.wake();
   }
 
   disconnect(): void {
@@ -86,25 +86,26 @@ export class Waiters {
   }
 
   private async add(questionId: string, waiting: Waiting): Promise<void> {
-    const set = this.byQuestion.get(questionId);
-    if (set) {
-      set.add(waiting);
-      return;
+    const entry = this.byQuestion.get(questionId);
+    if (entry) {
+      entry.waiters.add(waiting);
+      // A later waiter of the same question also reads only once the subscription is in place.
+      return entry.subscribed;
     }
-    this.byQuestion.set(questionId, new Set([waiting]));
-    try {
-      await this.subscriber.subscribe(answerChannel(questionId));
-    } catch (err) {
+    const subscribed = this.subscriber.subscribe(answerChannel(questionId)).then(
+      () => undefined,
       // Without Redis the wait still ends at its time-out with a fresh read.
-      this.logger.warn({ err, questionId }, 'could not subscribe for an answer wake-up');
-    }
+      (err: unknown) => this.logger.warn({ err, questionId }, 'could not subscribe for an answer wake-up'),
+    );
+    this.byQuestion.set(questionId, { waiters: new Set([waiting]), subscribed });
+    return subscribed;
   }
 
   private async remove(questionId: string, waiting: Waiting): Promise<void> {
-    const set = this.byQuestion.get(questionId);
-    if (!set) return;
-    set.delete(waiting);
-    if (set.size > 0) return;
+    const entry = this.byQuestion.get(questionId);
+    if (!entry) return;
+    entry.waiters.delete(waiting);
+    if (entry.waiters.size > 0) return;
     this.byQuestion.delete(questionId);
     await this.subscriber.unsubscribe(answerChannel(questionId)).catch(() => undefined);
   }
