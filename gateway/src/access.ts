@@ -60,7 +60,8 @@ export function assertActivePlan(plan: Plan | undefined, upgradeUrl: string): as
   }
 }
 
-export function assertAccess(principal: Principal, access: ScopedAccess, upgradeUrl: string): void {
+/** `viaToken`: the principal came from an OAuth access token, whose scope narrowed the key's. */
+export function assertAccess(principal: Principal, access: ScopedAccess, upgradeUrl: string, viaToken = false): void {
   const plan = principal.plan;
   assertActivePlan(plan, upgradeUrl);
   // Bound keys exist on the Partner plan only; a downgrade disables them.
@@ -73,7 +74,9 @@ export function assertAccess(principal: Principal, access: ScopedAccess, upgrade
   }
   if (!principal.scopes.includes(access.scope)) {
     throw new HeraldError('forbidden', 'This key cannot access this endpoint', {
-      hint: `Keys of origin "${principal.keyOrigin}" cannot call this endpoint; use a key created in the dashboard.`,
+      hint: viaToken
+        ? `The access token's scope does not allow "${access.scope}" (or its key of origin "${principal.keyOrigin}" cannot call this endpoint).`
+        : `Keys of origin "${principal.keyOrigin}" cannot call this endpoint; use a key created in the dashboard.`,
     });
   }
   if (access.plan === 'api' && !plan.apiAccess) {

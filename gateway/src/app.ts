@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { parseKey } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { Logger } from '@herald/logging';
+import type { Principal } from '@herald/proto/herald/account/v1/account';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -14,6 +15,8 @@ import type { GatewayConfig } from './config.js';
 import { registerDocs } from './docs.js';
 import { clientErrors, frameworkErrors, installErrorHandling } from './errors.js';
 import { MachineReporter } from './machines.js';
+import { Jwks } from './oauth/jwks.js';
+import { AccessTokens, bearerChallenge, isJwtShaped, resourceMetadataUrl } from './oauth/tokens.js';
 import { mcpRoutes } from './mcp/server.js';
 import { registerOpenApi } from './openapi.js';
 import { PrincipalCache } from './principals.js';
@@ -87,6 +90,22 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
     logger.warn({ err }, 'Redis unreachable: rate limiting per replica until it is back'),
   );
   const machines = new MachineReporter(clients.account, logger);
+  const resourceMetadata = resourceMetadataUrl(config.publicOrigin);
+  // Without an authorization server of its own, a Bearer JWT is refused like any malformed key.
+  const accessTokens = config.oauthAuthorizationServer
+    ? new AccessTokens(
+        new Jwks({
+          issuer: config.oauthAuthorizationServer,
+          jwksUrl: config.oauthJwksUrl,
+          allowLoopbackHttp: config.oauthAllowLoopbackHttp,
+          ttlMs: config.oauthJwksTtlMs,
+          minRefetchMs: config.oauthJwksMinRefetchMs,
+          logger,
+        }),
+        clients.account,
+        { issuer: config.oauthAuthorizationServer, resource: config.publicOrigin, clockSkewSeconds: config.oauthClockSkewSeconds, resourceMetadata, cacheTtlMs: config.keyCacheTtlMs },
+      )
+    : undefined;
 
   // Answer wake-ups: a subscribed Redis connection can do nothing else, so waiters get their own.
   const subscriber = redis.duplicate({ lazyConnect: true });
@@ -106,7 +125,23 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
         title: 'Unauthorized',
       });
     }
-    const parsed = parseKey(match[1]);
+    const token = accessTokens && isJwtShaped(match[1]) ? match[1] : undefined;
+    const principal = token && accessTokens ? await accessTokens.authenticate(token, reply) : await keyPrincipal(match[1]);
+    request.principal = principal;
+
+    await enforceRateLimit(limiter, reply, principal.keyId, principal.plan?.rateLimitPerMinute ?? 0);
+    try {
+      assertAccess(principal, access, config.upgradeUrl, token !== undefined);
+    } catch (err) {
+      // RFC 6750 §3.1: tells an OAuth client which scope to ask the authorization server for.
+      if (token && err instanceof HeraldError && err.code === 'forbidden') void reply.header('www-authenticate', bearerChallenge(resourceMetadata, 'insufficient_scope', access.scope));
+      throw err;
+    }
+    await machines.report(request, principal);
+  });
+
+  async function keyPrincipal(bearer: string): Promise<Principal> {
+    const parsed = parseKey(bearer);
     if (parsed.kind === 'site') {
       throw new HeraldError('unauthorized', 'A site key (pk_<id>) only works on the public browser endpoints; use a full API key.', {
         title: 'Unauthorized',
@@ -115,13 +150,8 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
     if (parsed.kind === 'malformed') {
       throw new HeraldError('unauthorized', 'Malformed API key. Use a Bearer key of the form pk_<id>.<secret>.', { title: 'Unauthorized' });
     }
-    const principal = await principals.resolve(parsed.id, parsed.secret);
-    request.principal = principal;
-
-    await enforceRateLimit(limiter, reply, principal.keyId, principal.plan?.rateLimitPerMinute ?? 0);
-    assertAccess(principal, access, config.upgradeUrl);
-    await machines.report(request, principal);
-  });
+    return principals.resolve(parsed.id, parsed.secret);
+  }
 
   // The browser SDK's endpoints: site key, Origin and CORS (site-keys.ts).
   const resolveSite = siteKeyResolver(clients.account, config.keyCacheTtlMs);

@@ -11,6 +11,16 @@ export function readConfig(env: Env) {
     upgradeUrl: env.url('UPGRADE_URL', ['http:', 'https:'], 'https://herald.dev/pricing'),
     /** The OAuth authorization server MCP clients are pointed to (RFC 9728 metadata); empty: PUBLIC_ORIGIN. */
     oauthAuthorizationServer: env.url('OAUTH_AUTHORIZATION_SERVER', ['http:', 'https:'], ''),
+    /** Where the authorization server's signing keys are; empty: discovered from its metadata. */
+    oauthJwksUrl: env.url('OAUTH_JWKS_URL', ['http:', 'https:'], ''),
+    /** Allow http (loopback hosts only) for the authorization server: local tests, never production. */
+    oauthAllowLoopbackHttp: env.boolean('OAUTH_ALLOW_LOOPBACK_HTTP', false),
+    /** Tolerance on an access token's exp, nbf and iat. */
+    oauthClockSkewSeconds: env.integer('OAUTH_CLOCK_SKEW_SECONDS', 60, { min: 0, max: 600 }),
+    /** How long signing keys are kept when the JWKS response has no Cache-Control max-age. */
+    oauthJwksTtlMs: env.integer('OAUTH_JWKS_TTL_MS', 600_000, { min: 1_000, max: 86_400_000 }),
+    /** An unknown kid refetches the JWKS at most this often, so forged kids cannot flood the AS. */
+    oauthJwksMinRefetchMs: env.integer('OAUTH_JWKS_MIN_REFETCH_MS', 30_000, { min: 0, max: 3_600_000 }),
     accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
     audienceGrpcUrl: env.string('AUDIENCE_GRPC_URL', '127.0.0.1:50052'),
     campaignGrpcUrl: env.string('CAMPAIGN_GRPC_URL', '127.0.0.1:50053'),

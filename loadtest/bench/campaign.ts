@@ -36,6 +36,7 @@ import { backgroundLoad, startProcess, type BenchProcess } from './lib/processes
 import { summarizeProfileDir, type ProfiledProcess } from './lib/profile.js';
 import { startHerald, type Herald } from './lib/stack.js';
 import { UsageMonitor, type UsageReport } from './lib/usage.js';
+import { deleteWorkspaceRows, type Db } from './lib/workspace.js';
 
 const settings = {
   subscribers: intEnv('BENCH_SUBSCRIBERS', 1_000_000),
@@ -133,7 +134,6 @@ async function startPeer(port: number, keyPoolFile: string, nodeArgs: string[]):
 }
 
 // ---------------------------------------------------------------- the audience, straight into PostgreSQL
-type Db = Awaited<ReturnType<typeof connectDatabase>>;
 
 /** COPY text format: these values must not need escaping. */
 const PLAIN = /^[A-Za-z0-9_.:/-]+$/;
@@ -181,17 +181,6 @@ async function seedAudience(db: Db, workspace: TestWorkspace, origin: string, po
   const vacuumMs = performance.now() - vacuumStarted;
   log(`VACUUM ANALYZE in ${seconds(vacuumMs)}`);
   return { copyMs, vacuumMs, rows };
-}
-
-/** Deletes what the benchmark workspace left in the services' tables; returns rows deleted per table. */
-async function deleteWorkspaceRows(db: Db, workspaceId: string, tables: readonly string[]): Promise<Record<string, number>> {
-  const deleted: Record<string, number> = {};
-  for (const table of tables) {
-    const result = await db.query(`DELETE FROM ${table} WHERE workspace_id = $1`, [workspaceId]);
-    deleted[table] = result.rowCount ?? 0;
-  }
-  for (const table of tables) await db.query(`VACUUM ${table}`);
-  return deleted;
 }
 
 const DELIVERY_TABLES = ['delivery.deliveries', 'delivery.retries'];

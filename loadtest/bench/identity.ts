@@ -18,14 +18,14 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 
-import { openAdmin, type Admin } from '@herald/account/admin';
-import { admin, freePort, requiredEnv, type TestWorkspace } from '@herald/testkit';
+import { admin, freePort, type TestWorkspace } from '@herald/testkit';
 
 import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
 import { getRequest, runLoad, type LoadResult } from './lib/load.js';
 import { backgroundLoad, cpuSeconds, cpuSecondsByName, machineJiffies, startProcess, type BenchProcess, type Jiffies } from './lib/processes.js';
 import { summarizeProfileDir, type ProfiledProcess, type ProfileWindow } from './lib/profile.js';
 import { startHerald } from './lib/stack.js';
+import { createKeys, KEY_BUDGET, keysNeeded, PLAN_LIMIT } from './lib/workspace.js';
 
 const settings = {
   connections: intEnv('BENCH_CONNECTIONS', 32),
@@ -37,9 +37,6 @@ const settings = {
 };
 /** Re-warm at the start of the measured run (new sockets; auth cache of keys added after the warm-up). */
 const REWARM_MS = 1_000;
-/** The enterprise plan's limit, and how close to it a key may get in this run. */
-const PLAN_LIMIT = 1_000;
-const KEY_BUDGET = 850;
 const HARD_DEADLINE_MS = 150_000;
 const IDENTITY_PATH = '/api/v1/server/identity';
 /** The baseline server, compiled from bench/bare-server.ts; relative to the repository root. */
@@ -50,46 +47,6 @@ const INFRA_PROCESSES = [
   ['redis-server', 'redis'],
   ['java', 'kafka'],
 ] as const;
-
-// ---------------------------------------------------------------- keys through the admin CLI
-
-/**
- * Issues `count` dashboard keys in `workspaceId`. One CLI process per key costs ~0.3 s of CPU
- * (module loading, migrations check), too slow for hundreds of keys on 2 cores, so this runs the
- * CLI's own commands as a library (openAdmin from @herald/account/admin) with one pool: same
- * arguments, same code path, same output.
- */
-let bulkAdmin: Promise<Admin> | undefined;
-const adminLibrary = (): Promise<Admin> => {
-  if (!bulkAdmin) {
-    const opened = openAdmin(requiredEnv('DATABASE_URL'), 4);
-    atCleanup(() => opened.then((library) => library.close()));
-    bulkAdmin = opened;
-  }
-  return bulkAdmin;
-};
-
-async function createKeys(workspaceId: string, count: number): Promise<string[]> {
-  const started = performance.now();
-  const library = await adminLibrary();
-  const create = async (index: number): Promise<string> => {
-    const args = ['key', 'create', '--workspace', workspaceId, '--origin', 'dashboard', '--name', `bench-${index}`];
-    const { apiKey } = await library.run(args);
-    if (typeof apiKey !== 'string') throw new Error(`key create returned no apiKey`);
-    return apiKey;
-  };
-  const keys: string[] = [];
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < count) {
-      next += 1;
-      keys.push(await create(next));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(4, count) }, worker));
-  log(`created ${count} keys in ${((performance.now() - started) / 1_000).toFixed(1)} s`);
-  return keys;
-}
 
 // ---------------------------------------------------------------- the Herald stack
 interface HeraldStack {
@@ -197,16 +154,6 @@ async function scenario({ name, port, makeRequests, processes, beforeMeasure, wa
   return { name, warm, measured, cpu, machine, requests, window };
 }
 
-/** Keys needed so that no key passes KEY_BUDGET in the measured run, given the warm-up. */
-function keysNeeded(warm: LoadResult, keyCount: number): number {
-  const usedPerKey = Math.max(...warm.perRequestIndex);
-  // Assume the measured run may go 50% faster than the warm-up (JIT, caches).
-  const projected = warm.rps * 1.5 * ((REWARM_MS + settings.durationMs) / 1_000) + settings.connections;
-  const room = KEY_BUDGET - usedPerKey;
-  if (room <= 0) throw new Error(`the warm-up already used ${usedPerKey} requests on one key; raise BENCH_KEYS`);
-  return Math.max(keyCount, Math.ceil(projected / room));
-}
-
 interface GatewayScenarioOptions {
   name: string;
   infra: Record<string, string>;
@@ -238,7 +185,13 @@ async function gatewayScenario({ name, infra, workspaceId, firstKey, telemetry, 
       processes: { gateway: stack.processes.gateway, account: stack.processes.account },
       watchHeader: 'x-ratelimit-remaining',
       beforeMeasure: async (warm) => {
-        const needed = keysNeeded(warm, keys.length);
+        const needed = keysNeeded({
+          rps: warm.rps,
+          usedPerKey: Math.max(...warm.perRequestIndex),
+          keyCount: keys.length,
+          runMs: REWARM_MS + settings.durationMs,
+          connections: settings.connections,
+        });
         if (needed > keys.length) {
           log(`${name}: warm-up rate needs ${needed} keys to stay under ${KEY_BUDGET}/key: creating ${needed - keys.length} more`);
           keys = [...keys, ...(await createKeys(workspaceId, needed - keys.length))];

@@ -11,6 +11,7 @@ import {
 } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 
+import { bearerChallenge, resourceMetadataUrl } from '../oauth/tokens.js';
 import { OPENAPI_VERSION } from '../openapi.js';
 import { isJsonObject, RestExchange, type Json } from './rest.js';
 import { runTool, TOOLS } from './tools.js';
@@ -85,7 +86,7 @@ export const mcpRoutes =
   async (app: FastifyInstance) => {
     const documentationBase = `${publicOrigin}/docs/errors`;
     const endpoint = `${publicOrigin}${MCP_PATH}`;
-    const resourceMetadata = `${publicOrigin}/.well-known/oauth-protected-resource`;
+    const resourceMetadata = resourceMetadataUrl(publicOrigin);
     const exchanges = new WeakMap<Request, RestExchange>();
     const exchangeOf = (request: Request | undefined): RestExchange => {
       const exchange = request && exchanges.get(request);
@@ -111,8 +112,7 @@ export const mcpRoutes =
 
     /** 401 with the challenge MCP clients follow to the protected resource metadata. */
     function challenge(reply: FastifyReply, body: Json, invalidToken: boolean): FastifyReply {
-      const error = invalidToken ? ', error="invalid_token"' : '';
-      return reply.code(401).header('www-authenticate', `Bearer resource_metadata="${resourceMetadata}"${error}`).type('application/json').send(body);
+      return reply.code(401).header('www-authenticate', bearerChallenge(resourceMetadata, invalidToken ? 'invalid_token' : undefined)).type('application/json').send(body);
     }
 
     app.post(MCP_PATH, { config: { access: { public: true } } }, async (request, reply) => {

@@ -16,7 +16,16 @@ export function getRequest(host: string, port: number, path: string, headers: Re
   return Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
 }
 
-function percentile(sorted: readonly number[], p: number): number {
+/** Request bytes for POST `path` with a JSON body, with extra headers. */
+export function postRequest(host: string, port: number, path: string, body: unknown, headers: Record<string, string> = {}): Buffer {
+  const json = Buffer.from(JSON.stringify(body), 'utf8');
+  const lines = [`POST ${path} HTTP/1.1`, `Host: ${host}:${port}`, 'Accept: application/json', 'Content-Type: application/json', `Content-Length: ${json.length}`];
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+  return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), json]);
+}
+
+/** The p-th percentile of ascending `sorted` (nearest rank); NaN when empty. */
+export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[index] ?? Number.NaN;
@@ -40,6 +49,8 @@ export interface LoadOptions {
   onWindowStart?: () => void;
   /** ... and as it closes. */
   onWindowEnd?: () => void;
+  /** Every completed response (e.g. to count what the bodies say); `inWindow`: inside the measured window. */
+  onResponse?: (index: number, status: number, body: Buffer, inWindow: boolean) => void;
 }
 
 export interface LoadResult {
@@ -77,6 +88,7 @@ export function runLoad({
   watchHeader,
   onWindowStart,
   onWindowEnd,
+  onResponse,
 }: LoadOptions): Promise<LoadResult> {
   return new Promise((resolve) => {
     const start = performance.now();
@@ -160,10 +172,12 @@ export function runLoad({
         const now = performance.now();
         total += 1;
         perRequestIndex[sentIndex] = (perRequestIndex[sentIndex] ?? 0) + 1;
-        if (now >= windowStart && now < windowEnd) {
+        const inWindow = now >= windowStart && now < windowEnd;
+        if (inWindow) {
           latenciesMs.push(now - sentAt);
           statuses.set(status, (statuses.get(status) ?? 0) + 1);
         }
+        onResponse?.(sentIndex, status, body, inWindow);
         if (watchPattern) {
           const match = watchPattern.exec(head);
           if (match) watchedMin = Math.min(watchedMin, Number(match[1]));

@@ -4,7 +4,7 @@
 // LOG_LEVEL=warn and print nothing), node arguments are the caller's (--cpu-prof), and every
 // process is tracked so that stopAll / killAllNow can end whatever is still running.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { Readable } from 'node:stream';
 
@@ -229,4 +229,21 @@ export function memoryByName<Name extends string>(names: readonly Name[]): Recor
     }
   }
   return result;
+}
+
+/** Open sockets (TCP connections, listeners, pipes) of a process, from /proc/<pid>/fd (Linux); null elsewhere. */
+export function socketCount(pid: number | undefined): number | null {
+  try {
+    let count = 0;
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) count += 1;
+      } catch {
+        // Closed between the listing and the read.
+      }
+    }
+    return count;
+  } catch {
+    return null;
+  }
 }

@@ -1,4 +1,4 @@
-// Herald's own processes for a benchmark: services and one gateway on free ports, each started
+// Herald's own processes for a benchmark: services and a gateway (more on demand) on free ports, each started
 // through ./processes.js (ready when its port accepts, so LOG_LEVEL=warn is fine), wired to each
 // other like testkit's startStack does, with `--import @herald/telemetry/register` as in production.
 import { freePort, type ServiceName } from '@herald/testkit';
@@ -27,7 +27,9 @@ export interface Herald {
   instances: BenchProcess[];
   /** One more instance of a service on a port of its own; the others keep talking to the first. */
   addReplica(name: ServiceName): Promise<BenchProcess>;
-  /** The gateway first, then every service instance. */
+  /** One more gateway replica on the same services (same Redis: rate limits and answer wake-ups are shared). */
+  addGateway(): Promise<{ port: number; process: BenchProcess }>;
+  /** The gateways first, then every service instance. */
   stop(): Promise<void>;
 }
 
@@ -51,14 +53,20 @@ export async function startHerald({ services, env, processEnv = {}, nodeArgs = (
     return instance;
   };
   const first = await Promise.all([...ports].map(([name, port]) => start(name, port)));
-  const gatewayPort = await freePort();
-  const gateway = await startProcess({
-    name: 'gateway',
-    entry: 'gateway/dist/src/main.js',
-    port: gatewayPort,
-    nodeArgs: nodeArgs('gateway'),
-    env: { ...env, ...addresses, HOST: '127.0.0.1', PORT: String(gatewayPort), ...processEnv.gateway },
-  });
+  const gateways: BenchProcess[] = [];
+  const startGateway = async (): Promise<{ port: number; process: BenchProcess }> => {
+    const port = await freePort();
+    const gateway = await startProcess({
+      name: 'gateway',
+      entry: 'gateway/dist/src/main.js',
+      port,
+      nodeArgs: nodeArgs('gateway'),
+      env: { ...env, ...addresses, HOST: '127.0.0.1', PORT: String(port), ...processEnv.gateway },
+    });
+    gateways.push(gateway);
+    return { port, process: gateway };
+  };
+  const { port: gatewayPort, process: gateway } = await startGateway();
   return {
     gatewayPort,
     gateway,
@@ -67,8 +75,9 @@ export async function startHerald({ services, env, processEnv = {}, nodeArgs = (
     async addReplica(name) {
       return start(name, await freePort());
     },
+    addGateway: startGateway,
     async stop() {
-      await gateway.stop();
+      await Promise.all(gateways.map((instance) => instance.stop()));
       await Promise.all(instances.map((instance) => instance.stop()));
     },
   };

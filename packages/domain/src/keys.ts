@@ -32,6 +32,11 @@ export function secretMatches(secret: string, storedHash: Buffer): boolean {
   return storedHash.length === presented.length && timingSafeEqual(presented, storedHash);
 }
 
+/** Whether `value` has the shape of a key id (the `<id>` of `pk_<id>`). */
+export function isKeyId(value: string): boolean {
+  return idPattern.test(value);
+}
+
 export function formatFullKey(id: string, secret: string): string {
   return `pk_${id}.${secret}`;
 }

@@ -3,7 +3,7 @@ import { hashSecret, isPlanName, planFacts, secretMatches, type PlanName } from 
 import { HeraldError } from '@herald/errors';
 import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
-import { AccountServiceService, type Machine, type Plan, type Site } from '@herald/proto/herald/account/v1/account';
+import { AccountServiceService, type Machine, type Plan, type Principal, type Site } from '@herald/proto/herald/account/v1/account';
 
 import { toApiKeyMessage, toIso, toPublicSiteMessage } from './messages.js';
 import { partnerHandlers } from './partner.js';
@@ -49,31 +49,37 @@ const decoyHash = hashSecret('decoy');
 export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string, vapidSubject: string, enrollmentTtlSeconds: number) {
   const unauthenticated = (): HeraldError => new HeraldError('unauthorized', 'The API key is invalid, revoked or expired.', { title: 'Invalid API key' });
 
+  /** Who an authenticated key is; undefined (unknown or wrong secret), revoked and expired keys are one 401. */
+  async function principalOf(key: store.KeyForAuthentication | undefined): Promise<Principal> {
+    if (!key || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= Date.now())) throw unauthenticated();
+    if (!isPlanName(key.plan)) throw new Error(`workspace ${key.workspace_id} has unknown plan ${key.plan}`);
+    await store.touchKey(pool, key.id);
+    return {
+      keyId: key.id,
+      keyOrigin: key.origin,
+      workspaceId: key.workspace_id,
+      siteId: key.site_id,
+      boundExternalId: key.bound_external_id ?? '',
+      ownerExternalId: key.bound_external_id ?? key.owner_external_id,
+      plan: toPlanMessage(key.plan),
+      approvalMode: key.approval_mode,
+      keyExpiresAt: toIso(key.expires_at),
+      scopes: key.scopes,
+    };
+  }
+
   return implementService(
     AccountServiceService,
     {
       async authenticateKey({ keyId, secret }) {
         const key = await store.findKeyForAuthentication(pool, keyId);
         const matches = secretMatches(secret, key?.secret_hash ?? decoyHash);
-        if (!key || !matches || key.revoked_at || (key.expires_at && key.expires_at.getTime() <= Date.now())) {
-          throw unauthenticated();
-        }
-        if (!isPlanName(key.plan)) throw new Error(`workspace ${key.workspace_id} has unknown plan ${key.plan}`);
-        await store.touchKey(pool, key.id);
-        return {
-          principal: {
-            keyId: key.id,
-            keyOrigin: key.origin,
-            workspaceId: key.workspace_id,
-            siteId: key.site_id,
-            boundExternalId: key.bound_external_id ?? '',
-            ownerExternalId: key.bound_external_id ?? key.owner_external_id,
-            plan: toPlanMessage(key.plan),
-            approvalMode: key.approval_mode,
-            keyExpiresAt: toIso(key.expires_at),
-            scopes: key.scopes,
-          },
-        };
+        return { principal: await principalOf(matches ? key : undefined) };
+      },
+
+      // The gateway verified an OAuth access token naming the key; only the secret check is skipped.
+      async authenticateKeyId({ keyId }) {
+        return { principal: await principalOf(await store.findKeyForAuthentication(pool, keyId)) };
       },
 
       async getIdentity({ workspaceId, keyId }) {

@@ -3,9 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
 import { credentials } from '@grpc/grpc-js';
+import { HeraldError } from '@herald/errors';
+import { createClient } from '@herald/grpc';
 import { HealthCheckResponse_ServingStatus, HealthClient } from '@herald/proto/grpc/health/v1/health';
+import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AccountEvent } from '@herald/proto/herald/account/v1/events';
-import { admin, createWorkspace, freePort, infrastructureEnv, requiredEnv, startProcess, type RunningProcess } from '@herald/testkit';
+import { admin, createKey, createWorkspace, freePort, infrastructureEnv, requiredEnv, startProcess, type RunningProcess } from '@herald/testkit';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 
 // The account service over its public surfaces: the gRPC health protocol and its events on Kafka.
@@ -73,4 +76,24 @@ test('the gRPC health protocol reports SERVING', async () => {
   );
   assert.deepEqual(response, { status: HealthCheckResponse_ServingStatus.SERVING });
   client.close();
+});
+
+test('AuthenticateKeyId returns the principal AuthenticateKey does, and refuses unknown, revoked and expired keys alike', async () => {
+  const account = createClient(AccountServiceClient, `127.0.0.1:${port}`, 5_000);
+  try {
+    const { workspaceId } = await createWorkspace();
+    const key = await createKey(workspaceId, 'runtime');
+    const bySecret = await account.authenticateKey({ keyId: key.keyId, secret: key.apiKey.slice(key.apiKey.indexOf('.') + 1) });
+    assert.deepEqual(await account.authenticateKeyId({ keyId: key.keyId }), bySecret);
+    assert.deepEqual(bySecret.principal?.scopes, ['identity', 'account', 'notifications:send', 'ask', 'decisions']);
+
+    const expiring = await createKey(workspaceId, 'runtime', '--expires-in', '1');
+    await admin('key', 'revoke', '--key', key.keyId);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    for (const keyId of [key.keyId, expiring.keyId, 'a'.repeat(16)]) {
+      await assert.rejects(account.authenticateKeyId({ keyId }), (err: unknown) => err instanceof HeraldError && err.code === 'unauthorized' && err.message === 'The API key is invalid, revoked or expired.');
+    }
+  } finally {
+    account.close();
+  }
 });

@@ -63,6 +63,14 @@ export interface AuthenticateKeyRequest {
   secret: string;
 }
 
+export interface AuthenticateKeyIdRequest {
+  keyId: string;
+}
+
+export interface AuthenticateKeyIdResponse {
+  principal?: Principal | undefined;
+}
+
 export interface AuthenticateKeyResponse {
   principal?: Principal | undefined;
 }
@@ -807,6 +815,148 @@ export const AuthenticateKeyRequest: MessageFns<AuthenticateKeyRequest> = {
     const message = createBaseAuthenticateKeyRequest();
     message.keyId = object.keyId ?? "";
     message.secret = object.secret ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthenticateKeyIdRequest(): AuthenticateKeyIdRequest {
+  return { keyId: "" };
+}
+
+export const AuthenticateKeyIdRequest: MessageFns<AuthenticateKeyIdRequest> = {
+  encode(message: AuthenticateKeyIdRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateKeyIdRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateKeyIdRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateKeyIdRequest {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+    };
+  },
+
+  toJSON(message: AuthenticateKeyIdRequest): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthenticateKeyIdRequest>, I>>(base?: I): AuthenticateKeyIdRequest {
+    return AuthenticateKeyIdRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthenticateKeyIdRequest>, I>>(object: I): AuthenticateKeyIdRequest {
+    const message = createBaseAuthenticateKeyIdRequest();
+    message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthenticateKeyIdResponse(): AuthenticateKeyIdResponse {
+  return { principal: undefined };
+}
+
+export const AuthenticateKeyIdResponse: MessageFns<AuthenticateKeyIdResponse> = {
+  encode(message: AuthenticateKeyIdResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.principal !== undefined) {
+      Principal.encode(message.principal, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateKeyIdResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateKeyIdResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.principal = Principal.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateKeyIdResponse {
+    return { principal: isSet(object.principal) ? Principal.fromJSON(object.principal) : undefined };
+  },
+
+  toJSON(message: AuthenticateKeyIdResponse): unknown {
+    const obj: any = {};
+    if (message.principal !== undefined) {
+      obj.principal = Principal.toJSON(message.principal);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthenticateKeyIdResponse>, I>>(base?: I): AuthenticateKeyIdResponse {
+    return AuthenticateKeyIdResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthenticateKeyIdResponse>, I>>(object: I): AuthenticateKeyIdResponse {
+    const message = createBaseAuthenticateKeyIdResponse();
+    message.principal = (object.principal !== undefined && object.principal !== null)
+      ? Principal.fromPartial(object.principal)
+      : undefined;
     return message;
   },
 };
@@ -4773,6 +4923,22 @@ export const AccountServiceService = {
       Buffer.from(AuthenticateKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AuthenticateKeyResponse => AuthenticateKeyResponse.decode(value),
   },
+  /**
+   * The same principal for a key id alone, for an OAuth access token the gateway has verified
+   * and that names the key. UNAUTHENTICATED exactly when AuthenticateKey would be for a right
+   * secret (unknown, revoked, expired). Never exposed beyond the gateway.
+   */
+  authenticateKeyId: {
+    path: "/herald.account.v1.AccountService/AuthenticateKeyId" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AuthenticateKeyIdRequest): Buffer =>
+      Buffer.from(AuthenticateKeyIdRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthenticateKeyIdRequest => AuthenticateKeyIdRequest.decode(value),
+    responseSerialize: (value: AuthenticateKeyIdResponse): Buffer =>
+      Buffer.from(AuthenticateKeyIdResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AuthenticateKeyIdResponse => AuthenticateKeyIdResponse.decode(value),
+  },
   getIdentity: {
     path: "/herald.account.v1.AccountService/GetIdentity" as const,
     requestStream: false as const,
@@ -4972,6 +5138,12 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
    * learns nothing about which).
    */
   authenticateKey: handleUnaryCall<AuthenticateKeyRequest, AuthenticateKeyResponse>;
+  /**
+   * The same principal for a key id alone, for an OAuth access token the gateway has verified
+   * and that names the key. UNAUTHENTICATED exactly when AuthenticateKey would be for a right
+   * secret (unknown, revoked, expired). Never exposed beyond the gateway.
+   */
+  authenticateKeyId: handleUnaryCall<AuthenticateKeyIdRequest, AuthenticateKeyIdResponse>;
   getIdentity: handleUnaryCall<GetIdentityRequest, GetIdentityResponse>;
   getSite: handleUnaryCall<GetSiteRequest, GetSiteResponse>;
   countDevices: handleUnaryCall<CountDevicesRequest, CountDevicesResponse>;
@@ -5035,6 +5207,26 @@ export interface AccountServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AuthenticateKeyResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The same principal for a key id alone, for an OAuth access token the gateway has verified
+   * and that names the key. UNAUTHENTICATED exactly when AuthenticateKey would be for a right
+   * secret (unknown, revoked, expired). Never exposed beyond the gateway.
+   */
+  authenticateKeyId(
+    request: AuthenticateKeyIdRequest,
+    callback: (error: ServiceError | null, response: AuthenticateKeyIdResponse) => void,
+  ): ClientUnaryCall;
+  authenticateKeyId(
+    request: AuthenticateKeyIdRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AuthenticateKeyIdResponse) => void,
+  ): ClientUnaryCall;
+  authenticateKeyId(
+    request: AuthenticateKeyIdRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AuthenticateKeyIdResponse) => void,
   ): ClientUnaryCall;
   getIdentity(
     request: GetIdentityRequest,
