@@ -5,8 +5,8 @@
 //
 //   npm run bench:approval             (infra must be up, or this runs `deploy/infra.sh up`)
 //
-// 1. Answer -> waiting caller: BENCH_QUESTIONS decisions in rounds of BENCH_CONCURRENCY; each is
-//    opened through A, held by GET /decisions/{id}?wait=true on A, and answered through B 100 ms
+// 1. Answer -> waiting caller: after a warm-up round, BENCH_QUESTIONS decisions per level of
+//    BENCH_CONCURRENCY (a list, default 10,200: how many are in flight at once); each is opened through A, held by GET /decisions/{id}?wait=true on A, and answered through B 100 ms
 //    after the waiter's request was written. Times t(answer written) -> t(waiter's response
 //    complete), and the answer's own round trip. Bar: p99 <= 50 ms.
 // 2. Held waiters: BENCH_WAITERS decisions, then as many simultaneous waits on A (one socket
@@ -34,9 +34,22 @@ import { startHerald } from './lib/stack.js';
 import { UsageMonitor, type UsageReport } from './lib/usage.js';
 import { createKeys, deleteWorkspaceRows, KEY_BUDGET, keysNeeded, PLAN_LIMIT } from './lib/workspace.js';
 
+function levelList(value: string): number[] {
+  const levels = value.split(',').map((part) => Number(part.trim()));
+  if (levels.length === 0 || levels.some((n) => !Number.isInteger(n) || n < 1 || n > 1_000)) {
+    throw new Error('BENCH_CONCURRENCY must be a comma-separated list of levels (1-1000), e.g. "10,200"');
+  }
+  return levels;
+}
+
+/** Part 1's warm-up round: decisions, and how many at once. */
+const WARMUP_QUESTIONS = 300;
+const WARMUP_CONCURRENCY = 20;
+
 const settings = {
-  questions: intEnv('BENCH_QUESTIONS', 2_000),
-  concurrency: intEnv('BENCH_CONCURRENCY', 200),
+  questions: intEnv('BENCH_QUESTIONS', 1_000),
+  /** Part 1 runs once per level: how many decisions are in flight at once. */
+  concurrency: levelList(process.env.BENCH_CONCURRENCY ?? '10,200'),
   waiters: intEnv('BENCH_WAITERS', 10_000),
   answerRate: intEnv('BENCH_ANSWER_RATE', 1_000),
   connections: intEnv('BENCH_CONNECTIONS', 32),
@@ -250,6 +263,8 @@ function agent(options: { keepAlive: boolean; maxSockets?: number }): Agent {
 
 // ---------------------------------------------------------------- part 1: answer -> waiting caller
 interface LatencyResult {
+  concurrency: number;
+  count: number;
   wake: Distribution;
   answer: Distribution;
   /** Answer's response -> waiter's response: what the wake-up through Redis and A adds (negative: the waiter came first). */
@@ -259,8 +274,7 @@ interface LatencyResult {
   seconds: number;
 }
 
-async function answerLatency(workspaceId: string, { a, b }: Gateways): Promise<LatencyResult> {
-  const count = settings.questions;
+async function answerLatency(workspaceId: string, { a, b }: Gateways, concurrency: number, count: number): Promise<LatencyResult> {
   const { keyCount, keyOf } = await decisionKeys(workspaceId, count);
   const agentA = agent({ keepAlive: true });
   const agentB = agent({ keepAlive: true });
@@ -291,13 +305,13 @@ async function answerLatency(workspaceId: string, { a, b }: Gateways): Promise<L
       errors.add(message(err));
     }
   };
-  for (let first = 0; first < count; first += settings.concurrency) {
-    const round = Array.from({ length: Math.min(settings.concurrency, count - first) }, (_, offset) => first + offset);
+  for (let first = 0; first < count; first += concurrency) {
+    const round = Array.from({ length: Math.min(concurrency, count - first) }, (_, offset) => first + offset);
     await Promise.all(round.map(one));
   }
   const seconds = (performance.now() - started) / 1_000;
-  log(`part 1: ${count} decisions in ${seconds.toFixed(1)} s, errors: ${errors}`);
-  return { wake: distribution(wake), answer: distribution(answer), fanOut: distribution(fanOut), errors, keys: keyCount, seconds };
+  log(`part 1: ${count} decisions, ${concurrency} at once, in ${seconds.toFixed(1)} s, errors: ${errors}`);
+  return { concurrency, count, wake: distribution(wake), answer: distribution(answer), fanOut: distribution(fanOut), errors, keys: keyCount, seconds };
 }
 
 // ---------------------------------------------------------------- part 2: waiters held by one replica
@@ -563,7 +577,10 @@ async function main(): Promise<number> {
   const gateways: Gateways = { a: { port: herald.gatewayPort, process: herald.gateway }, b: await herald.addGateway() };
   await preparePolicy(gateways.a.port, workspace.apiKey);
 
-  const latency = await answerLatency(workspace.workspaceId, gateways);
+  // A warm-up round (JIT, connection pools, caches), not reported.
+  await answerLatency(workspace.workspaceId, gateways, WARMUP_CONCURRENCY, WARMUP_QUESTIONS);
+  const latency: LatencyResult[] = [];
+  for (const level of settings.concurrency) latency.push(await answerLatency(workspace.workspaceId, gateways, level, settings.questions));
   const held = await heldWaiters(workspace.workspaceId, gateways);
 
   const watched = [
@@ -596,7 +613,7 @@ async function main(): Promise<number> {
 
 // ---------------------------------------------------------------- report
 interface Results {
-  latency: LatencyResult;
+  latency: LatencyResult[];
   held: HeldResult;
   rows: LoadRow[];
   idleBusy: number | null;
@@ -619,13 +636,16 @@ function report({ latency, held, rows, idleBusy }: Results): number {
   lines.push('stack: account, audience, policy, decision + gateways A and B (one Redis), workspace in approval mode terminal (no push), 127.0.0.1 only');
 
   lines.push('');
-  lines.push(`1. answer -> waiting caller across replicas: ${settings.questions} decisions, rounds of ${settings.concurrency}, ${latency.keys} keys, ${latency.seconds.toFixed(1)} s`);
+  lines.push(`1. answer -> waiting caller across replicas, per level of decisions in flight at once (after a warm-up of ${WARMUP_QUESTIONS})`);
   lines.push(`   (open on A, GET ?wait=true on A, answer on B ${SUBSCRIBE_GRACE_MS} ms after the wait was written)`);
-  lines.push(`   answer written -> waiter's response complete: ${showDistribution(latency.wake)}`);
-  lines.push(`   answer's own round trip (B):                 ${showDistribution(latency.answer)}`);
-  lines.push(`   answer's response -> waiter's response:      ${showDistribution(latency.fanOut)}`);
-  lines.push(`   errors (waiter not answered, failed calls): ${latency.errors}`);
-  lines.push(`   bar p99 <= ${LATENCY_BAR_MS} ms: ${verdictOf(latency.wake.p99 <= LATENCY_BAR_MS && latency.errors.total === 0)}`);
+  for (const level of latency) {
+    lines.push(`   ${level.count} decisions, ${level.concurrency} at once, ${level.keys} keys, ${level.seconds.toFixed(1)} s:`);
+    lines.push(`     answer written -> waiter's response complete: ${showDistribution(level.wake)}`);
+    lines.push(`     answer's own round trip (B):                 ${showDistribution(level.answer)}`);
+    lines.push(`     answer's response -> waiter's response:      ${showDistribution(level.fanOut)}`);
+    lines.push(`     errors (waiter not answered, failed calls): ${level.errors}`);
+    lines.push(`     bar p99 <= ${LATENCY_BAR_MS} ms (answer written -> waiter): ${verdictOf(level.wake.p99 <= LATENCY_BAR_MS && level.errors.total === 0)}`);
+  }
 
   lines.push('');
   const mib = (kib: number): string => `${(kib / 1_024).toFixed(1)} MiB`;
@@ -696,7 +716,7 @@ function report({ latency, held, rows, idleBusy }: Results): number {
     `caveat: everything (this driver, both gateways, the services, PostgreSQL, Redis, Kafka) shares these ${cores} cores: the figures are one small box's, comparable with each other, not with a deployed fleet.`,
   );
   console.log(lines.join('\n'));
-  const errors = latency.errors.total + held.errors.total + loadErrors + rateLimited;
+  const errors = latency.reduce((sum, level) => sum + level.errors.total, 0) + held.errors.total + loadErrors + rateLimited;
   return errors > 0 ? 1 : 0;
 }
 
