@@ -23,16 +23,28 @@ export function infrastructureEnv(): Record<string, string> {
   };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports for test processes come from below the kernel's ephemeral range (32768 and up here), at
+ * random: a port the kernel picked (listen on 0) can be handed to any outgoing connection between
+ * this check and the child binding it, which made parallel test files collide now and then.
+ */
+const PORT_RANGE = { low: 20_000, high: 32_000 };
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const port = PORT_RANGE.low + Math.floor(Math.random() * (PORT_RANGE.high - PORT_RANGE.low));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port between ${PORT_RANGE.low} and ${PORT_RANGE.high}`);
 }
 
 export interface RunningProcess {
