@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
  * gateway shutting down, and reads the record once more.
  */
 
-export const answerChannel = (questionId: string) => `herald:answered:${questionId}`;
+const answerChannel = (questionId: string) => `herald:answered:${questionId}`;
 
 interface Waiting {
   wake: () => void;

@@ -26,7 +26,7 @@ import { runTool, TOOLS } from './tools.js';
 
 export const MCP_PATH = '/api/mcp/mcp';
 const MODERN_PROTOCOL_VERSION = '2026-07-28';
-export const PROTOCOL_VERSIONS = [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS];
+const PROTOCOL_VERSIONS = [MODERN_PROTOCOL_VERSION, ...SUPPORTED_PROTOCOL_VERSIONS];
 
 export interface McpOptions {
   publicOrigin: string;

@@ -148,7 +148,7 @@ export const TOOLS: readonly HeraldTool[] = [
 ];
 
 /** A REST answer as a tool result: the JSON body, and isError for any 4xx or 5xx (the body carries REST's `code`). */
-export function toolResult({ status, body }: RestAnswer): CallToolResult {
+function toolResult({ status, body }: RestAnswer): CallToolResult {
   // Checks the REST route made itself name the argument where the tool's arguments are REST's fields.
   const fields = Array.isArray(body.fields) ? body.fields.map((field: unknown) => (isJsonObject(field) && field.in === 'body' ? { ...field, in: 'arguments' } : field)) : undefined;
   const shown: Json = fields === undefined ? body : { ...body, fields };

@@ -36,7 +36,7 @@ function isLoopback(hostname: string): boolean {
 }
 
 /** https only, unless the operator allowed http for a loopback authorization server (tests). */
-export function assertFetchable(url: string, allowLoopbackHttp: boolean): URL {
+function assertFetchable(url: string, allowLoopbackHttp: boolean): URL {
   const parsed = new URL(url);
   if (parsed.protocol === 'https:') return parsed;
   if (parsed.protocol === 'http:' && allowLoopbackHttp && isLoopback(parsed.hostname)) return parsed;

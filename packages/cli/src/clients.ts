@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 export type Json = Record<string, unknown>;
 export const isJsonObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-export const SERVER_NAME = 'herald';
+const SERVER_NAME = 'herald';
 
 export interface HeraldEntry {
   /** The MCP endpoint, {origin}/api/mcp/mcp. */
@@ -97,7 +97,7 @@ export function agentClients(env: NodeJS.ProcessEnv = process.env): AgentClient[
 export class ConfigFileError extends Error {}
 
 /** The file's JSON object; an empty object when it does not exist. Never guesses at a file it cannot parse. */
-export async function readConfigFile(path: string): Promise<Json | null> {
+async function readConfigFile(path: string): Promise<Json | null> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
