@@ -29,7 +29,6 @@ export interface IncomingMessage {
 export interface SubscribeOptions {
   groupId: string;
   topics: string[];
-  fromBeginning?: boolean;
   /** Called once per message; the offset is committed only after it resolves. */
   handle: (message: IncomingMessage) => Promise<void>;
   /** Attempts before the message goes to the dead-letter topic (default 5). */
@@ -121,7 +120,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
   return {
     publish,
 
-    async subscribe({ groupId, topics, fromBeginning = false, handle, maxAttempts = 5, deadLetterTopic, concurrency = 1 }) {
+    async subscribe({ groupId, topics, handle, maxAttempts = 5, deadLetterTopic, concurrency = 1 }) {
       const consumer = kafka.consumer({
         groupId: topicPrefix + groupId,
         allowAutoTopicCreation: false,
@@ -130,7 +129,11 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
       });
       consumers.add(consumer);
       await consumer.connect();
-      await consumer.subscribe({ topics: topics.map((topic) => topicPrefix + topic), fromBeginning });
+      // Every consumer here is a work queue: a group with no committed offset yet starts at the
+      // oldest retained message, so nothing published before its first commit is skipped (a
+      // worker that died mid-way through the group's first message left no offset behind).
+      // Handlers are idempotent, so a new group replaying retained history is harmless.
+      await consumer.subscribe({ topics: topics.map((topic) => topicPrefix + topic), fromBeginning: true });
       await consumer.run({
         autoCommit: true,
         partitionsConsumedConcurrently: concurrency,

@@ -295,7 +295,7 @@ test('d: two relays on one schema: one publishes at a time, per-key order holds,
   }
 });
 
-test('e: a message that always fails is dead-lettered after maxAttempts, and the partition moves on', { timeout: 30_000 }, async () => {
+test('e: a new group starts at the oldest message; one that always fails is dead-lettered after maxAttempts, and the partition moves on', { timeout: 30_000 }, async () => {
   const cleanup = new Cleanup();
   try {
     const topic = await createTopic(cleanup, admin, 'subscribe', 1);
@@ -304,6 +304,7 @@ test('e: a message that always fails is dead-lettered after maxAttempts, and the
     const bus = newBus('subscribe');
     cleanup.defer(() => bus.close());
 
+    // Published before the group exists: a new group starts at the oldest message, not the newest.
     const values = ['m0', 'm1', 'm2', 'm3', 'm4'];
     await bus.publish(values.map((value, n) => ({ topic, key: `k${n}`, value: Buffer.from(value), headers: { [EVENT_ID_HEADER]: `event-${n}` } })));
 
@@ -312,7 +313,6 @@ test('e: a message that always fails is dead-lettered after maxAttempts, and the
     const subscription = await bus.subscribe({
       groupId: `test-subscriber-${topic}`,
       topics: [topic],
-      fromBeginning: true,
       maxAttempts: 3,
       deadLetterTopic,
       async handle(message: IncomingMessage) {

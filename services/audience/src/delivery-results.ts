@@ -15,15 +15,11 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
  * Push services answered 404/410 for some subscriptions of a notification: those subscribers
  * expire exactly as ExpireSubscriptions does (status `expired`, Unsubscribed reason "expired"),
  * once per event id however often Kafka redelivers the result.
- *
- * A new consumer group starts from the oldest retained result rather than the newest: results
- * published before the group first joined must not be lost, and handling one twice is harmless.
  */
 export function consumeDeliveryResults(bus: Bus, pool: Pool, logger: Logger): Promise<Subscription> {
   return bus.subscribe({
     groupId: CONSUMER,
     topics: [DELIVERY_RESULTS_TOPIC],
-    fromBeginning: true,
     deadLetterTopic: DELIVERY_DLQ_TOPIC,
     handle: async (message) => {
       const result = DeliveryResult.decode(message.value);
