@@ -4,13 +4,13 @@
  * for origins that do not negotiate h2.
  */
 import http from 'node:http';
-import http2 from 'node:http2';
 import https from 'node:https';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import tls from 'node:tls';
 
 import { PushNetworkError, type PushNetworkErrorCode } from './errors.js';
+import { H2_NO_ERROR, H2_REFUSED_STREAM, H2Connection, type StreamHandlers } from './h2.js';
 
 export type Urgency = 'very-low' | 'low' | 'normal' | 'high';
 
@@ -78,7 +78,6 @@ const TOPIC = /^[A-Za-z0-9_-]{1,32}$/;
 const MAX_ERROR_BODY = 1024;
 /** Internal re-sends of a stream the server refused unprocessed (GOAWAY above last-stream-id, REFUSED_STREAM). */
 const MAX_REFUSALS = 3;
-const { NGHTTP2_REFUSED_STREAM, NGHTTP2_CANCEL } = http2.constants;
 
 /** Certificate verification failures: retrying will not help until the configuration changes. */
 const CERT_ERRORS: ReadonlySet<string> = new Set([
@@ -180,17 +179,16 @@ class OriginPool {
   inFlight = 0;
   queued = 0;
   sessionsOpened = 0;
-  readonly sessions = new Set<http2.ClientHttp2Session>();
+  readonly sessions = new Set<H2Connection>();
   closed = false;
 
   private head: Task | undefined;
   private tail: Task | undefined;
   /** The session new streams go to; undefined while connecting or after GOAWAY/error/close. */
-  private session: http2.ClientHttp2Session | undefined;
-  private peerLimit = Infinity;
+  private session: H2Connection | undefined;
   private connecting = false;
   private agent: http.Agent | undefined;
-  private probe: tls.TLSSocket | undefined;
+  private probe: net.Socket | undefined;
   /**
    * Deadlines of dispatched requests in dispatch order. The timeout is the same for all, so this is also
    * deadline order: one timer for the oldest replaces a timer per request.
@@ -199,10 +197,12 @@ class OriginPool {
   private deadlineTail: Deadline | undefined;
   private deadlineTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
-  private readonly pinging = new WeakSet<http2.ClientHttp2Session>();
+  private readonly pinging = new WeakSet<H2Connection>();
   private readonly secure: boolean;
   private readonly hostname: string;
   private readonly port: number;
+  /** The :authority of every request: host and port as the endpoint URL has them. */
+  private readonly authority: string;
 
   constructor(
     readonly origin: string,
@@ -213,6 +213,7 @@ class OriginPool {
     this.secure = url.protocol === 'https:';
     this.hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     this.port = url.port === '' ? (this.secure ? 443 : 80) : Number(url.port);
+    this.authority = url.host;
     if (!this.secure) this.protocol = settings.plaintext === 'h2c' ? 'h2' : 'http1';
   }
 
@@ -271,7 +272,7 @@ class OriginPool {
         if (!this.connecting) this.connect();
         return;
       }
-      if (this.inFlight >= Math.min(this.settings.maxStreams, this.peerLimit)) return;
+      if (this.inFlight >= Math.min(this.settings.maxStreams, session.peerStreamLimit)) return;
       this.dispatchH2(session, this.shift());
     }
   }
@@ -334,30 +335,23 @@ class OriginPool {
       this.idleTimer = undefined;
       if (!this.idle) return;
       this.session = undefined;
-      for (const session of this.sessions) if (!session.closed) session.close();
+      for (const session of this.sessions) session.close();
     }, this.settings.idleTimeoutMs);
     this.idleTimer.unref();
   }
 
   /** After a timeout, check the session is alive with a PING; a session that does not answer is replaced. */
-  private checkAlive(session: http2.ClientHttp2Session): void {
-    if (session.destroyed || this.pinging.has(session)) return;
+  private checkAlive(session: H2Connection): void {
+    if (session.closed || this.pinging.has(session)) return;
     this.pinging.add(session);
-    const kill = (): void => {
+    const timer = setTimeout(() => {
       if (this.session === session) this.session = undefined;
       session.destroy(new PushNetworkError(`${this.origin} stopped answering PING`, 'RESET', true, true, this.origin));
-    };
-    const timer = setTimeout(kill, this.settings.connectTimeoutMs);
-    let sent = false;
-    try {
-      sent = session.ping((err) => {
-        clearTimeout(timer);
-        this.pinging.delete(session);
-        if (err !== null && !session.destroyed) kill();
-      });
-    } catch {
-      sent = false; // closing or gone already
-    }
+    }, this.settings.connectTimeoutMs);
+    const sent = session.ping(() => {
+      clearTimeout(timer);
+      this.pinging.delete(session);
+    });
     if (!sent) {
       clearTimeout(timer);
       this.pinging.delete(session);
@@ -373,19 +367,20 @@ class OriginPool {
 
   private connect(): void {
     this.connecting = true;
-    if (!this.secure) {
-      this.openSession(undefined);
-      return;
-    }
-    // Probe with ALPN offering both protocols; an h2 socket becomes the session's transport.
-    const socket = tls.connect({
-      host: this.hostname,
-      port: this.port,
-      servername: net.isIP(this.hostname) === 0 ? this.hostname : '',
-      ALPNProtocols: ['h2', 'http/1.1'],
-      ca: this.settings.ca,
-      rejectUnauthorized: this.settings.rejectUnauthorized,
-    });
+    // TLS offers both protocols by ALPN; an h2 socket becomes the session's transport. Plain http: is
+    // HTTP/2 with prior knowledge here (http1 origins never connect through this path).
+    const socket = this.secure
+      ? tls.connect({
+          host: this.hostname,
+          port: this.port,
+          servername: net.isIP(this.hostname) === 0 ? this.hostname : '',
+          ALPNProtocols: ['h2', 'http/1.1'],
+          ca: this.settings.ca,
+          rejectUnauthorized: this.settings.rejectUnauthorized,
+        })
+      : net.connect({ host: this.hostname, port: this.port });
+    // Requests are small and written once per event-loop turn: Nagle would only delay them.
+    socket.setNoDelay(true);
     this.probe = socket;
     const timer = setTimeout(() => {
       socket.destroy(
@@ -399,7 +394,7 @@ class OriginPool {
       this.failQueued(connectError(this.origin, err));
     };
     socket.once('error', onError);
-    socket.once('secureConnect', () => {
+    socket.once(this.secure ? 'secureConnect' : 'connect', () => {
       clearTimeout(timer);
       this.probe = undefined;
       socket.off('error', onError);
@@ -407,7 +402,7 @@ class OriginPool {
         socket.destroy();
         return;
       }
-      if (socket.alpnProtocol === 'h2') {
+      if (!this.secure || (socket as tls.TLSSocket).alpnProtocol === 'h2') {
         this.protocol = 'h2';
         this.openSession(socket);
       } else {
@@ -420,139 +415,126 @@ class OriginPool {
     });
   }
 
-  private openSession(socket: tls.TLSSocket | undefined): void {
-    const session = http2.connect(this.origin, {
-      ...(socket === undefined ? {} : { createConnection: () => socket }),
-      settings: { enablePush: false },
-      peerMaxConcurrentStreams: this.settings.maxStreams,
-    });
-    this.sessionsOpened++;
-    this.sessions.add(session);
+  private openSession(socket: net.Socket): void {
     let connected = false;
-    let lastError: unknown;
-    const timer = setTimeout(() => {
-      session.destroy(new PushNetworkError(`connecting to ${this.origin} timed out`, 'CONNECT', true, false, this.origin));
-    }, this.settings.connectTimeoutMs);
     const retire = (): void => {
       if (this.session === session) this.session = undefined;
     };
-    session.once('connect', () => {
-      clearTimeout(timer);
-      connected = true;
-      this.connecting = false;
-      if (this.closed) {
-        session.close();
-        return;
-      }
-      this.session = session;
-      this.peerLimit = Infinity;
-      this.pump();
-    });
-    session.on('remoteSettings', (remote) => {
-      if (this.session === session) {
-        this.peerLimit = remote.maxConcurrentStreams ?? Infinity;
-        this.pump();
-      }
-    });
-    // After GOAWAY, streams already accepted finish on this session; new ones go to a new session.
-    session.on('goaway', retire);
-    session.on('error', (err: unknown) => {
-      lastError = err;
-      retire();
-    });
-    session.once('close', () => {
-      clearTimeout(timer);
-      this.sessions.delete(session);
-      retire();
-      if (!connected) {
+    const session: H2Connection = new H2Connection(socket, this.authority, this.secure ? 'https' : 'http', {
+      onReady: () => {
+        clearTimeout(timer);
+        connected = true;
         this.connecting = false;
-        this.failQueued(connectError(this.origin, lastError ?? new Error('session closed before connecting')));
-      } else {
-        this.pump(); // queued work opens a fresh session
-      }
-      if (this.idle) this.onIdle();
+        if (this.closed) {
+          session.close();
+          return;
+        }
+        this.session = session;
+        this.pump();
+      },
+      onStreamLimit: () => {
+        if (this.session === session) this.pump();
+      },
+      // After GOAWAY, streams already accepted finish on this session; new ones go to a new session.
+      onGoaway: retire,
+      onClose: (error) => {
+        clearTimeout(timer);
+        this.sessions.delete(session);
+        retire();
+        if (!connected) {
+          this.connecting = false;
+          this.failQueued(connectError(this.origin, error ?? new Error('session closed before connecting')));
+        } else {
+          this.pump(); // queued work opens a fresh session
+        }
+        if (this.idle) this.onIdle();
+      },
     });
+    this.sessionsOpened++;
+    this.sessions.add(session);
+    // Until the peer's SETTINGS arrive the session is not ready: that is part of connecting.
+    const timer = setTimeout(() => {
+      session.destroy(new PushNetworkError(`connecting to ${this.origin} timed out`, 'CONNECT', true, false, this.origin));
+    }, this.settings.connectTimeoutMs);
   }
 
   // --- dispatch -----------------------------------------------------------------------------------------
 
-  private dispatchH2(session: http2.ClientHttp2Session, task: Task): void {
+  private dispatchH2(session: H2Connection, task: Task): void {
     const { request } = task;
-    const headers: http2.OutgoingHttpHeaders = {
-      ':method': 'POST',
-      ':path': task.path,
-      ttl: String(request.ttl),
-      'content-encoding': 'aes128gcm',
-      'content-type': 'application/octet-stream',
-      'content-length': String(request.body.length),
-      authorization: request.vapidAuthorization,
-    };
-    if (request.urgency !== undefined) headers['urgency'] = request.urgency;
-    if (request.topic !== undefined) headers['topic'] = request.topic;
-
-    let stream: http2.ClientHttp2Stream;
-    try {
-      stream = session.request(headers, { endStream: false });
-    } catch (err) {
-      // The session is closing or gone (e.g. a GOAWAY raced us): nothing was sent; try a new session.
-      if (this.session === session) this.session = undefined;
-      if (!session.closed) session.close();
-      if (errorCode(err).startsWith('ERR_HTTP2_INVALID_') || errorCode(err) === 'ERR_INVALID_CHAR') {
-        task.reject(new TypeError(`invalid request header: ${describe(err)}`));
-      } else {
-        this.requeueFirst(task);
-      }
-      return;
-    }
-    this.inFlight++;
+    const fields: Array<[string, string]> = [
+      ['ttl', String(request.ttl)],
+      ['content-encoding', 'aes128gcm'],
+      ['content-type', 'application/octet-stream'],
+      ['content-length', String(request.body.length)],
+      ['authorization', request.vapidAuthorization],
+    ];
+    if (request.urgency !== undefined) fields.push(['urgency', request.urgency]);
+    if (request.topic !== undefined) fields.push(['topic', request.topic]);
 
     let status = 0;
     let retryAfter: string | undefined;
     let location: string | undefined;
     let chunks: Buffer[] | undefined;
     let bodyBytes = 0;
-    let error: unknown;
-    let timedOut = false;
+    let settled = false;
+    const handlers: StreamHandlers = {
+      onResponse(code, headers) {
+        status = code;
+        for (const [name, value] of headers) {
+          if (name === 'retry-after') retryAfter ??= value;
+          else if (name === 'location') location ??= value;
+        }
+        if (status < 200 || status >= 300) chunks = [];
+      },
+      onData(chunk) {
+        if (chunks !== undefined && bodyBytes < MAX_ERROR_BODY) {
+          chunks.push(chunk);
+          bodyBytes += chunk.length;
+        }
+      },
+      onClose: (code, error) => {
+        if (settled) return;
+        settled = true;
+        if (status !== 0) {
+          task.resolve(this.response(task, status, retryAfter, location, chunks));
+        } else if (code === H2_REFUSED_STREAM && task.refusals < MAX_REFUSALS) {
+          // RFC 9113 section 8.7: a refused stream was not processed; sending it again is safe.
+          task.refusals++;
+          this.requeueFirst(task);
+        } else if (code === H2_REFUSED_STREAM) {
+          task.reject(
+            new PushNetworkError(`${this.origin} refused the stream ${task.refusals + 1} times`, 'REFUSED', true, false, this.origin),
+          );
+        } else {
+          task.reject(requestError(this.origin, error ?? (code === H2_NO_ERROR ? undefined : new Error(`stream reset by the peer (HTTP/2 error ${code})`))));
+        }
+        this.done(deadline);
+      },
+    };
+
+    let id: number;
+    try {
+      id = session.request(task.path, fields, request.body, handlers);
+    } catch (err) {
+      if (!session.draining) {
+        task.reject(new TypeError(`invalid request: ${describe(err)}`));
+        return;
+      }
+      // The session is draining or gone (e.g. a GOAWAY raced us): nothing was sent; try a new session.
+      if (this.session === session) this.session = undefined;
+      this.requeueFirst(task);
+      return;
+    }
+    this.inFlight++;
     const deadline = this.track(() => {
-      timedOut = true;
-      stream.close(NGHTTP2_CANCEL);
+      if (settled) return;
+      settled = true;
+      session.cancel(id);
+      task.reject(this.timeout());
+      this.done(deadline);
       this.checkAlive(session);
     });
-
-    stream.on('response', (h) => {
-      status = h[':status'] ?? 0;
-      retryAfter = header(h['retry-after']);
-      location = header(h['location']);
-      if (status < 200 || status >= 300) chunks = [];
-    });
-    stream.on('data', (chunk: Buffer) => {
-      if (chunks !== undefined && bodyBytes < MAX_ERROR_BODY) {
-        chunks.push(chunk);
-        bodyBytes += chunk.length;
-      }
-    });
-    stream.on('error', (err: unknown) => {
-      error = err;
-    });
-    stream.on('close', () => {
-      if (status !== 0) {
-        task.resolve(this.response(task, status, retryAfter, location, chunks));
-      } else if (timedOut) {
-        task.reject(this.timeout());
-      } else if (stream.rstCode === NGHTTP2_REFUSED_STREAM && task.refusals < MAX_REFUSALS) {
-        // RFC 9113 section 8.7: a refused stream was not processed; sending it again is safe.
-        task.refusals++;
-        this.requeueFirst(task);
-      } else if (stream.rstCode === NGHTTP2_REFUSED_STREAM) {
-        task.reject(
-          new PushNetworkError(`${this.origin} refused the stream ${task.refusals + 1} times`, 'REFUSED', true, false, this.origin),
-        );
-      } else {
-        task.reject(requestError(this.origin, error));
-      }
-      this.done(deadline);
-    });
-    stream.end(request.body);
   }
 
   private ensureAgent(): http.Agent {
@@ -680,19 +662,12 @@ class OriginPool {
     this.failQueued(new PushNetworkError('push client closed', 'CLOSED', true, false, this.origin));
     this.session = undefined;
     this.probe?.destroy();
-    const closing = [...this.sessions].map(
-      (session) =>
-        new Promise<void>((resolve) => {
-          if (session.destroyed) {
-            resolve();
-            return;
-          }
-          session.once('close', () => resolve());
-          if (force) session.destroy(new PushNetworkError('push client closed', 'CLOSED', true, true, this.origin));
-          else session.close();
-        }),
-    );
-    await Promise.all(closing);
+    const sessions = [...this.sessions];
+    for (const session of sessions) {
+      if (force) session.destroy(new PushNetworkError('push client closed', 'CLOSED', true, true, this.origin));
+      else session.close();
+    }
+    await Promise.all(sessions.map((session) => session.done));
     clearTimeout(this.deadlineTimer); // nothing is in flight any more
     this.deadlineTimer = undefined;
     this.agent?.destroy();
@@ -834,8 +809,9 @@ function validate(request: PushRequest): URL {
   if (topic !== undefined && (typeof topic !== 'string' || !TOPIC.test(topic))) {
     throw new RangeError(`topic must be 1 to 32 characters of the base64url alphabet (A-Z a-z 0-9 - _); got ${JSON.stringify(topic)}`);
   }
-  if (typeof vapidAuthorization !== 'string' || vapidAuthorization.length === 0 || /[\r\n]/.test(vapidAuthorization)) {
-    throw new TypeError('vapidAuthorization must be a single-line header value ("vapid t=..., k=...")');
+  // Printable ASCII only: the value goes onto the wire as it is (RFC 9110 section 5.5).
+  if (typeof vapidAuthorization !== 'string' || !/^[\x20-\x7e]+$/.test(vapidAuthorization)) {
+    throw new TypeError('vapidAuthorization must be a single-line header value of printable ASCII ("vapid t=..., k=...")');
   }
   return url;
 }

@@ -386,6 +386,40 @@ test('connection refused and untrusted certificates reject with typed errors', a
   await lax.close();
 });
 
+test('flow control: bodies beyond the peer\'s stream window and frame size arrive whole, in order', async () => {
+  const server = await peer({ kind: 'h2', settings: { initialWindowSize: 1_000 } });
+  const c = client();
+  const bodies = [body(20_000), body(3_000), body(999), body(1_001)];
+  const responses = await Promise.all(
+    bodies.map((b, i) => c.send({ endpoint: `${server.origin}/p/${i}`, body: b, ttl: 60, vapidAuthorization: AUTH })),
+  );
+  assert.deepEqual(responses.map((r) => r.status), [201, 201, 201, 201]);
+  const byPath = new Map(server.received.map((r) => [r.headers[':path'], r.body]));
+  bodies.forEach((b, i) => assert.ok(byPath.get(`/p/${i}`)?.equals(b), `body ${i}`));
+  await c.close();
+});
+
+test('a response header block split over CONTINUATION frames, and the peer\'s PING, are handled', async () => {
+  let pinged: Promise<Error | null> | undefined;
+  const big = 'v'.repeat(40_000);
+  const server = await peer({
+    kind: 'h2',
+    reply: () => ({ status: 429, headers: { 'retry-after': '7', 'x-big': big } }),
+    onStream: (session) => {
+      pinged ??= new Promise((resolve) => session.ping((err) => resolve(err)));
+    },
+  });
+  const c = client();
+  const response = await c.send({ endpoint: `${server.origin}/p`, body: body(), ttl: 60, vapidAuthorization: AUTH });
+  assert.equal(response.status, 429);
+  assert.deepEqual(response.headers, { 'retry-after': '7' });
+  assert.equal(await pinged, null);
+  // The HPACK table stayed in step: a second answer on the same session decodes too.
+  assert.equal((await c.send({ endpoint: `${server.origin}/p`, body: body(), ttl: 60, vapidAuthorization: AUTH })).status, 429);
+  assert.equal(c.stats(server.origin)!.sessionsOpened, 1);
+  await c.close();
+});
+
 test('back-pressure: beyond maxQueuedPerOrigin, sends reject with QUEUE_FULL (never sent)', async () => {
   const server = await peer({ kind: 'h2', delayMs: 20 });
   const c = client({ maxConcurrentStreams: 1, maxQueuedPerOrigin: 2 });
