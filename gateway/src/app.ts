@@ -86,8 +86,12 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   });
 
   const principals = new PrincipalCache(clients.account, config.keyCacheTtlMs);
-  const limiter = new RateLimiter(redis, config.rateLimitWindowMs, config.rateLimitFallbackReplicas, (err) =>
-    logger.warn({ err }, 'Redis unreachable: rate limiting per replica until it is back'),
+  const limiter = new RateLimiter(
+    redis,
+    config.rateLimitWindowMs,
+    config.rateLimitFallbackReplicas,
+    (err) => logger.warn({ err }, 'Redis unreachable: rate limiting per replica until it is back'),
+    config.rateLimitKeyPrefix,
   );
   const machines = new MachineReporter(clients.account, logger);
   const resourceMetadata = resourceMetadataUrl(config.publicOrigin);
@@ -186,7 +190,13 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   await app.register(enrollRoutes(clients), { prefix: API_PREFIX });
   await app.register(enrollmentPageRoutes({ clients, config, limiter }));
   await app.register(
-    mcpRoutes({ publicOrigin: config.publicOrigin, apiPrefix: API_PREFIX, authorizationServer: config.oauthAuthorizationServer || config.publicOrigin }),
+    mcpRoutes({
+      publicOrigin: config.publicOrigin,
+      apiPrefix: API_PREFIX,
+      authorizationServer: config.oauthAuthorizationServer || config.publicOrigin,
+      limiter,
+      ipRateLimitPerMinute: config.ipRateLimitPerMinute,
+    }),
   );
   return app;
 }

@@ -62,6 +62,8 @@ export class RateLimiter {
     private readonly windowMs: number,
     private readonly fallbackReplicas: number,
     private readonly onFallback: (err: unknown) => void,
+    /** Put before every bucket's Redis key: deployments (or test stacks) sharing a Redis keep their own counts. */
+    private readonly keyPrefix = '',
   ) {
     redis.defineCommand('heraldSlidingLog', { numberOfKeys: 1, lua: slidingLogScript });
   }
@@ -70,7 +72,7 @@ export class RateLimiter {
     this.sequence = (this.sequence + 1) % Number.MAX_SAFE_INTEGER;
     try {
       const [allowed, remaining, resetAtMs, nowMs] = await this.redis.heraldSlidingLog(
-        `herald:rl:${keyId}`,
+        `herald:rl:${this.keyPrefix}${keyId}`,
         limit,
         this.windowMs,
         `${this.instance}:${this.sequence}`,

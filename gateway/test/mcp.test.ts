@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { randomInt } from 'node:crypto';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -412,4 +414,56 @@ test('rate limits are REST buckets: headers on tool calls, then rate_limited wit
   assert.equal(result.structuredContent.status, 429);
   assert.equal(result.structuredContent.retryAfter, retryAfter);
   assert.equal(result.structuredContent.limit, 100);
+});
+
+/** One JSON-RPC POST from a chosen loopback address: the gateway sees that address as the client IP. */
+function rpcFrom(url: string, localAddress: string, body: unknown, key?: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: Record<string, unknown> }> {
+  const target = new URL('/api/mcp/mcp', url);
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: 'POST',
+        localAddress,
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+          ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+        },
+      },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: JSON.parse(text) as Record<string, unknown> }));
+      },
+    );
+    request.on('error', reject);
+    request.end(payload);
+  });
+}
+
+test('calls without a key are limited per client IP (their own bucket); keyed calls are not', async () => {
+  const limitedGateway = await harness.stack.addGateway({ IP_RATE_LIMIT_PER_MINUTE: '3' });
+  // A loopback address no other test uses, so the per-IP bucket starts empty.
+  const client = `127.${1 + randomInt(254)}.${randomInt(256)}.${1 + randomInt(254)}`;
+  const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+  for (let n = 1; n <= 3; n += 1) {
+    const allowed = await rpcFrom(limitedGateway, client, list);
+    assert.equal(allowed.status, 200);
+    assert.equal(allowed.headers['x-ratelimit-limit'], '3');
+    assert.equal(allowed.headers['x-ratelimit-remaining'], String(3 - n));
+  }
+  const refused = await rpcFrom(limitedGateway, client, list);
+  assert.equal(refused.status, 429);
+  assert.equal(refused.body.code, 'rate_limited');
+  const retryAfter = Number(refused.headers['retry-after']);
+  assert.ok(retryAfter >= 1 && retryAfter <= 60, String(retryAfter));
+  const keyed = await rpcFrom(limitedGateway, client, list, audience.workspace.apiKey);
+  assert.equal(keyed.status, 200);
+  assert.equal((keyed.body.result as { tools: unknown[] }).tools.length, TOOL_NAMES.length);
 });

@@ -11,6 +11,7 @@ import {
 } from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 
+import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
 import { bearerChallenge, resourceMetadataUrl } from '../oauth/tokens.js';
 import { OPENAPI_VERSION } from '../openapi.js';
 import { isJsonObject, RestExchange, type Json } from './rest.js';
@@ -34,6 +35,9 @@ export interface McpOptions {
   apiPrefix: string;
   /** Named in the OAuth protected resource metadata (RFC 9728). */
   authorizationServer: string;
+  limiter: RateLimiter;
+  /** Requests without a key (the handshake, the tool catalogue) are limited per client IP. */
+  ipRateLimitPerMinute: number;
 }
 
 const INSTRUCTIONS =
@@ -82,7 +86,7 @@ function webRequest(url: string, request: FastifyRequest): Request {
 }
 
 export const mcpRoutes =
-  ({ publicOrigin, apiPrefix, authorizationServer }: McpOptions): FastifyPluginAsync =>
+  ({ publicOrigin, apiPrefix, authorizationServer, limiter, ipRateLimitPerMinute }: McpOptions): FastifyPluginAsync =>
   async (app: FastifyInstance) => {
     const documentationBase = `${publicOrigin}/docs/errors`;
     const endpoint = `${publicOrigin}${MCP_PATH}`;
@@ -116,6 +120,9 @@ export const mcpRoutes =
     }
 
     app.post(MCP_PATH, { config: { access: { public: true } } }, async (request, reply) => {
+      // Keyed calls count against their key's bucket (as REST); keyless ones against the caller's IP,
+      // in a bucket of their own so discovery traffic never eats into the answer page's.
+      if (request.headers.authorization === undefined) await enforceRateLimit(limiter, reply, `mcp-ip:${request.ip}`, ipRateLimitPerMinute);
       const body = request.body;
       if (callsTool(body) && request.headers.authorization === undefined) {
         const missing = new HeraldError('unauthorized', 'Calling a tool needs an API key: send "Authorization: Bearer pk_<id>.<secret>".', { title: 'Unauthorized' });

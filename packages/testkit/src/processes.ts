@@ -142,6 +142,8 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
   const infra = {
     ...infrastructureEnv(),
     KAFKA_TOPIC_PREFIX: namespace.prefix,
+    // Rate-limit buckets too: parallel stacks all call from 127.0.0.1 and must not share per-IP counts.
+    RATE_LIMIT_KEY_PREFIX: namespace.prefix,
     // A short session lets a killed consumer's partitions move on quickly.
     KAFKA_SESSION_TIMEOUT_MS: '6000',
     // Each stack signs answer links with its own secret, shared by its decision replicas.
