@@ -420,6 +420,92 @@ test('a response header block split over CONTINUATION frames, and the peer\'s PI
   await c.close();
 });
 
+interface RawFrame {
+  type: number;
+  flags: number;
+  streamId: number;
+  payload: Buffer;
+}
+
+function rawFrame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  const frame = Buffer.alloc(9 + payload.length);
+  frame.writeUIntBE(payload.length, 0, 3);
+  frame[3] = type;
+  frame[4] = flags;
+  frame.writeUInt32BE(streamId, 5);
+  payload.copy(frame, 9);
+  return frame;
+}
+
+/**
+ * A misbehaving h2c peer written frame by frame: it answers the client preface with an empty SETTINGS,
+ * hands each request's stream id to `misbehave`, and records every frame the client sends.
+ */
+async function rawPeer(misbehave: (socket: net.Socket, streamId: number) => void): Promise<{ origin: string; frames: RawFrame[]; close(): Promise<void> }> {
+  const frames: RawFrame[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+    let pending = Buffer.alloc(0);
+    let prefaceRead = false;
+    socket.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      if (!prefaceRead) {
+        if (pending.length < 24) return;
+        assert.equal(pending.subarray(0, 24).toString('latin1'), 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+        pending = pending.subarray(24);
+        prefaceRead = true;
+        socket.write(rawFrame(0x4, 0, 0, Buffer.alloc(0)));
+      }
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+        const length = pending.readUIntBE(0, 3);
+        const frame = { type: pending[3]!, flags: pending[4]!, streamId: pending.readUInt32BE(5) & 0x7fffffff, payload: Buffer.from(pending.subarray(9, 9 + length)) };
+        pending = pending.subarray(9 + length);
+        frames.push(frame);
+        if (frame.type === 0x1) misbehave(socket, frame.streamId);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    frames,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+test('a peer that breaks the protocol gets GOAWAY with the matching error code; its requests fail as retryable resets', async () => {
+  const cases: Array<[string, (socket: net.Socket, streamId: number) => void, number]> = [
+    // HPACK index 0 is invalid (RFC 7541 section 6.1): COMPRESSION_ERROR.
+    ['an undecodable header block', (socket, id) => socket.write(rawFrame(0x1, 0x5, id, Buffer.from([0x80]))), 0x9],
+    // Push was disabled in our SETTINGS: PROTOCOL_ERROR.
+    ['a PUSH_PROMISE', (socket, id) => socket.write(rawFrame(0x5, 0x4, id, Buffer.from([0, 0, 0, 2, 0x82]))), 0x1],
+    // Above the 16,384-octet frame size we allow: FRAME_SIZE_ERROR.
+    ['an oversized frame', (socket, id) => socket.write(rawFrame(0x0, 0x1, id, Buffer.alloc(16_385))), 0x6],
+    // DATA before any response header: PROTOCOL_ERROR.
+    ['DATA before the response', (socket, id) => socket.write(rawFrame(0x0, 0x1, id, Buffer.from('x'))), 0x1],
+  ];
+  for (const [what, misbehave, code] of cases) {
+    const server = await rawPeer(misbehave);
+    const c = client({ plaintext: 'h2c' });
+    const err = await rejection(c.send({ endpoint: `${server.origin}/p`, body: body(), ttl: 60, vapidAuthorization: AUTH }));
+    assert.ok(err instanceof PushNetworkError, `${what}: ${String(err)}`);
+    assert.deepEqual({ code: err.code, retryable: err.retryable, maybeDelivered: err.maybeDelivered }, { code: 'RESET', retryable: true, maybeDelivered: true }, what);
+    const deadline = Date.now() + 2_000;
+    while (!server.frames.some((frame) => frame.type === 0x7) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const goaway = server.frames.find((frame) => frame.type === 0x7);
+    assert.ok(goaway, `${what}: no GOAWAY`);
+    assert.equal(goaway.payload.readUInt32BE(4), code, what);
+    assert.equal(c.stats(server.origin)!.sessions, 0, what);
+    await c.close();
+    await server.close();
+  }
+});
+
 test('back-pressure: beyond maxQueuedPerOrigin, sends reject with QUEUE_FULL (never sent)', async () => {
   const server = await peer({ kind: 'h2', delayMs: 20 });
   const c = client({ maxConcurrentStreams: 1, maxQueuedPerOrigin: 2 });
