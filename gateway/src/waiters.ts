@@ -60,7 +60,9 @@ export class Waiters {
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      await this.remove(questionId, waiting);
+      // Not awaited: the caller's answer must not wait for Redis to confirm the unsubscribe. A new
+      // waiter's subscribe goes out on the same connection after it, so Redis applies them in order.
+      this.remove(questionId, waiting);
     }
     return { record: await read(), timedOut };
   }
@@ -101,12 +103,12 @@ export class Waiters {
     return subscribed;
   }
 
-  private async remove(questionId: string, waiting: Waiting): Promise<void> {
+  private remove(questionId: string, waiting: Waiting): void {
     const entry = this.byQuestion.get(questionId);
     if (!entry) return;
     entry.waiters.delete(waiting);
     if (entry.waiters.size > 0) return;
     this.byQuestion.delete(questionId);
-    await this.subscriber.unsubscribe(answerChannel(questionId)).catch(() => undefined);
+    this.subscriber.unsubscribe(answerChannel(questionId)).catch(() => undefined);
   }
 }
