@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-import { withTransaction, type Pool, type PoolClient } from '@herald/db';
+import { withTransaction, type Pool, type Queryable } from '@herald/db';
 import { HeraldError, invalidFields } from '@herald/errors';
 import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
@@ -111,13 +111,18 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
   async function resolveOpen(
     row: store.QuestionRow,
     outcome: 'answered' | 'cancelled',
-    change: (tx: PoolClient) => Promise<store.QuestionRow | undefined>,
+    change: (db: Queryable) => Promise<store.QuestionRow | undefined>,
   ): Promise<store.QuestionRow> {
-    const resolved = await withTransaction(pool, async (tx) => {
-      const updated = await change(tx);
-      if (updated) await reportResolution(tx, updated, outcome);
-      return updated;
-    });
+    // Without a callback the change is one statement: no transaction (two round trips fewer on the
+    // path a waiting caller is woken by). The callback URL is fixed when the question is created.
+    const resolved =
+      row.callback_url === null
+        ? await change(pool)
+        : await withTransaction(pool, async (tx) => {
+            const updated = await change(tx);
+            if (updated) await reportResolution(tx, updated, outcome);
+            return updated;
+          });
     if (!resolved) throw notOpen((await store.findQuestion(pool, row.id, {})) ?? row);
     logger.info({ workspaceId: resolved.workspace_id, questionId: resolved.id }, `question ${outcome}`);
     return resolved;
