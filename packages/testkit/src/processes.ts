@@ -1,6 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { createKafkaNamespace } from './kafka.js';
@@ -29,6 +32,31 @@ export function infrastructureEnv(): Record<string, string> {
  * this check and the child binding it, which made parallel test files collide now and then.
  */
 const PORT_RANGE = { low: 20_000, high: 32_000 };
+/**
+ * Each port handed out is also claimed with a file created exclusively, so two test files picking
+ * the same random port between the check and their children binding it cannot both get it (a
+ * gateway once failed with EADDRINUSE that way). Claims expire: ports are reused in later runs.
+ */
+const PORT_CLAIMS = join(tmpdir(), 'herald-test-ports');
+const CLAIM_TTL_MS = 15 * 60_000;
+
+async function claimPort(port: number): Promise<boolean> {
+  const file = join(PORT_CLAIMS, String(port));
+  try {
+    await writeFile(file, String(process.pid), { flag: 'wx' });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const claimed = await stat(file).catch(() => undefined);
+  if (claimed !== undefined && Date.now() - claimed.mtimeMs < CLAIM_TTL_MS) return false;
+  // A claim from a run long over: take it, again exclusively, so only one taker wins.
+  await unlink(file).catch(() => undefined);
+  return writeFile(file, String(process.pid), { flag: 'wx' }).then(
+    () => true,
+    () => false,
+  );
+}
 
 function canListen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -40,9 +68,10 @@ function canListen(port: number): Promise<boolean> {
 }
 
 export async function freePort(): Promise<number> {
+  await mkdir(PORT_CLAIMS, { recursive: true });
   for (let attempt = 0; attempt < 100; attempt += 1) {
     const port = PORT_RANGE.low + Math.floor(Math.random() * (PORT_RANGE.high - PORT_RANGE.low));
-    if (await canListen(port)) return port;
+    if ((await claimPort(port)) && (await canListen(port))) return port;
   }
   throw new Error(`no free port between ${PORT_RANGE.low} and ${PORT_RANGE.high}`);
 }
@@ -161,21 +190,35 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
   };
   const service = (name: ServiceName, extra: Record<string, string> = {}) =>
     startProcess(name, `services/${name}/dist/src/main.js`, { ...infra, ...addresses, GRPC_PORT: String(ports[name]), ...extra }, new RegExp(`${name} service serving`));
-  const services = await Promise.all([
+  const started = await Promise.allSettled([
     service('account'),
     service('audience'),
     ...(sending ? [service('campaign'), service('delivery', deliveryEnv)] : []),
     ...(policy ? [service('policy')] : []),
     ...(decisions ? [service('decision')] : []),
   ]);
+  const services = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const gatewayProcesses: RunningProcess[] = [];
+  // A stack that cannot start stops what it did start: left running, its processes would keep the
+  // test file alive (its after hook has no stack to stop) and the whole suite would hang.
+  const abandon = async (err: unknown): Promise<never> => {
+    await Promise.all([...gatewayProcesses, ...services].map((running) => running.stop()));
+    await namespace.remove();
+    throw err;
+  };
+  const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed) await abandon(failed.reason);
   const addGateway = async (extra: Record<string, string> = {}): Promise<string> => {
     const port = await freePort();
     gatewayProcesses.push(await startProcess('gateway', 'gateway/dist/src/main.js', { ...infra, ...addresses, PORT: String(port), ...extra }, /Server listening/));
     return `http://127.0.0.1:${port}`;
   };
   const gatewayUrls: string[] = [];
-  for (let index = 0; index < gateways; index += 1) gatewayUrls.push(await addGateway(gatewayEnv));
+  try {
+    for (let index = 0; index < gateways; index += 1) gatewayUrls.push(await addGateway(gatewayEnv));
+  } catch (err) {
+    await abandon(err);
+  }
   return {
     gatewayUrls,
     gatewayUrl: gatewayUrls[0] as string,
