@@ -159,10 +159,6 @@ export class H2Connection {
     socket.on('close', () => this.fail(undefined));
   }
 
-  get activeStreams(): number {
-    return this.streams.size;
-  }
-
   /** Opens a stream: a POST of `body`. Throws when the connection takes no new streams. */
   request(path: string, fields: ReadonlyArray<readonly [string, string]>, body: Buffer, handlers: StreamHandlers): number {
     if (this.draining || !this.ready) throw new Error('the HTTP/2 connection takes no new streams');

@@ -91,7 +91,7 @@ const MAX_INTEGER = 0x7fffffff;
  */
 export class HpackDecoder {
   /** The SETTINGS_HEADER_TABLE_SIZE we advertised: the peer's encoder may shrink the table, never exceed this. */
-  readonly maxTableSize: number;
+  private readonly maxTableSize: number;
   /** The current maximum size of the dynamic table, as last set by a size update (section 6.3). */
   private capacity: number;
   /** The dynamic table's size in octets (section 4.1). */
