@@ -19,4 +19,5 @@ export DATABASE_URL="$TEST_DATABASE_URL"
 # Test files run in parallel; each works in its own workspace (tenant) or schema.
 mapfile -t files < <(find proto packages services gateway charts -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.test.js' -print | sort)
 echo "==> ${#files[@]} test files"
-exec node --test --test-concurrency="${TEST_CONCURRENCY:-4}" --test-reporter=spec "$@" "${files[@]}"
+# A hung test fails by name after TEST_TIMEOUT_MS instead of holding up the whole run.
+exec node --test --test-concurrency="${TEST_CONCURRENCY:-4}" --test-timeout="${TEST_TIMEOUT_MS:-240000}" --test-reporter=spec "$@" "${files[@]}"
