@@ -41,7 +41,7 @@ export async function startSendingHarness(options: StackOptions = {}): Promise<S
 export interface Audience {
   workspace: TestWorkspace;
   vapidPublicKey: string;
-  subscribers: Array<{ id: string; endpoint: string; externalId: string; tags: string[] }>;
+  subscribers: Array<{ id: string; endpoint: string; keys: { p256dh: string; auth: string }; externalId: string; tags: string[] }>;
 }
 
 /** A workspace with `count` browser subscribers registered through the public SDK endpoint. */
@@ -65,7 +65,7 @@ export async function seedAudience(
       body: { endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags },
     });
     if (response.status !== 201) throw new Error(`subscribe answered ${response.status}: ${JSON.stringify(response.body)}`);
-    subscribers.push({ id: response.body.subscriberId, endpoint: subscription.endpoint, externalId, tags });
+    subscribers.push({ id: response.body.subscriberId, endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags });
   }
   return { workspace, vapidPublicKey, subscribers };
 }

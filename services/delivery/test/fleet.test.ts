@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 import { DeliveryJob } from '@herald/proto/herald/delivery/v1/delivery';
-import { call, eventually, requiredEnv, seedAudience, SERVER_API, startSendingHarness, type SendingHarness } from '@herald/testkit';
+import { call, eventually, requiredEnv, seedAudience, SERVER_API, startSendingHarness, waitForConsumed, type SendingHarness } from '@herald/testkit';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 
 // The delivery fleet through Herald's public surfaces: what the push service answers decides
@@ -136,11 +136,14 @@ test('400 and 413 fail at once, without retrying', async () => {
 test('a delivery job delivered twice never pushes twice', async () => {
   const audience = await seedAudience(harness, 2);
   const result = await sendAndSettle(audience.workspace.apiKey, { title: 'once', body: 'b' });
+  const jobId = `${result.campaignId}:0`;
   const producer = kafka.producer();
   await producer.connect();
+  let replayed: { partition: number; offset: string };
   try {
+    // The very job again, keyed as the fan-out keys it (so on the partition the original took).
     const replay = DeliveryJob.encode({
-      jobId: `${result.campaignId}:0`,
+      jobId,
       notificationId: result.campaignId,
       workspaceId: audience.workspace.workspaceId,
       siteId: audience.workspace.siteId,
@@ -148,15 +151,18 @@ test('a delivery job delivered twice never pushes twice', async () => {
       ttlSeconds: 60,
       urgency: 'normal',
       topic: 'replayed',
-      targets: audience.subscribers.map((subscriber) => ({ subscriberId: subscriber.id, endpoint: subscriber.endpoint, p256dh: '', auth: '' })),
+      // Real keys: were the replay not recognised, these pushes would reach the peer.
+      targets: audience.subscribers.map((subscriber) => ({ subscriberId: subscriber.id, endpoint: subscriber.endpoint, ...subscriber.keys })),
     }).finish();
-    await producer.send({ topic: `${harness.stack.topicPrefix}herald.delivery.jobs`, messages: [{ key: 'replay', value: Buffer.from(replay) }] });
+    const [metadata] = await producer.send({ topic: `${harness.stack.topicPrefix}herald.delivery.jobs`, messages: [{ key: jobId, value: Buffer.from(replay) }] });
+    assert.ok(metadata?.baseOffset !== undefined);
+    replayed = { partition: metadata.partition, offset: metadata.baseOffset };
   } finally {
     await producer.disconnect();
   }
-  // A later send on the same partition proves the replay was consumed before it.
-  await sendAndSettle(audience.workspace.apiKey, { title: 'after', body: 'b' });
-  for (const subscriber of audience.subscribers) assert.equal(harness.peer.attemptCount(subscriber.endpoint), 2);
+  // The fleet has handled the replay once its group's committed offset is past it.
+  await waitForConsumed(harness.stack.topicPrefix, { groupId: 'herald-delivery', topic: 'herald.delivery.jobs' }, replayed);
+  for (const subscriber of audience.subscribers) assert.equal(harness.peer.attemptCount(subscriber.endpoint), 1);
 });
 
 test('a delivery worker killed mid-batch: every subscription ends with exactly one accepted push', async () => {

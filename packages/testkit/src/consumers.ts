@@ -1,0 +1,91 @@
+import { Kafka, logLevel, type Admin } from 'kafkajs';
+
+import { connectDatabase } from './database.js';
+import { requiredEnv } from './processes.js';
+
+/**
+ * Positive evidence that the system has finished with what a test did, in place of "sleep, then
+ * assert nothing happened": a consumer group's committed offset has passed an event (consumers
+ * commit only after their effect is durable), and nothing is left in any outbox of the namespace.
+ */
+
+export interface ConsumedTopic {
+  /** The consumer group as the service names it (without the stack's namespace). */
+  groupId: string;
+  topic: string;
+}
+
+async function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
+  const admin = new Kafka({ clientId: 'herald-testkit', brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    return await use(admin);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function poll(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Committed offsets per partition; a partition the group never committed counts from its oldest message. */
+async function committed(admin: Admin, groupId: string, topic: string): Promise<Map<number, bigint>> {
+  const [low, fetched] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchOffsets({ groupId, topics: [topic] })]);
+  const offsets = new Map(low.map((partition) => [partition.partition, BigInt(partition.low)]));
+  for (const partition of fetched[0]?.partitions ?? []) {
+    if (BigInt(partition.offset) >= 0n) offsets.set(partition.partition, BigInt(partition.offset));
+  }
+  return offsets;
+}
+
+/** Waits until `groupId` has committed past `offset` of `topic`'s `partition` (the event at that offset is handled). */
+export async function waitForConsumed(topicPrefix: string, consumer: ConsumedTopic, at: { partition: number; offset: string }, timeoutMs = 30_000): Promise<void> {
+  await withAdmin((admin) =>
+    poll(`${consumer.groupId} past ${consumer.topic}/${at.partition}@${at.offset}`, timeoutMs, async () => {
+      const offsets = await committed(admin, topicPrefix + consumer.groupId, topicPrefix + consumer.topic);
+      return (offsets.get(at.partition) ?? -1n) > BigInt(at.offset);
+    }),
+  );
+}
+
+async function outboxesEmpty(databaseUrl: string, namespace: string): Promise<boolean> {
+  const db = await connectDatabase(databaseUrl);
+  try {
+    const { rows } = await db.query<{ schema: string }>(`SELECT table_schema AS schema FROM information_schema.tables WHERE table_name = 'outbox'`);
+    for (const { schema } of rows) {
+      const left = await db.query(`SELECT 1 FROM "${schema}".outbox WHERE namespace = $1 LIMIT 1`, [namespace]);
+      if (left.rowCount !== 0) return false;
+    }
+    return true;
+  } finally {
+    await db.end();
+  }
+}
+
+/**
+ * Waits until the namespace is quiet: every outbox row of it published and each of `consumers`
+ * caught up with its topic's end, twice in a row (an event handled between the two looks may
+ * have queued another).
+ */
+export async function waitForQuiet(topicPrefix: string, consumers: ConsumedTopic[], { databaseUrl = requiredEnv('DATABASE_URL'), timeoutMs = 30_000 } = {}): Promise<void> {
+  await withAdmin(async (admin) => {
+    const caughtUp = async (): Promise<boolean> => {
+      if (!(await outboxesEmpty(databaseUrl, topicPrefix))) return false;
+      for (const { groupId, topic } of consumers) {
+        const [ends, offsets] = await Promise.all([admin.fetchTopicOffsets(topicPrefix + topic), committed(admin, topicPrefix + groupId, topicPrefix + topic)]);
+        if (ends.some((end) => (offsets.get(end.partition) ?? 0n) < BigInt(end.high))) return false;
+      }
+      return true;
+    };
+    let quietLooks = 0;
+    await poll(`namespace ${topicPrefix} quiet`, timeoutMs, async () => {
+      quietLooks = (await caughtUp()) ? quietLooks + 1 : 0;
+      return quietLooks >= 2;
+    });
+  });
+}
