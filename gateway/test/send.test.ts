@@ -8,8 +8,10 @@ import {
   createWorkspace,
   eventually,
   seedAudience,
+  SENDING_CONSUMERS,
   SERVER_API,
   startSendingHarness,
+  waitForQuiet,
   type Audience,
   type SendingHarness,
 } from '@herald/testkit';
@@ -126,7 +128,8 @@ test('an idempotency key replays the first result, and concurrent duplicates sen
   assert.equal(replay.body.campaignId, results[0]?.campaignId);
   assert.equal(replay.body.sent, 2);
   await eventually('two pushes', async () => messagesFor(results[0]?.campaignId ?? '').length, (count) => count >= 2);
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  // Nothing more is on its way once the fan-out and the fleet have handled everything queued.
+  await waitForQuiet(harness.stack.topicPrefix, SENDING_CONSUMERS);
   assert.equal(messagesFor(results[0]?.campaignId ?? '').length, 2);
 
   const mismatch = await send({ title: 'x', body: 'y', idempotencyKey: 'one' }, undefined, { 'idempotency-key': 'two' });

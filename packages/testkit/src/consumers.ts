@@ -15,6 +15,12 @@ export interface ConsumedTopic {
   topic: string;
 }
 
+/** The groups a send passes through after the campaign service queued it: its fan-out, then the delivery fleet. */
+export const SENDING_CONSUMERS: ConsumedTopic[] = [
+  { groupId: 'herald-campaign-fanout', topic: 'herald.campaign.events' },
+  { groupId: 'herald-delivery', topic: 'herald.delivery.jobs' },
+];
+
 async function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
   const admin = new Kafka({ clientId: 'herald-testkit', brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING }).admin();
   await admin.connect();
