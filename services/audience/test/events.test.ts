@@ -6,7 +6,7 @@ import type { PromiseClient } from '@herald/grpc';
 import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 import { DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
-import { connectDatabase, pushSubscription, requiredEnv } from '@herald/testkit';
+import { connectDatabase, pushSubscription, requiredEnv, waitForQuiet } from '@herald/testkit';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 
 import { startAudience, type AudienceService } from './helpers.js';
@@ -18,13 +18,16 @@ let service: AudienceService;
 let client: PromiseClient<AudienceServiceClient>;
 let consumer: Consumer;
 let producer: Producer;
+/** This file's own reader of herald.audience.events. */
+const READER = 'test-audience-reader';
 const received: AudienceEvent[] = [];
 
 before(async () => {
   service = await startAudience({ ownDatabase: true });
   client = service.client;
   const kafka = new Kafka({ brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING });
-  consumer = kafka.consumer({ groupId: `test-audience-${randomUUID()}` });
+  // In the service's namespace, so waitForQuiet can tell when it has read everything.
+  consumer = kafka.consumer({ groupId: `${service.topicPrefix}${READER}` });
   await consumer.connect();
   // The topic is this file's own, so reading it from the start misses nothing.
   await consumer.subscribe({ topic: `${service.topicPrefix}herald.audience.events`, fromBeginning: true });
@@ -88,7 +91,8 @@ test('Subscribed and Unsubscribed reach herald.audience.events in order, once pe
     assert.ok(Date.parse(event.occurredAt) > Date.now() - 60_000);
   }
   assert.equal(new Set(events.map((event) => event.eventId)).size, 5);
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  // Every event of the outbox published, and all of them read: a sixth would be here by now.
+  await waitForQuiet(service.topicPrefix, [{ groupId: READER, topic: 'herald.audience.events' }], { databaseUrl: service.databaseUrl });
   assert.equal(received.filter((event) => event.workspaceId === workspaceId).length, 5);
 });
 
