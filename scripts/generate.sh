@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates the TypeScript for every .proto file. The output is committed; CI runs this and
-# fails when `git diff` shows the committed code has drifted from the .proto files.
+# Regenerates the committed code: the TypeScript of every .proto file, and the SDK's API types from
+# the OpenAPI document the gateway builds out of its route schemas. CI runs this and fails when
+# `git diff` shows the committed code has drifted from its sources.
 set -euo pipefail
 cd "$(dirname "$0")/../proto"
 rm -rf src/gen
 ../node_modules/.bin/buf lint
 ../node_modules/.bin/buf generate
+cd ..
+# The gateway serves the OpenAPI document the SDK's types are generated from, so it is built first.
+node_modules/.bin/tsc -b gateway
+node scripts/generate-api-types.mjs

@@ -5,9 +5,10 @@ ensure_node_modules
 ensure_infrastructure
 ensure_tools
 build
-if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- proto/src/gen)" ]; then
-  echo "Generated code in proto/src/gen differs from the .proto files; run 'npm run generate' and commit." >&2
-  git status --porcelain -- proto/src/gen >&2
+generated=(proto/src/gen packages/sdk/src/api.gen.ts)
+if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- "${generated[@]}")" ]; then
+  echo "Generated code differs from its sources (.proto files, the gateway's route schemas); run 'npm run generate' and commit." >&2
+  git status --porcelain -- "${generated[@]}" >&2
   exit 1
 fi
 # Services of different versions talk during a rolling deploy: the .proto files must stay
