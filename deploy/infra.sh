@@ -8,6 +8,8 @@
 #   deploy/infra.sh stop     stop everything (data kept)
 #   deploy/infra.sh env      print export lines:  eval "$(deploy/infra.sh env)"
 #   deploy/infra.sh reset    stop and delete .local (clean slate)
+#   deploy/infra.sh stop|start|restart <postgres|redis|kafka>
+#                            one component only (a failover drill, or a test of riding it out)
 #
 # Change ports only while everything is stopped (the running servers keep their old ports).
 # shellcheck source-path=SCRIPTDIR
@@ -78,14 +80,37 @@ cmd_reset() {
   [[ $PG_SOCK_DIR == "$LOCAL_DIR"/* ]] || rm -rf "$PG_SOCK_DIR"
 }
 
+# One component, already installed and set up by `up`: stop, start or restart it. A restart is
+# what a managed service does on failover or a minor upgrade (PostgreSQL: a fast shutdown that
+# terminates every session), so Herald's processes must ride through it.
+cmd_component() {
+  local action=$1 component=$2
+  require_root "$action $component"
+  take_lock
+  case "$component:$action" in
+    postgres:stop) pg_stop ;;
+    postgres:start) pg_start && wait_for 30 postgres "$PG_LOG" pg_ready ;;
+    postgres:restart) pg_stop && pg_start && wait_for 30 postgres "$PG_LOG" pg_ready ;;
+    redis:stop) redis_stop ;;
+    redis:start) redis_up ;;
+    redis:restart) redis_stop && redis_up ;;
+    kafka:stop) kafka_stop ;;
+    kafka:start) kafka_start && kafka_wait ;;
+    kafka:restart) kafka_stop && kafka_start && kafka_wait ;;
+    *) die "unknown component '$component' (postgres, redis or kafka)" ;;
+  esac
+}
+
 case "${1:-}" in
   up) cmd_up ;;
   status) cmd_status ;;
-  stop) cmd_stop ;;
+  stop) if [[ -n ${2:-} ]]; then cmd_component stop "$2"; else cmd_stop; fi ;;
+  start) cmd_component start "${2:-}" ;;
+  restart) cmd_component restart "${2:-}" ;;
   env) cmd_env ;;
   reset) cmd_reset ;;
   *)
-    sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+    sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
 esac

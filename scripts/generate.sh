@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates the committed code: the TypeScript of every .proto file, and the SDK's API types from
-# the OpenAPI document the gateway builds out of its route schemas. CI runs this and fails when
+# Regenerates the committed code: the TypeScript of every .proto file, the SDK's API types from
+# the OpenAPI document the gateway builds out of its route schemas, and deploy/kafka/topics.txt
+# (read by deploy/infra.sh before anything is built) from the bus's topic declarations. CI runs this and fails when
 # `git diff` shows the committed code has drifted from its sources.
 set -euo pipefail
 cd "$(dirname "$0")/../proto"
@@ -9,5 +10,6 @@ rm -rf src/gen
 ../node_modules/.bin/buf generate
 cd ..
 # The gateway serves the OpenAPI document the SDK's types are generated from, so it is built first.
-node_modules/.bin/tsc -b gateway
+node_modules/.bin/tsc -b gateway packages/bus
 node scripts/generate-api-types.mjs
+node --input-type=module -e "import { renderTopicsFile } from '@herald/bus'; process.stdout.write(renderTopicsFile());" > deploy/kafka/topics.txt

@@ -1,61 +1,82 @@
-// Runs every Herald process on this machine: the services on loopback gRPC, then the gateway.
-// Ctrl-C (or SIGTERM) drains them all; if one dies, the others are stopped too.
+// Runs every Herald process on this machine, as the component registry (the Helm chart's
+// `components`) lists them: the services on loopback gRPC at the chart's ports, the gateway on
+// http://localhost:8080 (PORT). Like the cluster, a process that exits is started again with a
+// capped backoff, and the others keep running; Ctrl-C (or SIGTERM) drains them all.
+//
+// SUPERVISE_PORT_BASE moves every port to base, base+1, ... in registry order (a second local
+// stack, or a test of this script).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const processes = [
-  { name: 'account', entry: 'services/account/dist/src/main.js', env: { GRPC_PORT: '50051' } },
-  { name: 'audience', entry: 'services/audience/dist/src/main.js', env: { GRPC_PORT: '50052' } },
-  { name: 'campaign', entry: 'services/campaign/dist/src/main.js', env: { GRPC_PORT: '50053' } },
-  { name: 'delivery', entry: 'services/delivery/dist/src/main.js', env: { GRPC_PORT: '50054' } },
-  { name: 'policy', entry: 'services/policy/dist/src/main.js', env: { GRPC_PORT: '50055' } },
-  // Answer links are signed with this secret; a local run makes a new one unless one is set, so
-  // links from an earlier run stop working.
-  {
-    name: 'decision',
-    entry: 'services/decision/dist/src/main.js',
-    env: { GRPC_PORT: '50056', ANSWER_TOKEN_SECRET: process.env.ANSWER_TOKEN_SECRET ?? randomBytes(32).toString('base64url') },
-  },
+import { loopbackEnv, readComponents, repositoryRoot } from '@herald/components';
+
+const RESTART_FIRST_MS = 500;
+const RESTART_CAP_MS = 30_000;
+/** A process that ran this long before exiting was healthy: its next restart starts the backoff over. */
+const HEALTHY_AFTER_MS = 60_000;
+
+const components = readComponents();
+const base = process.env.SUPERVISE_PORT_BASE ? Number(process.env.SUPERVISE_PORT_BASE) : undefined;
+const ports = Object.fromEntries(components.map((component, index) => [component.name, base === undefined ? component.port : base + index]));
+if (base === undefined && process.env.PORT) ports.gateway = Number(process.env.PORT);
+
+// Answer links are signed with this secret; a local run makes a new one unless one is set, so links
+// from an earlier run stop working (the decision service keeps it across its own restarts).
+const localEnv = {
+  decision: { ANSWER_TOKEN_SECRET: process.env.ANSWER_TOKEN_SECRET ?? randomBytes(32).toString('base64url') },
   // A local run accepts push endpoints on any https host (local push services); production does not.
-  {
-    name: 'gateway',
-    entry: 'gateway/dist/src/main.js',
-    env: { PORT: process.env.PORT ?? '8080', ALLOW_ANY_PUSH_SERVICE: process.env.ALLOW_ANY_PUSH_SERVICE ?? 'true' },
-  },
-];
+  gateway: { ALLOW_ANY_PUSH_SERVICE: process.env.ALLOW_ANY_PUSH_SERVICE ?? 'true' },
+};
 
-const children = new Map();
+const log = (message) => console.error(`[supervise] ${message}`);
+const running = new Map();
 let stopping = false;
 
+function start(component, restarts = 0) {
+  const startedAt = Date.now();
+  const child = spawn(process.execPath, ['--import', '@herald/telemetry/register', component.entry], {
+    cwd: repositoryRoot,
+    env: {
+      ...process.env,
+      HERALD_SERVICE: component.name,
+      OTEL_SERVICE_NAME: `herald-${component.name}`,
+      ...loopbackEnv(component, ports),
+      ...localEnv[component.name],
+    },
+    stdio: 'inherit',
+  });
+  running.set(component.name, child);
+  log(`${component.name} started (pid ${child.pid}, port ${ports[component.name]})`);
+  child.on('exit', (code, signal) => {
+    running.delete(component.name);
+    if (stopping) return;
+    const healthy = Date.now() - startedAt >= HEALTHY_AFTER_MS;
+    const attempt = healthy ? 0 : restarts;
+    const delayMs = Math.min(RESTART_CAP_MS, RESTART_FIRST_MS * 2 ** attempt);
+    log(`${component.name} exited (${signal ?? code}); restarting in ${delayMs} ms`);
+    setTimeout(() => {
+      if (!stopping) start(component, attempt + 1);
+    }, delayMs);
+  });
+}
+
 function stopAll(code) {
-  if (stopping) return;
+  if (stopping) {
+    // A second Ctrl-C: no more waiting.
+    for (const child of running.values()) child.kill('SIGKILL');
+    return;
+  }
   stopping = true;
-  for (const child of children.values()) child.kill('SIGTERM');
+  log('draining every process');
+  for (const child of running.values()) child.kill('SIGTERM');
   const exitWhenDone = setInterval(() => {
-    if (children.size === 0) {
+    if (running.size === 0) {
       clearInterval(exitWhenDone);
       process.exit(code);
     }
   }, 100);
 }
 
-for (const { name, entry, env } of processes) {
-  const child = spawn(process.execPath, ['--import', '@herald/telemetry/register', entry], {
-    cwd: root,
-    env: { ...process.env, HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, ...env },
-    stdio: 'inherit',
-  });
-  children.set(name, child);
-  child.on('exit', (code, signal) => {
-    children.delete(name);
-    if (!stopping) {
-      console.error(`${name} exited (${signal ?? code}); stopping the others`);
-      stopAll(1);
-    }
-  });
-}
-
+for (const component of components) start(component);
 process.on('SIGINT', () => stopAll(0));
 process.on('SIGTERM', () => stopAll(0));

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+import { readComponents } from '@herald/components';
 import { Env } from '@herald/config';
 import { parse, parseAllDocuments } from 'yaml';
 
@@ -17,7 +18,8 @@ const root = fileURLToPath(new URL('../../../', import.meta.url));
 const chart = join(root, 'charts/herald');
 const productionValues = join(chart, 'ci/production-values.yaml');
 
-const PORTS: Record<string, number> = { gateway: 8080, account: 50051, audience: 50052, campaign: 50053, delivery: 50054, policy: 50055, decision: 50056 };
+// The component registry (the chart's own `components`), as the supervisor and the test stacks read it.
+const PORTS: Record<string, number> = Object.fromEntries(readComponents().map((component) => [component.name, component.port]));
 const COMPONENTS = Object.keys(PORTS);
 const SERVICES = COMPONENTS.filter((name) => name !== 'gateway');
 
@@ -292,9 +294,9 @@ describe('the default values', () => {
   });
 
   test("the ConfigMaps hold README.md's configuration with its defaults", () => {
-    const common = (name: string) => ({ HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '10000' });
+    const common = (name: string) => ({ HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, HERALD_NAMESPACE: '', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '10000' });
     const grpc = (name: string) => ({ ...common(name), GRPC_HOST: '0.0.0.0', GRPC_PORT: String(PORTS[name]), DATABASE_POOL_SIZE: '10' });
-    const kafka = { KAFKA_BROKERS: 'kafka:9092', KAFKA_CLIENT_ID: 'herald', KAFKA_TOPIC_PREFIX: '', KAFKA_SESSION_TIMEOUT_MS: '30000' };
+    const kafka = { KAFKA_BROKERS: 'kafka:9092', KAFKA_CLIENT_ID: 'herald', KAFKA_SESSION_TIMEOUT_MS: '30000' };
     assert.deepEqual(env(objects, 'gateway'), {
       ...common('gateway'),
       HOST: '0.0.0.0',
@@ -456,8 +458,9 @@ describe('ci/production-values.yaml', () => {
     await assertValidKubernetes(rendered.yaml, 1 + 5 * COMPONENTS.length + 2);
   });
 
-  test('the image, pull secret and Secret name apply to every component', () => {
+  test('the image, pull secret, Secret name and namespace apply to every component', () => {
     for (const name of COMPONENTS) {
+      assert.equal(env(objects, name).HERALD_NAMESPACE, 'production', name);
       const deployment = one<Deployment>(objects, 'Deployment', `herald-${name}`);
       assert.equal(container(objects, name).image, 'registry.example.com/herald:1.4.2');
       assert.deepEqual(deployment.spec.template.spec.imagePullSecrets, [{ name: 'registry-credentials' }]);

@@ -91,7 +91,7 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
     config.rateLimitWindowMs,
     config.rateLimitFallbackReplicas,
     (err) => logger.warn({ err }, 'Redis unreachable: rate limiting per replica until it is back'),
-    config.rateLimitKeyPrefix,
+    config.namespace,
   );
   const machines = new MachineReporter(clients.account, logger);
   const resourceMetadata = resourceMetadataUrl(config.publicOrigin);

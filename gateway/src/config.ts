@@ -55,8 +55,8 @@ export function readConfig(env: Env) {
     allowAnyPushService: env.boolean('ALLOW_ANY_PUSH_SERVICE', false),
     /** GET /api/v1/site/{slug} needs no key: it is limited per client IP instead. */
     ipRateLimitPerMinute: env.integer('IP_RATE_LIMIT_PER_MINUTE', 100, { min: 1, max: 100_000 }),
-    /** Put before the rate-limit buckets' Redis keys: deployments sharing a Redis keep their own counts (each test stack sets one). */
-    rateLimitKeyPrefix: env.string('RATE_LIMIT_KEY_PREFIX', ''),
+    // Put in the rate-limit buckets' Redis keys: deployments sharing a Redis keep their own counts.
+    ...pieces.namespace(env),
     bodyLimitBytes: env.integer('BODY_LIMIT_BYTES', 1_048_576, { min: 1_024, max: 16_777_216 }),
     requestTimeoutMs: env.integer('REQUEST_TIMEOUT_MS', 70_000, { min: 1_000, max: 600_000 }),
   };

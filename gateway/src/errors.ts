@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 
-import { errorBody, HeraldError, invalidFields } from '@herald/errors';
+import { backingServiceUnavailable, errorBody, HeraldError, invalidFields, isBackingServiceDown } from '@herald/errors';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 
@@ -113,6 +113,7 @@ export function installErrorHandling(app: FastifyInstance, { documentationBase, 
     let heraldError: HeraldError | undefined;
     if (err instanceof HeraldError) heraldError = err;
     else if (err.validation) heraldError = validationError(err.validationContext ?? 'body', err.validation as ValidationIssue[]);
+    else if (isBackingServiceDown(err)) heraldError = backingServiceUnavailable();
     else heraldError = fromFastifyError(err, bodyLimit);
     if (!heraldError) {
       request.log.error({ err }, 'unhandled error');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { admin, call, connectDatabase, eventually, SENDING_CONSUMERS, SERVER_API, seedAudience, startSendingHarness, waitForQuiet, type SendingHarness, type TestWorkspace } from '@herald/testkit';
+import { SEND_PIPELINE } from '@herald/bus';
+import { admin, call, connectDatabase, eventually, SERVER_API, seedAudience, startSendingHarness, waitForQuiet, type SendingHarness, type TestWorkspace } from '@herald/testkit';
 
 // A question (/ask, /decisions) is pushed to the matching browser subscribers through the
 // campaign service and the delivery fleet, with Yes/No action buttons, to a strict local push
@@ -91,7 +92,7 @@ test('a decision is pushed to the end-user it addresses; a replay pushes nothing
   });
   const replay = await call(harness.stack.gatewayUrl, `${SERVER_API}/decisions`, { method: 'POST', key: audience.workspace.apiKey, body });
   assert.equal(replay.status, 200);
-  await waitForQuiet(harness.stack.topicPrefix, SENDING_CONSUMERS);
+  await waitForQuiet(harness.stack.topicPrefix, SEND_PIPELINE);
   assert.equal(pushedTo(bob.endpoint).length, 1);
   assert.deepEqual(pushedTo(alice.endpoint), []);
 });
@@ -113,6 +114,6 @@ test('in Terminal approval mode the question is stored and nothing is pushed', a
     body: { question: 'Terminal only?', wait: false },
   });
   assert.deepEqual([asked.status, asked.body.mode, asked.body.status], [200, 'terminal', 'pending']);
-  await waitForQuiet(harness.stack.topicPrefix, SENDING_CONSUMERS);
+  await waitForQuiet(harness.stack.topicPrefix, SEND_PIPELINE);
   assert.deepEqual(pushedTo(subscription.endpoint), []);
 });

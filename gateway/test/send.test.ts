@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
+import { SEND_PIPELINE } from '@herald/bus';
 import {
   call,
   connectDatabase,
@@ -8,7 +9,6 @@ import {
   createWorkspace,
   eventually,
   seedAudience,
-  SENDING_CONSUMERS,
   SERVER_API,
   startSendingHarness,
   waitForQuiet,
@@ -129,7 +129,7 @@ test('an idempotency key replays the first result, and concurrent duplicates sen
   assert.equal(replay.body.sent, 2);
   await eventually('two pushes', async () => messagesFor(results[0]?.campaignId ?? '').length, (count) => count >= 2);
   // Nothing more is on its way once the fan-out and the fleet have handled everything queued.
-  await waitForQuiet(harness.stack.topicPrefix, SENDING_CONSUMERS);
+  await waitForQuiet(harness.stack.topicPrefix, SEND_PIPELINE);
   assert.equal(messagesFor(results[0]?.campaignId ?? '').length, 2);
 
   const mismatch = await send({ title: 'x', body: 'y', idempotencyKey: 'one' }, undefined, { 'idempotency-key': 'two' });

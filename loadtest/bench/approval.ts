@@ -570,7 +570,7 @@ async function main(): Promise<number> {
   log('starting account, audience, policy, decision and gateways A and B');
   const herald = await startHerald({
     services: ['account', 'audience', 'policy', 'decision'],
-    env: { ...infra, LOG_LEVEL: 'warn', KAFKA_TOPIC_PREFIX: namespace.prefix, ANSWER_TOKEN_SECRET: randomBytes(32).toString('base64url') },
+    env: { ...infra, LOG_LEVEL: 'warn', HERALD_NAMESPACE: namespace.prefix, ANSWER_TOKEN_SECRET: randomBytes(32).toString('base64url') },
   });
   const { account, policy } = herald.services;
   if (!account || !policy) throw new Error('account and policy services were not started');

@@ -269,7 +269,7 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
     await writeFile(context.caFile, peer.ca);
     herald = await startHerald({
       services: ['account', 'audience', 'campaign', 'delivery'],
-      env: { ...infra, LOG_LEVEL: 'warn', KAFKA_TOPIC_PREFIX: namespace.prefix },
+      env: { ...infra, LOG_LEVEL: 'warn', HERALD_NAMESPACE: namespace.prefix },
       processEnv: { delivery: { PUSH_CA_FILE: context.caFile }, gateway: { ALLOW_ANY_PUSH_SERVICE: 'true' } },
       nodeArgs: () => ['--import', '@herald/telemetry/register', ...profArgs],
     });

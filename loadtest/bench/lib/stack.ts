@@ -1,6 +1,8 @@
 // Herald's own processes for a benchmark: services and a gateway (more on demand) on free ports, each started
 // through ./processes.js (ready when its port accepts, so LOG_LEVEL=warn is fine), wired to each
-// other like testkit's startStack does, with `--import @herald/telemetry/register` as in production.
+// other as the component registry (the chart's `components`) says, like testkit's startStack, with
+// `--import @herald/telemetry/register` as in production.
+import { loopbackEnv, readComponents, type Component } from '@herald/components';
 import { freePort, type ServiceName } from '@herald/testkit';
 
 import { startProcess, type BenchProcess } from './processes.js';
@@ -10,7 +12,7 @@ export type ProcessName = ServiceName | 'gateway';
 export interface HeraldOptions {
   /** Started at once, before the gateway. */
   services: readonly ServiceName[];
-  /** Environment of every process (infrastructure, LOG_LEVEL, KAFKA_TOPIC_PREFIX, ...). */
+  /** Environment of every process (infrastructure, LOG_LEVEL, HERALD_NAMESPACE, ...). */
   env: Record<string, string>;
   /** Extra environment per process (a service's replicas get it too). */
   processEnv?: Partial<Record<ProcessName, Record<string, string>>>;
@@ -34,34 +36,41 @@ export interface Herald {
 }
 
 const TELEMETRY = ['--import', '@herald/telemetry/register'];
-const grpcUrlVariable = (name: ServiceName): string => `${name.toUpperCase()}_GRPC_URL`;
 
 export async function startHerald({ services, env, processEnv = {}, nodeArgs = () => TELEMETRY }: HeraldOptions): Promise<Herald> {
-  const ports = new Map<ServiceName, number>();
-  for (const name of services) ports.set(name, await freePort());
-  const addresses = Object.fromEntries([...ports].map(([name, port]) => [grpcUrlVariable(name), `127.0.0.1:${port}`]));
+  const components = new Map(readComponents().map((component) => [component.name, component]));
+  const ports: Record<string, number> = {};
+  for (const name of components.keys()) ports[name] = await freePort();
+  const componentNamed = (name: ProcessName): Component => {
+    const component = components.get(name);
+    if (!component) throw new Error(`no component "${name}" in the registry`);
+    return component;
+  };
   const instances: BenchProcess[] = [];
+  // A replica listens on a port of its own; what calls it keeps the first instance's address.
   const start = async (name: ServiceName, port: number): Promise<BenchProcess> => {
+    const component = componentNamed(name);
     const instance = await startProcess({
       name,
-      entry: `services/${name}/dist/src/main.js`,
+      entry: component.entry,
       port,
       nodeArgs: nodeArgs(name),
-      env: { ...env, ...addresses, ...processEnv[name], GRPC_PORT: String(port) },
+      env: { ...env, ...loopbackEnv(component, { ...ports, [name]: port }), ...processEnv[name] },
     });
     instances.push(instance);
     return instance;
   };
-  const first = await Promise.all([...ports].map(([name, port]) => start(name, port)));
+  const first = await Promise.all(services.map((name) => start(name, ports[name] as number)));
   const gateways: BenchProcess[] = [];
   const startGateway = async (): Promise<{ port: number; process: BenchProcess }> => {
     const port = await freePort();
+    const component = componentNamed('gateway');
     const gateway = await startProcess({
       name: 'gateway',
-      entry: 'gateway/dist/src/main.js',
+      entry: component.entry,
       port,
       nodeArgs: nodeArgs('gateway'),
-      env: { ...env, ...addresses, HOST: '127.0.0.1', PORT: String(port), ...processEnv.gateway },
+      env: { ...env, ...loopbackEnv(component, { ...ports, gateway: port }), HOST: '127.0.0.1', ...processEnv.gateway },
     });
     gateways.push(gateway);
     return { port, process: gateway };

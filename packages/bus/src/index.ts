@@ -1,2 +1,3 @@
 export * from './kafka.js';
 export * from './outbox.js';
+export * from './topics.js';

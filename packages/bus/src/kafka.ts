@@ -1,5 +1,7 @@
 import type { Logger } from '@herald/logging';
 import { currentTraceHeaders, withTraceHeaders } from '@herald/telemetry';
+import { isBackingServiceDown } from '@herald/errors';
+import { DEAD_LETTER_HEADERS } from './topics.js';
 import { Kafka, logLevel, Partitioners, type Consumer, type Producer } from 'kafkajs';
 
 /**
@@ -27,16 +29,17 @@ export interface IncomingMessage {
 }
 
 export interface SubscribeOptions {
-  groupId: string;
-  topics: string[];
+  /**
+   * The group and the topics it reads, as `consumers` in topics.ts declares them. A message that
+   * fails every attempt goes to its topic's dead-letter topic.
+   */
+  consumer: { group: string; topics: readonly { name: string; deadLetter: string }[] };
   /** Called once per message; the offset is committed only after it resolves. */
   handle: (message: IncomingMessage) => Promise<void>;
   /** Attempts before the message goes to the dead-letter topic (default 5). */
   maxAttempts?: number;
   /** Partitions handled at once (each still one message at a time, in order). Default 1. */
   concurrency?: number;
-  /** Where poison messages go after the last attempt. */
-  deadLetterTopic: string;
 }
 
 export interface Subscription {
@@ -64,7 +67,46 @@ export interface KafkaBusOptions {
   sessionTimeoutMs?: number;
 }
 
+/** What kafkajs says, over and over, while a broker is down or restarting. */
+const brokerOutage = /ECONNREFUSED|ECONNRESET|No broker available|Connection error|Connection timeout|Failed to connect|Restarting the consumer|Broker not connected|NOT_COORDINATOR|coordinator is not available|leadership election|KafkaJSNumberOfRetriesExceeded|The group is rebalancing/i;
+/** While the outage lasts, a reminder this often; the rest goes to debug. */
+const OUTAGE_REMINDER_MS = 60_000;
+
+/**
+ * kafkajs logs every failed connection attempt as an error: a broker restart would flood the log.
+ * The first sign of an outage is one warning, reminded once a minute while it lasts; recovery
+ * (a consumer joining its group again, a publish going through) is logged once and re-arms it.
+ */
+function outageAwareLog(logger: Logger) {
+  let outageSince: number | undefined;
+  let remindedAt = 0;
+  return {
+    log(namespace: string, level: logLevel, message: string, fields: Record<string, unknown>): void {
+      const text = `${message} ${String(fields.stack ?? fields.error ?? '')}`;
+      if (level <= logLevel.WARN && brokerOutage.test(text)) {
+        const now = Date.now();
+        if (outageSince === undefined || now - remindedAt >= OUTAGE_REMINDER_MS) {
+          logger.warn({ kafka: namespace, error: fields.error, outageSeconds: outageSince === undefined ? 0 : Math.round((now - outageSince) / 1000) }, 'Kafka unreachable; reconnecting with backoff');
+          outageSince ??= now;
+          remindedAt = now;
+        } else {
+          logger.debug({ kafka: namespace, ...fields }, message);
+        }
+        return;
+      }
+      const method = level === logLevel.ERROR ? 'error' : level === logLevel.WARN ? 'warn' : 'debug';
+      logger[method]({ kafka: namespace, ...fields }, message);
+    },
+    recovered(): void {
+      if (outageSince === undefined) return;
+      logger.info({ outageSeconds: Math.round((Date.now() - outageSince) / 1000) }, 'Kafka reachable again');
+      outageSince = undefined;
+    },
+  };
+}
+
 export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', sessionTimeoutMs = 30_000 }: KafkaBusOptions): Bus {
+  const outage = outageAwareLog(logger);
   const kafka = new Kafka({
     clientId,
     brokers,
@@ -72,8 +114,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
     retry: { initialRetryTime: 100, retries: 8 },
     logCreator: () => ({ namespace, level, log }) => {
       const { message, ...fields } = log;
-      const method = level === logLevel.ERROR ? 'error' : level === logLevel.WARN ? 'warn' : 'debug';
-      logger[method]({ kafka: namespace, ...fields }, message);
+      outage.log(namespace, level, message, fields);
     },
   });
   let producer: Promise<Producer> | undefined;
@@ -104,7 +145,8 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
       byTopic.set(message.topic, list);
     }
     const trace = currentTraceHeaders();
-    await (await connectedProducer()).sendBatch({
+    const connected = await connectedProducer();
+    await connected.sendBatch({
       acks: -1,
       topicMessages: [...byTopic].map(([topic, list]) => ({
         topic: topicPrefix + topic,
@@ -114,76 +156,128 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
           headers: { ...trace, ...message.headers },
         })),
       })),
+    }).catch((err: unknown) => {
+      // A producer kafkajs has given up on stays disconnected: the next publish makes a new one.
+      if (/disconnected/i.test((err as Error).message) && producer !== undefined) {
+        producer = undefined;
+        void connected.disconnect().catch(() => undefined);
+      }
+      throw err;
     });
+    outage.recovered();
   };
 
   return {
     publish,
 
-    async subscribe({ groupId, topics, handle, maxAttempts = 5, deadLetterTopic, concurrency = 1 }) {
-      const consumer = kafka.consumer({
-        groupId: topicPrefix + groupId,
-        allowAutoTopicCreation: false,
-        sessionTimeout: sessionTimeoutMs,
-        heartbeatInterval: Math.max(500, Math.floor(sessionTimeoutMs / 10)),
-      });
-      consumers.add(consumer);
-      await consumer.connect();
-      // Every consumer here is a work queue: a group with no committed offset yet starts at the
-      // oldest retained message, so nothing published before its first commit is skipped (a
-      // worker that died mid-way through the group's first message left no offset behind).
-      // Handlers are idempotent, so a new group replaying retained history is harmless.
-      await consumer.subscribe({ topics: topics.map((topic) => topicPrefix + topic), fromBeginning: true });
-      await consumer.run({
-        autoCommit: true,
-        partitionsConsumedConcurrently: concurrency,
-        eachMessage: async ({ topic, partition, message, heartbeat }) => {
-          const headers: Record<string, string> = {};
-          for (const [name, value] of Object.entries(message.headers ?? {})) {
-            if (value !== undefined) headers[name] = value.toString();
-          }
-          const incoming: IncomingMessage = {
-            topic: topic.slice(topicPrefix.length),
-            partition,
-            offset: message.offset,
-            key: message.key?.toString() ?? '',
-            value: message.value ?? Buffer.alloc(0),
-            headers,
-            heartbeat,
-          };
-          for (let attempt = 1; ; attempt += 1) {
-            try {
-              await withTraceHeaders(headers, () => handle(incoming));
-              return;
-            } catch (err) {
-              if (attempt >= maxAttempts) {
-                // A poison message must not block its partition: park it and move on.
-                logger.error({ err, topic, partition, offset: message.offset }, 'message dead-lettered');
-                await publish([
-                  {
-                    topic: deadLetterTopic,
-                    key: incoming.key,
-                    value: incoming.value,
-                    headers: {
-                      ...headers,
-                      'herald-dlq-source': `${incoming.topic}/${partition}/${message.offset}`,
-                      'herald-dlq-error': String((err as Error).message).slice(0, 500),
-                    },
-                  },
-                ]);
-                return;
-              }
-              await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** attempt)));
-              // Still alive: without this, a long run of retries would cost the partition.
-              await heartbeat();
+    async subscribe({ consumer: { group: groupId, topics }, handle, maxAttempts = 5, concurrency = 1 }) {
+      const deadLetters = new Map(topics.map((declared) => [declared.name, declared.deadLetter]));
+      let current: Consumer | undefined;
+      let stopped = false;
+      let crashes = 0;
+      let restartTimer: NodeJS.Timeout | undefined;
+      const startLater = (): void => {
+        crashes += 1;
+        restartTimer = setTimeout(() => {
+          if (stopped) return;
+          start().catch((err: unknown) => {
+            logger.warn({ err, groupId }, 'Kafka consumer could not start; retrying');
+            startLater();
+          });
+        }, Math.min(30_000, 1_000 * 2 ** (crashes - 1)));
+      };
+      const start = async (): Promise<void> => {
+        const consumer = kafka.consumer({
+          groupId: topicPrefix + groupId,
+          allowAutoTopicCreation: false,
+          sessionTimeout: sessionTimeoutMs,
+          heartbeatInterval: Math.max(500, Math.floor(sessionTimeoutMs / 10)),
+        });
+        current = consumer;
+        consumers.add(consumer);
+        consumer.on(consumer.events.GROUP_JOIN, () => {
+          crashes = 0;
+          outage.recovered();
+        });
+        // kafkajs restarts a consumer itself after a retriable failure, but one that crashed on any
+        // other error stays stopped for good, and its partitions with it: start a new one, backing off.
+        consumer.on(consumer.events.CRASH, ({ payload }) => {
+          if (payload.restart || stopped) return;
+          logger.warn({ err: payload.error, groupId }, 'Kafka consumer crashed; starting a new one');
+          consumers.delete(consumer);
+          void consumer.disconnect().catch(() => undefined);
+          startLater();
+        });
+        await consumer.connect();
+        // Every consumer here is a work queue: a group with no committed offset yet starts at the
+        // oldest retained message, so nothing published before its first commit is skipped (a
+        // worker that died mid-way through the group's first message left no offset behind).
+        // Handlers are idempotent, so a new group replaying retained history is harmless.
+        await consumer.subscribe({ topics: topics.map((declared) => topicPrefix + declared.name), fromBeginning: true });
+        await consumer.run({
+          autoCommit: true,
+          partitionsConsumedConcurrently: concurrency,
+          eachMessage: async ({ topic, partition, message, heartbeat }) => {
+            const headers: Record<string, string> = {};
+            for (const [name, value] of Object.entries(message.headers ?? {})) {
+              if (value !== undefined) headers[name] = value.toString();
             }
-          }
-        },
-      });
+            const incoming: IncomingMessage = {
+              topic: topic.slice(topicPrefix.length),
+              partition,
+              offset: message.offset,
+              key: message.key?.toString() ?? '',
+              value: message.value ?? Buffer.alloc(0),
+              headers,
+              heartbeat,
+            };
+            for (let attempt = 1, outageRetries = 0; ; attempt += 1) {
+              try {
+                await withTraceHeaders(headers, () => handle(incoming));
+                return;
+              } catch (err) {
+                if (isBackingServiceDown(err)) {
+                  // The database or a broker is restarting: the message is fine, so it waits (in
+                  // order, heartbeating) rather than use up its attempts and land in the dead letters.
+                  attempt -= 1;
+                  outageRetries += 1;
+                  await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** Math.min(outageRetries, 6))));
+                  await heartbeat();
+                  continue;
+                }
+                if (attempt >= maxAttempts) {
+                  // A poison message must not block its partition: park it and move on.
+                  logger.error({ err, topic, partition, offset: message.offset }, 'message dead-lettered');
+                  await publish([
+                    {
+                      topic: deadLetters.get(incoming.topic) as string,
+                      key: incoming.key,
+                      value: incoming.value,
+                      headers: {
+                        ...headers,
+                        [DEAD_LETTER_HEADERS.source]: `${incoming.topic}/${partition}/${message.offset}`,
+                        [DEAD_LETTER_HEADERS.reason]: String((err as Error).message).slice(0, 500),
+                      },
+                    },
+                  ]);
+                  return;
+                }
+                await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** attempt)));
+                // Still alive: without this, a long run of retries would cost the partition.
+                await heartbeat();
+              }
+            }
+          },
+        });
+      };
+      await start();
       return {
         async stop() {
-          consumers.delete(consumer);
-          await consumer.disconnect();
+          stopped = true;
+          clearTimeout(restartTimer);
+          if (!current) return;
+          consumers.delete(current);
+          await current.disconnect();
         },
       };
     },

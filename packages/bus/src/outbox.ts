@@ -23,6 +23,8 @@ export interface OutboxEvent {
   payload: Uint8Array;
   /** Defaults to a fresh UUID; pass one when the payload already names its id. */
   eventId?: string;
+  /** Kafka headers besides the trace context and the event id. */
+  headers?: Record<string, string>;
 }
 
 const channelOf = (schema: string): string => `${schema}_outbox`;
@@ -36,7 +38,7 @@ export async function enqueue(tx: Queryable, schema: string, events: OutboxEvent
     ids.push(eventId);
     await tx.query(
       `INSERT INTO ${schema}.outbox (event_id, topic, message_key, payload, headers) VALUES ($1, $2, $3, $4, $5)`,
-      [eventId, event.topic, event.key, Buffer.from(event.payload), trace],
+      [eventId, event.topic, event.key, Buffer.from(event.payload), { ...trace, ...event.headers }],
     );
   }
   // Delivered at commit only, so the relay never wakes for a rolled-back event.
@@ -140,7 +142,8 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
         client.off('notification', onNotification);
       } catch (err) {
         failures += 1;
-        logger.warn({ err, schema }, 'outbox relay failed; retrying');
+        // Once per outage; the retries that follow are expected until the database is back.
+        if (failures === 1) logger.warn({ err, schema }, 'outbox relay failed; retrying with backoff');
         // A broken connection must not return to the pool holding the lock.
         client?.release(err as Error);
         client = undefined;

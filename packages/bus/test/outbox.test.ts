@@ -311,10 +311,8 @@ test('e: a new group starts at the oldest message; one that always fails is dead
     // Every attempt is logged in order, so we see the retries happen before the next message.
     const attempts: string[] = [];
     const subscription = await bus.subscribe({
-      groupId: `test-subscriber-${topic}`,
-      topics: [topic],
+      consumer: { group: `test-subscriber-${topic}`, topics: [{ name: topic, deadLetter: deadLetterTopic }] },
       maxAttempts: 3,
-      deadLetterTopic,
       async handle(message: IncomingMessage) {
         const value = message.value.toString();
         attempts.push(value);
@@ -333,7 +331,7 @@ test('e: a new group starts at the oldest message; one that always fails is dead
     assert.deepEqual(letter.headers, {
       [EVENT_ID_HEADER]: 'event-2',
       'herald-dlq-source': `${topic}/0/2`,
-      'herald-dlq-error': 'cannot handle m2',
+      'herald-dlq-reason': 'cannot handle m2',
     });
     assert.equal(await messagesIn(admin, deadLetterTopic), 1, 'only the poison message was dead-lettered');
   } finally {

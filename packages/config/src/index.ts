@@ -32,6 +32,16 @@ export class Env {
     return this.raw(name) ?? this.missing(name, fallback, '');
   }
 
+  /** A string that must match `pattern` (`rule` says how, in the error). */
+  matching(name: string, pattern: RegExp, rule: string, fallback?: string): string {
+    const value = this.string(name, fallback);
+    if (!pattern.test(value)) {
+      this.problems.push(`${name} must be ${rule}, got "${value}"`);
+      return fallback ?? '';
+    }
+    return value;
+  }
+
   optionalString(name: string): string | undefined {
     return this.raw(name);
   }
@@ -126,9 +136,15 @@ export const pieces = {
   kafka: (env: Env) => ({
     kafkaBrokers: env.list('KAFKA_BROKERS'),
     kafkaClientId: env.string('KAFKA_CLIENT_ID', 'herald'),
-    /** Namespace for topics and consumer groups (tests give each stack its own). */
-    kafkaTopicPrefix: env.string('KAFKA_TOPIC_PREFIX', ''),
     kafkaSessionTimeoutMs: env.integer('KAFKA_SESSION_TIMEOUT_MS', 30_000, { min: 6_000, max: 300_000 }),
+  }),
+  /**
+   * One setting isolates a Herald from others sharing its PostgreSQL, Redis and Kafka (each test
+   * stack has its own): it is put before topic and consumer group names, stamped on outbox and
+   * work-queue rows, and put in rate-limit keys. Every component reads it; the chart sets it on all.
+   */
+  namespace: (env: Env) => ({
+    namespace: env.matching('HERALD_NAMESPACE', /^[a-z0-9._-]{0,64}$/, 'at most 64 lower-case letters, digits, ".", "_" or "-"', ''),
   }),
   grpcServer: (env: Env, defaultPort: number) => ({
     grpcHost: env.string('GRPC_HOST', '127.0.0.1'),

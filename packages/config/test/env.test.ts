@@ -118,8 +118,9 @@ test('boundaries and fallbacks are checked too', () => {
 });
 
 test('the shared pieces name the variables every service uses', () => {
-  const env = new Env({ REDIS_URL: 'rediss://cache:6380', KAFKA_BROKERS: 'k1:9092,k2:9092', GRPC_PORT: '6000', DATABASE_POOL_SIZE: '0' });
+  const env = new Env({ REDIS_URL: 'rediss://cache:6380', KAFKA_BROKERS: 'k1:9092,k2:9092', GRPC_PORT: '6000', DATABASE_POOL_SIZE: '0', HERALD_NAMESPACE: 'Staging/1' });
   const config = {
+    ...pieces.namespace(env),
     ...pieces.database(env),
     ...pieces.redis(env),
     ...pieces.kafka(env),
@@ -127,18 +128,19 @@ test('the shared pieces name the variables every service uses', () => {
     ...pieces.shutdown(env),
   };
   assert.deepEqual(config, {
+    namespace: '',
     databaseUrl: '',
     databasePoolSize: 10,
     redisUrl: 'rediss://cache:6380',
     kafkaBrokers: ['k1:9092', 'k2:9092'],
     kafkaClientId: 'herald',
-    kafkaTopicPrefix: '',
     kafkaSessionTimeoutMs: 30_000,
     grpcHost: '127.0.0.1',
     grpcPort: 6000,
     shutdownGraceMs: 10_000,
   });
   assert.deepEqual(problemsOf(() => env.done()), [
+    'HERALD_NAMESPACE must be at most 64 lower-case letters, digits, ".", "_" or "-", got "Staging/1"',
     'DATABASE_URL is required but not set',
     'DATABASE_POOL_SIZE must be an integer between 1 and 200, got "0"',
   ]);

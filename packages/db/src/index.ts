@@ -16,11 +16,13 @@ export interface PoolOptions {
   max?: number;
   applicationName: string;
   /**
-   * The Kafka namespace (KAFKA_TOPIC_PREFIX) of this process, set on every connection as
+   * The Kafka namespace (HERALD_NAMESPACE) of this process, set on every connection as
    * `herald.namespace`: outbox rows record it, so a relay publishes only its own namespace's
    * events even when several namespaces share one database (parallel test stacks).
    */
   namespace?: string;
+  /** Told once per outage when connections are lost. */
+  logger?: Logger;
 }
 
 const schemaPattern = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -38,7 +40,7 @@ const namespacePattern = /^[A-Za-z0-9._-]*$/;
  */
 export const CURRENT_NAMESPACE_SQL = `coalesce(current_setting('herald.namespace', true), '')`;
 
-export function createPool({ url, schema, max = 10, applicationName, namespace = '' }: PoolOptions): Pool {
+export function createPool({ url, schema, max = 10, applicationName, namespace = '', logger }: PoolOptions): Pool {
   assertSchemaName(schema);
   if (!namespacePattern.test(namespace)) throw new Error(`invalid namespace "${namespace}"`);
   const pool = new pg.Pool({
@@ -51,8 +53,23 @@ export function createPool({ url, schema, max = 10, applicationName, namespace =
     // A statement that runs this long is a bug or a lock pile-up; fail it rather than hang.
     statement_timeout: 30_000,
   });
-  // An idle client that loses its connection emits here; without a listener the process dies.
-  pool.on('error', () => undefined);
+  // A connection the server ends (a restart, a failover) emits 'error' on its client, idle in the
+  // pool (the pool re-emits it here) or checked out (a LISTEN connection, a transaction awaiting
+  // I/O); unheard, either ends the process. The client is then unusable: its next query fails,
+  // whoever holds it releases it, and the pool opens a fresh connection on the next checkout.
+  // One warning per outage: warned again only after a connection has been made since.
+  let warned = false;
+  const onConnectionError = (err: Error): void => {
+    if (warned) return;
+    warned = true;
+    logger?.warn({ err: { message: err.message, code: (err as { code?: string }).code }, schema }, 'PostgreSQL connection lost; reconnecting on demand');
+  };
+  pool.on('error', onConnectionError);
+  pool.on('connect', (client) => {
+    client.on('error', onConnectionError);
+    if (warned) logger?.info({ schema }, 'PostgreSQL reachable again');
+    warned = false;
+  });
   return pool;
 }
 

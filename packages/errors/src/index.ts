@@ -125,3 +125,35 @@ export function errorBody(err: HeraldError, documentationBase: string): ErrorBod
     documentation: `${documentationBase}#${err.code}`,
   };
 }
+
+/** Socket-level failures: the peer is down, restarting or unreachable. */
+const networkErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+/**
+ * PostgreSQL SQLSTATEs of a server that is restarting, failing over or full: class 08 (connection
+ * exception), 57P01-57P03 (admin shutdown, crash shutdown, cannot connect now), 53300 (too many
+ * connections).
+ */
+const unavailableSqlStates = /^(08...|57P0[123]|53300)$/;
+/** Messages of the pg pool and ioredis for a connection that is gone or never came. */
+const lostConnectionMessages = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is closed|Stream isn't writeable)/;
+
+/**
+ * True when `err` says a backing service (PostgreSQL, Redis, Kafka) is down or restarting rather
+ * than that the request or the code is wrong: it is answered 503 `unavailable`, which a client
+ * retries, never 500. Causes are followed, since drivers wrap the socket error.
+ */
+export function isBackingServiceDown(err: unknown): boolean {
+  for (let cause = err, depth = 0; cause instanceof Error && depth < 5; cause = cause.cause, depth += 1) {
+    const { code } = cause as { code?: unknown };
+    if (typeof code === 'string' && (networkErrnos.has(code) || unavailableSqlStates.test(code))) return true;
+    if (lostConnectionMessages.test(cause.message)) return true;
+    // kafkajs: a broker that cannot be reached, or retries used up against one.
+    if (cause.name === 'KafkaJSConnectionError' || cause.name === 'KafkaJSNumberOfRetriesExceeded' || cause.name === 'KafkaJSRequestTimeoutError') return true;
+  }
+  return false;
+}
+
+/** The 503 a request gets while a backing service is down. */
+export function backingServiceUnavailable(): HeraldError {
+  return new HeraldError('unavailable', 'A backing service is unavailable; retry shortly.', { title: 'Service unavailable' });
+}

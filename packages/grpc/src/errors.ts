@@ -1,5 +1,5 @@
 import { Metadata, status as GrpcStatus, type ServiceError, type StatusObject } from '@grpc/grpc-js';
-import { HeraldError, isErrorCode, type ErrorCode } from '@herald/errors';
+import { backingServiceUnavailable, HeraldError, isBackingServiceDown, isErrorCode, type ErrorCode } from '@herald/errors';
 
 /**
  * Carrying HeraldError across gRPC, and the gRPC -> HTTP mapping, done once. A service throws a
@@ -46,7 +46,9 @@ const codeByGrpcStatus: Partial<Record<GrpcStatus, ErrorCode>> = {
 const asciiJson = (value: unknown): string =>
   JSON.stringify(value).replace(/[^\x20-\x7e]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
-export function toGrpcStatus(err: unknown): Partial<StatusObject> {
+export function toGrpcStatus(thrown: unknown): Partial<StatusObject> {
+  // A database or broker that is restarting is the caller's 503 (retry), not a bug of ours.
+  const err = isBackingServiceDown(thrown) ? backingServiceUnavailable() : thrown;
   if (err instanceof HeraldError) {
     const metadata = new Metadata();
     metadata.set(ERROR_TRAILER, asciiJson({ code: err.code, title: err.title, hint: err.hint, extra: err.extra }));

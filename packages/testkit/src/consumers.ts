@@ -9,17 +9,11 @@ import { requiredEnv } from './processes.js';
  * commit only after their effect is durable), and nothing is left in any outbox of the namespace.
  */
 
-export interface ConsumedTopic {
-  /** The consumer group as the service names it (without the stack's namespace). */
-  groupId: string;
-  topic: string;
+/** A consumer group and what it reads, as `consumers` of @herald/bus declares them (names without the stack's namespace). */
+export interface ConsumedTopics {
+  group: string;
+  topics: readonly { name: string }[];
 }
-
-/** The groups a send passes through after the campaign service queued it: its fan-out, then the delivery fleet. */
-export const SENDING_CONSUMERS: ConsumedTopic[] = [
-  { groupId: 'herald-campaign-fanout', topic: 'herald.campaign.events' },
-  { groupId: 'herald-delivery', topic: 'herald.delivery.jobs' },
-];
 
 async function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
   const admin = new Kafka({ clientId: 'herald-testkit', brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING }).admin();
@@ -49,11 +43,11 @@ async function committed(admin: Admin, groupId: string, topic: string): Promise<
   return offsets;
 }
 
-/** Waits until `groupId` has committed past `offset` of `topic`'s `partition` (the event at that offset is handled). */
-export async function waitForConsumed(topicPrefix: string, consumer: ConsumedTopic, at: { partition: number; offset: string }, timeoutMs = 30_000): Promise<void> {
+/** Waits until `group` has committed past `offset` of `topic`'s `partition` (the event at that offset is handled). */
+export async function waitForConsumed(topicPrefix: string, group: string, topic: string, at: { partition: number; offset: string }, timeoutMs = 30_000): Promise<void> {
   await withAdmin((admin) =>
-    poll(`${consumer.groupId} past ${consumer.topic}/${at.partition}@${at.offset}`, timeoutMs, async () => {
-      const offsets = await committed(admin, topicPrefix + consumer.groupId, topicPrefix + consumer.topic);
+    poll(`${group} past ${topic}/${at.partition}@${at.offset}`, timeoutMs, async () => {
+      const offsets = await committed(admin, topicPrefix + group, topicPrefix + topic);
       return (offsets.get(at.partition) ?? -1n) > BigInt(at.offset);
     }),
   );
@@ -78,13 +72,15 @@ async function outboxesEmpty(databaseUrl: string, namespace: string): Promise<bo
  * caught up with its topic's end, twice in a row (an event handled between the two looks may
  * have queued another).
  */
-export async function waitForQuiet(topicPrefix: string, consumers: ConsumedTopic[], { databaseUrl = requiredEnv('DATABASE_URL'), timeoutMs = 30_000 } = {}): Promise<void> {
+export async function waitForQuiet(topicPrefix: string, consumers: readonly ConsumedTopics[], { databaseUrl = requiredEnv('DATABASE_URL'), timeoutMs = 30_000 } = {}): Promise<void> {
   await withAdmin(async (admin) => {
     const caughtUp = async (): Promise<boolean> => {
       if (!(await outboxesEmpty(databaseUrl, topicPrefix))) return false;
-      for (const { groupId, topic } of consumers) {
-        const [ends, offsets] = await Promise.all([admin.fetchTopicOffsets(topicPrefix + topic), committed(admin, topicPrefix + groupId, topicPrefix + topic)]);
-        if (ends.some((end) => (offsets.get(end.partition) ?? 0n) < BigInt(end.high))) return false;
+      for (const { group, topics } of consumers) {
+        for (const { name } of topics) {
+          const [ends, offsets] = await Promise.all([admin.fetchTopicOffsets(topicPrefix + name), committed(admin, topicPrefix + group, topicPrefix + name)]);
+          if (ends.some((end) => (offsets.get(end.partition) ?? 0n) < BigInt(end.high))) return false;
+        }
       }
       return true;
     };

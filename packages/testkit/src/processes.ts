@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { chartValuesPath, loopbackEnv, readComponents, type Component } from '@herald/components';
+
 import { createKafkaNamespace } from './kafka.js';
 
 /** Starting Herald's real processes for a test, each on free ports, and stopping them. */
@@ -134,9 +136,9 @@ export interface Stack {
   gatewayUrls: string[];
   gatewayUrl: string;
   gateways: RunningProcess[];
-  /** account, audience, then (with `sending`) campaign and delivery, then (with `policy`) policy, then (with `decisions`) decision. */
+  /** The services started, in registry order (replicas added by startService follow). */
   services: RunningProcess[];
-  /** The stack's own Kafka namespace (KAFKA_TOPIC_PREFIX of every process). */
+  /** The stack's own namespace (HERALD_NAMESPACE of every process). */
   topicPrefix: string;
   /** Starts one more gateway on these services, with extra environment; returns its URL. */
   addGateway(env?: Record<string, string>): Promise<string>;
@@ -145,7 +147,8 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export type ServiceName = 'account' | 'audience' | 'campaign' | 'delivery' | 'policy' | 'decision';
+/** A component of the registry (charts/herald/values.yaml) other than the gateway. */
+export type ServiceName = string;
 
 export interface StackOptions {
   gateways?: number;
@@ -159,44 +162,52 @@ export interface StackOptions {
   policy?: boolean;
   /** Also start the decision service (/ask, /decisions, the answer page). */
   decisions?: boolean;
+  /** Any further services of the registry to start, by name. */
+  services?: ServiceName[];
 }
 
+/** The services every stack runs: the gateway authenticates through account, the SDK endpoints need audience. */
+const ALWAYS = ['account', 'audience'];
+
 /**
- * Herald's processes on the real infrastructure. Each stack gets its own Kafka namespace (topics
- * and consumer groups under a random prefix), so stacks of parallel test files never consume
- * each other's events.
+ * Herald's processes on the real infrastructure, as the component registry lays them out (the
+ * chart's ports replaced by free ones, the calls between components as the chart wires them).
+ * Each stack gets its own Kafka namespace (topics and consumer groups under a random prefix), so
+ * stacks of parallel test files never consume each other's events.
  */
-export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, sending = false, deliveryEnv = {}, policy = false, decisions = false }: StackOptions = {}): Promise<Stack> {
+export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, sending = false, deliveryEnv = {}, policy = false, decisions = false, services: more = [] }: StackOptions = {}): Promise<Stack> {
+  const components = new Map(readComponents().map((component) => [component.name, component]));
+  const wanted = new Set([...ALWAYS, ...(sending ? ['campaign', 'delivery'] : []), ...(policy ? ['policy'] : []), ...(decisions ? ['decision'] : []), ...more]);
+  for (const name of wanted) if (!components.has(name)) throw new Error(`no component "${name}" in ${chartValuesPath}`);
   const namespace = await createKafkaNamespace();
   const infra = {
     ...infrastructureEnv(),
-    KAFKA_TOPIC_PREFIX: namespace.prefix,
+    HERALD_NAMESPACE: namespace.prefix,
     // Rate-limit buckets too: parallel stacks all call from 127.0.0.1 and must not share per-IP counts.
-    RATE_LIMIT_KEY_PREFIX: namespace.prefix,
     // A short session lets a killed consumer's partitions move on quickly.
     KAFKA_SESSION_TIMEOUT_MS: '6000',
     // Each stack signs answer links with its own secret, shared by its decision replicas.
     ANSWER_TOKEN_SECRET: randomBytes(32).toString('base64url'),
     ...env,
   };
-  const ports = { account: await freePort(), audience: await freePort(), campaign: await freePort(), delivery: await freePort(), policy: await freePort(), decision: await freePort() };
-  const addresses = {
-    ACCOUNT_GRPC_URL: `127.0.0.1:${ports.account}`,
-    AUDIENCE_GRPC_URL: `127.0.0.1:${ports.audience}`,
-    CAMPAIGN_GRPC_URL: `127.0.0.1:${ports.campaign}`,
-    DELIVERY_GRPC_URL: `127.0.0.1:${ports.delivery}`,
-    POLICY_GRPC_URL: `127.0.0.1:${ports.policy}`,
-    DECISION_GRPC_URL: `127.0.0.1:${ports.decision}`,
+  const ports: Record<string, number> = {};
+  for (const name of components.keys()) ports[name] = await freePort();
+  const componentNamed = (name: string): Component => {
+    const component = components.get(name);
+    if (!component) throw new Error(`no component "${name}" in ${chartValuesPath}`);
+    return component;
   };
-  const service = (name: ServiceName, extra: Record<string, string> = {}) =>
-    startProcess(name, `services/${name}/dist/src/main.js`, { ...infra, ...addresses, GRPC_PORT: String(ports[name]), ...extra }, new RegExp(`${name} service serving`));
-  const started = await Promise.allSettled([
-    service('account'),
-    service('audience'),
-    ...(sending ? [service('campaign'), service('delivery', deliveryEnv)] : []),
-    ...(policy ? [service('policy')] : []),
-    ...(decisions ? [service('decision')] : []),
-  ]);
+  // A replica listens on a port of its own; what calls it keeps the first instance's address.
+  const launch = async (name: string, extra: Record<string, string>, port = ports[name] as number): Promise<RunningProcess> => {
+    const component = componentNamed(name);
+    return startProcess(
+      name,
+      component.entry,
+      { ...infra, ...loopbackEnv(component, { ...ports, [name]: port }), ...(name === 'delivery' ? deliveryEnv : {}), ...extra },
+      component.protocol === 'http' ? /Server listening/ : new RegExp(`${name} service serving`),
+    );
+  };
+  const started = await Promise.allSettled([...components.keys()].filter((name) => wanted.has(name)).map((name) => launch(name, {})));
   const services = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const gatewayProcesses: RunningProcess[] = [];
   // A stack that cannot start stops what it did start: left running, its processes would keep the
@@ -210,7 +221,7 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
   if (failed) await abandon(failed.reason);
   const addGateway = async (extra: Record<string, string> = {}): Promise<string> => {
     const port = await freePort();
-    gatewayProcesses.push(await startProcess('gateway', 'gateway/dist/src/main.js', { ...infra, ...addresses, PORT: String(port), ...extra }, /Server listening/));
+    gatewayProcesses.push(await launch('gateway', extra, port));
     return `http://127.0.0.1:${port}`;
   };
   const gatewayUrls: string[] = [];
@@ -227,13 +238,7 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
     topicPrefix: namespace.prefix,
     addGateway,
     async startService(name, extra = {}) {
-      // A replica needs a port of its own; the stack's clients keep talking to the first one.
-      const running = await startProcess(
-        name,
-        `services/${name}/dist/src/main.js`,
-        { ...infra, ...addresses, GRPC_PORT: String(await freePort()), ...(name === 'delivery' ? deliveryEnv : {}), ...extra },
-        new RegExp(`${name} service serving`),
-      );
+      const running = await launch(name, extra, await freePort());
       services.push(running);
       return running;
     },

@@ -11,9 +11,9 @@ import { migrationsDir, SCHEMA } from './store.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('account');
-const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-account' });
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.namespace, applicationName: 'herald-account', logger });
 await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
-const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-account`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-account`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
   [AccountServiceService, accountHandlers(pool, logger, config.publicOrigin, config.vapidSubject, config.enrollmentTtlSeconds)],

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 
 import { withTransaction, type Pool, type Queryable } from '@herald/db';
-import { enqueue } from '@herald/bus';
+import { enqueue, topics } from '@herald/bus';
 import type { KeyOrigin, PlanName } from '@herald/domain';
 import { AccountEvent } from '@herald/proto/herald/account/v1/events';
 
@@ -9,7 +9,6 @@ import { AccountEvent } from '@herald/proto/herald/account/v1/events';
 
 export const SCHEMA = 'account';
 export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
-export const ACCOUNT_EVENTS_TOPIC = 'herald.account.events';
 
 export interface WorkspaceRow {
   id: string;
@@ -58,7 +57,7 @@ type EventKind = NonNullable<AccountEvent['kind']>;
 async function recordEvent(tx: Queryable, workspaceId: string, kind: EventKind): Promise<void> {
   const eventId = crypto.randomUUID();
   const payload = AccountEvent.encode({ eventId, occurredAt: new Date().toISOString(), workspaceId, kind }).finish();
-  await enqueue(tx, SCHEMA, [{ topic: ACCOUNT_EVENTS_TOPIC, key: workspaceId, payload, eventId }]);
+  await enqueue(tx, SCHEMA, [{ topic: topics.accountEvents.name, key: workspaceId, payload, eventId }]);
 }
 
 export interface NewWorkspace {

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
 import { credentials } from '@grpc/grpc-js';
+import { topics } from '@herald/bus';
 import { HeraldError } from '@herald/errors';
 import { createClient } from '@herald/grpc';
 import { HealthCheckResponse_ServingStatus, HealthClient } from '@herald/proto/grpc/health/v1/health';
@@ -24,7 +25,7 @@ before(async () => {
   const kafka = new Kafka({ brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING });
   consumer = kafka.consumer({ groupId: `test-account-${randomUUID()}` });
   await consumer.connect();
-  await consumer.subscribe({ topic: 'herald.account.events', fromBeginning: false });
+  await consumer.subscribe({ topic: topics.accountEvents.name, fromBeginning: false });
   let joined!: () => void;
   const ready = new Promise<void>((resolve) => (joined = resolve));
   consumer.on(consumer.events.GROUP_JOIN, () => joined());

@@ -12,9 +12,9 @@ import { migrationsDir, SCHEMA } from './store.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('audience');
-const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-audience' });
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.namespace, applicationName: 'herald-audience', logger });
 await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
-const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-audience`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-audience`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[AudienceServiceService, audienceHandlers(pool, logger)]]);
 logger.info({ port: server.port }, 'audience service serving');

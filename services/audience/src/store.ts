@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 
-import { enqueue } from '@herald/bus';
+import { enqueue, topics } from '@herald/bus';
 import { withTransaction, type Pool, type Queryable } from '@herald/db';
 import { randomId, SUBSCRIBER_LIMITS, type SubscriberStatus } from '@herald/domain';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
@@ -9,7 +9,6 @@ import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 
 export const SCHEMA = 'audience';
 export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
-export const AUDIENCE_EVENTS_TOPIC = 'herald.audience.events';
 
 export interface SubscriberRow {
   id: string;
@@ -52,7 +51,7 @@ async function recordEvents(tx: Queryable, workspaceId: string, events: Array<{ 
     events.map(({ siteId, kind }) => {
       const eventId = crypto.randomUUID();
       const payload = AudienceEvent.encode({ eventId, occurredAt, workspaceId, siteId, kind }).finish();
-      return { topic: AUDIENCE_EVENTS_TOPIC, key: workspaceId, payload, eventId };
+      return { topic: topics.audienceEvents.name, key: workspaceId, payload, eventId };
     }),
   );
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
+import { topics } from '@herald/bus';
 import type { PromiseClient } from '@herald/grpc';
 import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
@@ -30,7 +31,7 @@ before(async () => {
   consumer = kafka.consumer({ groupId: `${service.topicPrefix}${READER}` });
   await consumer.connect();
   // The topic is this file's own, so reading it from the start misses nothing.
-  await consumer.subscribe({ topic: `${service.topicPrefix}herald.audience.events`, fromBeginning: true });
+  await consumer.subscribe({ topic: service.topicPrefix + topics.audienceEvents.name, fromBeginning: true });
   await consumer.run({
     eachMessage: async ({ message }) => {
       if (message.value) received.push(AudienceEvent.decode(message.value));
@@ -92,7 +93,7 @@ test('Subscribed and Unsubscribed reach herald.audience.events in order, once pe
   }
   assert.equal(new Set(events.map((event) => event.eventId)).size, 5);
   // Every event of the outbox published, and all of them read: a sixth would be here by now.
-  await waitForQuiet(service.topicPrefix, [{ groupId: READER, topic: 'herald.audience.events' }], { databaseUrl: service.databaseUrl });
+  await waitForQuiet(service.topicPrefix, [{ group: READER, topics: [topics.audienceEvents] }], { databaseUrl: service.databaseUrl });
   assert.equal(received.filter((event) => event.workspaceId === workspaceId).length, 5);
 });
 
@@ -104,7 +105,7 @@ test('a delivery result expires its gone subscribers once, however often it is d
   await eventsFor(workspaceId, 3);
 
   const result = (eventId: string, expired: string[]) => ({
-    topic: `${service.topicPrefix}herald.delivery.results`,
+    topic: service.topicPrefix + topics.deliveryResults.name,
     // One key: the three messages keep their order on one partition.
     messages: [
       {

@@ -4,7 +4,7 @@ import { createDatabase, createKafkaNamespace, freePort, infrastructureEnv, requ
 
 export interface AudienceService {
   client: PromiseClient<AudienceServiceClient>;
-  /** The Kafka namespace (KAFKA_TOPIC_PREFIX) of this service process alone. */
+  /** The Kafka namespace (HERALD_NAMESPACE) of this service process alone. */
   topicPrefix: string;
   /** DATABASE_URL of the service. */
   databaseUrl: string;
@@ -23,7 +23,7 @@ export async function startAudience({ ownDatabase = false } = {}): Promise<Audie
   const service = await startProcess(
     'audience',
     'services/audience/dist/src/main.js',
-    { ...infrastructureEnv(), DATABASE_URL: databaseUrl, GRPC_PORT: String(port), KAFKA_TOPIC_PREFIX: namespace.prefix },
+    { ...infrastructureEnv(), DATABASE_URL: databaseUrl, GRPC_PORT: String(port), HERALD_NAMESPACE: namespace.prefix },
     /audience service serving/,
   );
   const client = createClient(AudienceServiceClient, `127.0.0.1:${port}`, 10_000);

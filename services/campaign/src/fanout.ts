@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import type { Bus, IncomingMessage, OutgoingMessage } from '@herald/bus';
+import { topics, type Bus, type IncomingMessage, type OutgoingMessage } from '@herald/bus';
 import type { Pool } from '@herald/db';
 import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
@@ -11,7 +11,6 @@ import { DeliveryJob } from '@herald/proto/herald/delivery/v1/delivery';
 import { notificationPayload } from './payload.js';
 import * as store from './store.js';
 
-export const DELIVERY_JOBS_TOPIC = 'herald.delivery.jobs';
 /** Jobs written to Kafka per round trip. */
 const JOBS_PER_PUBLISH = 8;
 
@@ -80,7 +79,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
         topic,
         targets: batch.targets,
       }).finish();
-      pending.push({ topic: DELIVERY_JOBS_TOPIC, key: jobId, value: Buffer.from(job) });
+      pending.push({ topic: topics.deliveryJobs.name, key: jobId, value: Buffer.from(job) });
       pendingRecipients += batch.targets.length;
       cursor = batch.cursor;
       sequence += 1;

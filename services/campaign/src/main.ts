@@ -1,4 +1,4 @@
-import { createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
+import { consumers, createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
@@ -10,26 +10,22 @@ import { readConfig } from './config.js';
 import { fanout } from './fanout.js';
 import { campaignHandlers } from './handlers.js';
 import { deliveryResults } from './results.js';
-import { CAMPAIGN_EVENTS_TOPIC, migrationsDir, SCHEMA } from './store.js';
+import { migrationsDir, SCHEMA } from './store.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('campaign');
-const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-campaign' });
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.namespace, applicationName: 'herald-campaign', logger });
 await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
-const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-campaign`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-campaign`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);
 const subscriptions = await Promise.all([
   bus.subscribe({
-    groupId: 'herald-campaign-fanout',
-    topics: [CAMPAIGN_EVENTS_TOPIC],
-    deadLetterTopic: 'herald.campaign.dlq',
+    consumer: consumers.campaignFanout,
     handle: fanout({ pool, bus, audience, logger, batchSize: config.fanoutBatchSize, ttlSeconds: config.pushTtlSeconds }),
   }),
   bus.subscribe({
-    groupId: 'herald-campaign-results',
-    topics: ['herald.delivery.results'],
-    deadLetterTopic: 'herald.campaign.dlq',
+    consumer: consumers.campaignResults,
     handle: deliveryResults(pool),
   }),
 ]);

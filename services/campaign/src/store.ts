@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
-import { enqueue } from '@herald/bus';
+import { enqueue, topics } from '@herald/bus';
 import type { Queryable } from '@herald/db';
 import type { Targeting } from '@herald/proto/herald/audience/v1/audience';
 import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campaign';
@@ -11,7 +11,6 @@ import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
 
 export const SCHEMA = 'campaign';
 export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
-export const CAMPAIGN_EVENTS_TOPIC = 'herald.campaign.events';
 
 export interface NotificationRow {
   id: string;
@@ -114,7 +113,7 @@ export async function enqueueNotificationQueued(
     workspaceId: n.workspaceId,
     kind: { $case: 'notificationQueued', value: { notificationId: n.id, siteId: n.siteId, content: n.content, targeting: n.targeting } },
   }).finish();
-  await enqueue(tx, SCHEMA, [{ topic: CAMPAIGN_EVENTS_TOPIC, key: n.id, payload, eventId }]);
+  await enqueue(tx, SCHEMA, [{ topic: topics.campaignEvents.name, key: n.id, payload, eventId }]);
 }
 
 export async function findNotification(db: Queryable, workspaceId: string, id: string): Promise<NotificationRow | undefined> {

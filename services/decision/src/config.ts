@@ -4,11 +4,8 @@ import { webhookSettings } from '@herald/webhooks';
 export function readConfig(env: Env) {
   return {
     ...pieces.database(env),
-    /**
-     * The deployment's namespace, the same as the Kafka topic prefix of the other services: webhooks
-     * and expiries queued in the shared tables are worked only by this namespace's replicas.
-     */
-    namespace: env.string('KAFKA_TOPIC_PREFIX', ''),
+    // Webhooks and expiries queued in the shared tables are worked only by this namespace's replicas.
+    ...pieces.namespace(env),
     ...pieces.grpcServer(env, 50056),
     ...pieces.shutdown(env),
     ...webhookSettings(env),

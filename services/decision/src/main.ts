@@ -15,7 +15,7 @@ import { startExpirySweep } from './webhooks.js';
 const config = loadConfig(readConfig);
 const logger = createLogger('decision');
 const tokens = new AnswerTokens(config.answerTokenSecret);
-const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.namespace, applicationName: 'herald-decision' });
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.namespace, applicationName: 'herald-decision', logger });
 await migrate(pool, SCHEMA, [{ track: 'service', dir: migrationsDir }, webhookMigrations], logger);
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
 const dispatcher = startWebhookDispatcher({

@@ -52,7 +52,7 @@ export function deliveryJobs({ pool, sender, vapidKeys, maxAttempts }: JobDeps) 
       await store.recordFinal(tx, job.notificationId, finals);
       await store.scheduleRetries(tx, push, again);
       await store.enqueueResult(tx, job.notificationId, job.workspaceId, finals);
-      await store.enqueueDeadLetters(tx, push, exhausted);
+      await store.enqueueDeadLetters(tx, push, recipients, exhausted);
     });
   };
 }

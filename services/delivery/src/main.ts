@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 
-import { createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
+import { consumers, createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
@@ -19,9 +19,9 @@ import { VapidKeyCache } from './vapid.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('delivery');
-const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.kafkaTopicPrefix, applicationName: 'herald-delivery' });
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.namespace, applicationName: 'herald-delivery', logger });
 await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
-const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-delivery`, logger, topicPrefix: config.kafkaTopicPrefix, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-delivery`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
 const client = new PushClient({
@@ -32,9 +32,7 @@ const client = new PushClient({
 const sender = new Sender(client, new VapidSigner(), { baseMs: config.retryBaseMs, capMs: config.retryCapMs }, logger);
 const vapidKeys = new VapidKeyCache(account);
 const jobs = await bus.subscribe({
-  groupId: 'herald-delivery',
-  topics: ['herald.delivery.jobs'],
-  deadLetterTopic: 'herald.delivery.dlq',
+  consumer: consumers.delivery,
   concurrency: config.jobConcurrency,
   // A job fails as a whole only when something of Herald's own is down (the account service, the
   // database); wait that out (about a minute) rather than dead-letter a batch of recipients.

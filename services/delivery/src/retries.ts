@@ -61,7 +61,7 @@ export function startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts,
         await store.recordFinal(tx, notificationId, finals);
         await store.scheduleRetries(tx, push, again);
         await store.enqueueResult(tx, notificationId, push.workspaceId, finals);
-        await store.enqueueDeadLetters(tx, push, exhausted);
+        await store.enqueueDeadLetters(tx, push, recipients, exhausted);
       }
       return due.length;
     });

@@ -1,16 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
-import { enqueue } from '@herald/bus';
+import { DEAD_LETTER_HEADERS, enqueue, topics } from '@herald/bus';
 import { CURRENT_NAMESPACE_SQL, type PoolClient, type Queryable } from '@herald/db';
-import { DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
+import { DeliveryJob, DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
 
 /** Every SQL statement of the delivery service. */
 
 export const SCHEMA = 'delivery';
 export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
-export const DELIVERY_RESULTS_TOPIC = 'herald.delivery.results';
-export const DELIVERY_DLQ_TOPIC = 'herald.delivery.dlq';
 
 export type FinalStatus = 'delivered' | 'failed' | 'expired';
 
@@ -116,28 +114,41 @@ export async function enqueueResult(tx: Queryable, notificationId: string, works
     lastOutcome: last.status,
     reportedAt: new Date().toISOString(),
   }).finish();
-  await enqueue(tx, SCHEMA, [{ topic: DELIVERY_RESULTS_TOPIC, key: notificationId, payload, eventId }]);
+  await enqueue(tx, SCHEMA, [{ topic: topics.deliveryResults.name, key: notificationId, payload, eventId }]);
 }
 
-/** A push that failed for good after retrying: kept on the dead-letter topic for inspection. */
-export async function enqueueDeadLetters(tx: Queryable, push: PushContext, outcomes: FinalOutcome[]): Promise<void> {
+/**
+ * A push that failed for good after retrying: parked on the jobs' dead-letter topic as a job of
+ * that one recipient (so it can be inspected or replayed as is), the outcome in the headers.
+ */
+export async function enqueueDeadLetters(tx: Queryable, push: PushContext, recipients: Recipient[], outcomes: FinalOutcome[]): Promise<void> {
   if (outcomes.length === 0) return;
   await enqueue(
     tx,
     SCHEMA,
-    outcomes.map((outcome) => ({
-      topic: DELIVERY_DLQ_TOPIC,
-      key: push.notificationId,
-      payload: Buffer.from(
-        JSON.stringify({
-          notificationId: push.notificationId,
-          workspaceId: push.workspaceId,
-          subscriberId: outcome.subscriberId,
-          attempts: outcome.attempts,
-          lastStatusCode: outcome.statusCode,
-        }),
-      ),
-    })),
+    outcomes.map((outcome) => {
+      const recipient = recipients.find((candidate) => candidate.subscriberId === outcome.subscriberId) as Recipient;
+      const job = DeliveryJob.encode({
+        jobId: `${push.notificationId}:${outcome.subscriberId}`,
+        notificationId: push.notificationId,
+        workspaceId: push.workspaceId,
+        siteId: push.siteId,
+        payload: Buffer.from(push.payload),
+        ttlSeconds: push.ttlSeconds,
+        urgency: push.urgency,
+        topic: push.topic,
+        targets: [{ subscriberId: recipient.subscriberId, endpoint: recipient.endpoint, p256dh: recipient.p256dh, auth: recipient.auth }],
+      }).finish();
+      return {
+        topic: topics.deliveryJobs.deadLetter,
+        key: push.notificationId,
+        payload: Buffer.from(job),
+        headers: {
+          [DEAD_LETTER_HEADERS.source]: 'delivery',
+          [DEAD_LETTER_HEADERS.reason]: `push failed after ${outcome.attempts} attempts (last status ${outcome.statusCode})`,
+        },
+      };
+    }),
   );
 }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
+import { consumers, topics } from '@herald/bus';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 import { DeliveryJob } from '@herald/proto/herald/delivery/v1/delivery';
 import { call, eventually, requiredEnv, seedAudience, SERVER_API, startSendingHarness, waitForConsumed, type SendingHarness } from '@herald/testkit';
@@ -13,13 +14,13 @@ import { Kafka, logLevel, type Consumer } from 'kafkajs';
 
 let harness: SendingHarness;
 const kafka = new Kafka({ clientId: 'fleet-test', brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING });
-const consumers: Consumer[] = [];
+const readers: Consumer[] = [];
 
 before(async () => {
   harness = await startSendingHarness({ deliveryEnv: { PUSH_MAX_ATTEMPTS: '3', PUSH_RETRY_BASE_MS: '100' } });
 });
 after(async () => {
-  await Promise.all(consumers.map((consumer) => consumer.disconnect()));
+  await Promise.all(readers.map((reader) => reader.disconnect()));
   await harness.stop();
 });
 
@@ -31,13 +32,18 @@ function at<T>(list: T[], index: number): T {
 }
 
 /** Everything that arrives on one of the stack's topics from now on. */
-async function record(topic: string): Promise<Array<{ key: string; value: Buffer }>> {
-  const seen: Array<{ key: string; value: Buffer }> = [];
+async function record(topic: string): Promise<Array<{ key: string; value: Buffer; headers: Record<string, string> }>> {
+  const seen: Array<{ key: string; value: Buffer; headers: Record<string, string> }> = [];
   const consumer = kafka.consumer({ groupId: `fleet-test-${randomUUID()}` });
-  consumers.push(consumer);
+  readers.push(consumer);
   await consumer.connect();
   await consumer.subscribe({ topic: harness.stack.topicPrefix + topic, fromBeginning: true });
-  await consumer.run({ eachMessage: async ({ message }) => void seen.push({ key: message.key?.toString() ?? '', value: message.value ?? Buffer.alloc(0) }) });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([name, value]) => [name, String(value)]));
+      seen.push({ key: message.key?.toString() ?? '', value: message.value ?? Buffer.alloc(0), headers });
+    },
+  });
   return seen;
 }
 
@@ -54,7 +60,7 @@ async function sendAndSettle(apiKey: string, body: Record<string, unknown>) {
 }
 
 test('404 and 410 expire the subscriber, emit an unsubscription, and it is never sent to again', async () => {
-  const events = await record('herald.audience.events');
+  const events = await record(topics.audienceEvents.name);
   const audience = await seedAudience(harness, 3);
   const [gone, missing, kept] = [at(audience.subscribers, 0), at(audience.subscribers, 1), at(audience.subscribers, 2)];
   harness.peer.respondWith(gone.endpoint, { status: 410 });
@@ -101,7 +107,7 @@ test('429 is retried after its Retry-After, then delivered', async () => {
 });
 
 test('5xx is retried with backoff; after the last attempt the push is failed and dead-lettered', async () => {
-  const deadLetters = await record('herald.delivery.dlq');
+  const deadLetters = await record(topics.deliveryJobs.deadLetter);
   const audience = await seedAudience(harness, 1);
   const subscriber = at(audience.subscribers, 0);
   harness.peer.respondWith(subscriber.endpoint, { status: 500 });
@@ -110,10 +116,25 @@ test('5xx is retried with backoff; after the last attempt the push is failed and
   assert.deepEqual(harness.peer.attempts(subscriber.endpoint).map((attempt) => attempt.status), [500, 500, 500]);
   const letters = await eventually(
     'a dead letter',
-    async () => deadLetters.map((letter) => JSON.parse(letter.value.toString()) as Record<string, unknown>).filter((letter) => letter.notificationId === result.campaignId),
+    async () => deadLetters.filter((letter) => letter.key === result.campaignId),
     (list) => list.length >= 1,
   );
-  assert.deepEqual(letters, [{ notificationId: result.campaignId, workspaceId: audience.workspace.workspaceId, subscriberId: subscriber.id, attempts: 3, lastStatusCode: 500 }]);
+  assert.equal(letters.length, 1);
+  const letter = at(letters, 0);
+  // The dead letter is a job of that one recipient, as the fleet would take it again; the outcome is in the headers.
+  const parked = DeliveryJob.decode(letter.value);
+  assert.deepEqual(
+    { jobId: parked.jobId, notificationId: parked.notificationId, workspaceId: parked.workspaceId, siteId: parked.siteId, targets: parked.targets },
+    {
+      jobId: `${result.campaignId}:${subscriber.id}`,
+      notificationId: result.campaignId,
+      workspaceId: audience.workspace.workspaceId,
+      siteId: audience.workspace.siteId,
+      targets: [{ subscriberId: subscriber.id, endpoint: subscriber.endpoint, ...subscriber.keys }],
+    },
+  );
+  assert.equal(letter.headers['herald-dlq-source'], 'delivery');
+  assert.equal(letter.headers['herald-dlq-reason'], 'push failed after 3 attempts (last status 500)');
   const recipients = await call<{ data: unknown[] }>(harness.stack.gatewayUrl, `${SERVER_API}/notifications/${result.campaignId}/recipients`, {
     key: audience.workspace.apiKey,
   });
@@ -154,14 +175,14 @@ test('a delivery job delivered twice never pushes twice', async () => {
       // Real keys: were the replay not recognised, these pushes would reach the peer.
       targets: audience.subscribers.map((subscriber) => ({ subscriberId: subscriber.id, endpoint: subscriber.endpoint, ...subscriber.keys })),
     }).finish();
-    const [metadata] = await producer.send({ topic: `${harness.stack.topicPrefix}herald.delivery.jobs`, messages: [{ key: jobId, value: Buffer.from(replay) }] });
+    const [metadata] = await producer.send({ topic: harness.stack.topicPrefix + topics.deliveryJobs.name, messages: [{ key: jobId, value: Buffer.from(replay) }] });
     assert.ok(metadata?.baseOffset !== undefined);
     replayed = { partition: metadata.partition, offset: metadata.baseOffset };
   } finally {
     await producer.disconnect();
   }
   // The fleet has handled the replay once its group's committed offset is past it.
-  await waitForConsumed(harness.stack.topicPrefix, { groupId: 'herald-delivery', topic: 'herald.delivery.jobs' }, replayed);
+  await waitForConsumed(harness.stack.topicPrefix, consumers.delivery.group, topics.deliveryJobs.name, replayed);
   for (const subscriber of audience.subscribers) assert.equal(harness.peer.attemptCount(subscriber.endpoint), 1);
 });
 

@@ -11,7 +11,7 @@ import { migrationsDir, SCHEMA } from './store.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('policy');
-const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, applicationName: 'herald-policy' });
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, applicationName: 'herald-policy', logger });
 await migrate(pool, SCHEMA, [{ track: 'service', dir: migrationsDir }], logger);
 const cache = new PolicyCache(pool, config.policyCacheSize);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[PolicyServiceService, policyHandlers(pool, cache, logger)]]);

@@ -1,0 +1,142 @@
+import { AccountEvent } from '@herald/proto/herald/account/v1/events';
+import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
+import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
+import { DeliveryJob, DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
+
+/**
+ * Herald's Kafka contract: every topic, what it carries, who writes it and who reads it. Services
+ * name topics and consumer groups only through this module; `deploy/kafka/topics.txt` (what
+ * `deploy/infra.sh` creates) is generated from it (`npm run generate`) and a test fails when the
+ * two disagree. A new topic is one entry here.
+ *
+ * Every topic has a dead-letter topic, `<name>.dlq`, with the same message type: a message a
+ * consumer could not handle after its attempts (or a push that failed for good) is parked there
+ * as it was, with the reason in the `herald-dlq-*` headers.
+ */
+
+/** The protobuf codec ts-proto generates for a message type. */
+export interface MessageCodec<T> {
+  encode(message: T): { finish(): Uint8Array };
+  decode(input: Uint8Array): T;
+}
+
+/** A topic as its readers and tools see it. */
+export interface TopicInfo {
+  /** The name on the wire, before the namespace (HERALD_NAMESPACE) is put in front. */
+  name: string;
+  partitions: number;
+  /** Fully qualified protobuf type of every message (and of its dead letters). */
+  messageType: string;
+  /** What the partition key is: messages with one key keep their order. */
+  key: string;
+  /** The component that writes it (the registry's name). */
+  producer: string;
+  /** Its dead-letter topic. */
+  deadLetter: string;
+  deadLetterPartitions: number;
+}
+
+export interface TopicDeclaration<T> extends TopicInfo {
+  message: MessageCodec<T>;
+}
+
+export interface ConsumerDeclaration {
+  /** The consumer group, before the namespace. */
+  group: string;
+  /** The component whose replicas form the group. */
+  component: string;
+  topics: readonly TopicInfo[];
+}
+
+const DEAD_LETTER_PARTITIONS = 3;
+
+/** Headers every dead letter carries besides the original message's own. */
+export const DEAD_LETTER_HEADERS = {
+  /** Where the message came from: `<topic>/<partition>/<offset>`, or the component that gave up on it. */
+  source: 'herald-dlq-source',
+  /** Why it was parked: the handler's last error, or the final push outcome. */
+  reason: 'herald-dlq-reason',
+} as const;
+
+function topic<T>(declaration: Omit<TopicDeclaration<T>, 'deadLetter' | 'deadLetterPartitions'>): TopicDeclaration<T> {
+  return { ...declaration, deadLetter: `${declaration.name}.dlq`, deadLetterPartitions: DEAD_LETTER_PARTITIONS };
+}
+
+export const topics = {
+  accountEvents: topic({
+    name: 'herald.account.events',
+    partitions: 12,
+    messageType: 'herald.account.v1.AccountEvent',
+    message: AccountEvent,
+    key: 'workspace id',
+    producer: 'account',
+  }),
+  audienceEvents: topic({
+    name: 'herald.audience.events',
+    partitions: 12,
+    messageType: 'herald.audience.v1.AudienceEvent',
+    message: AudienceEvent,
+    key: 'workspace id',
+    producer: 'audience',
+  }),
+  campaignEvents: topic({
+    name: 'herald.campaign.events',
+    partitions: 12,
+    messageType: 'herald.campaign.v1.CampaignEvent',
+    message: CampaignEvent,
+    key: 'notification id',
+    producer: 'campaign',
+  }),
+  deliveryJobs: topic({
+    name: 'herald.delivery.jobs',
+    partitions: 24,
+    messageType: 'herald.delivery.v1.DeliveryJob',
+    message: DeliveryJob,
+    key: 'job id (notification id and batch)',
+    producer: 'campaign',
+  }),
+  deliveryResults: topic({
+    name: 'herald.delivery.results',
+    partitions: 12,
+    messageType: 'herald.delivery.v1.DeliveryResult',
+    message: DeliveryResult,
+    key: 'notification id',
+    producer: 'delivery',
+  }),
+} as const;
+
+export const consumers = {
+  /** Turns a queued notification into delivery jobs, a batch of recipients each. */
+  campaignFanout: { group: 'herald-campaign-fanout', component: 'campaign', topics: [topics.campaignEvents] },
+  /** Keeps each notification's delivery counts. */
+  campaignResults: { group: 'herald-campaign-results', component: 'campaign', topics: [topics.deliveryResults] },
+  /** The delivery fleet: encrypts and pushes each job's recipients. */
+  delivery: { group: 'herald-delivery', component: 'delivery', topics: [topics.deliveryJobs] },
+  /** Removes subscribers whose push service says they are gone. */
+  audienceExpiry: { group: 'herald-audience', component: 'audience', topics: [topics.deliveryResults] },
+} as const satisfies Record<string, ConsumerDeclaration>;
+
+/** The groups a send passes through after the campaign service queued it: its fan-out, then the delivery fleet. */
+export const SEND_PIPELINE: readonly ConsumerDeclaration[] = [consumers.campaignFanout, consumers.delivery];
+
+export const allTopics: readonly TopicInfo[] = Object.values(topics);
+
+/** The dead-letter topic of `name`. */
+export function deadLetterOf(name: string): string {
+  const declared = allTopics.find((declaration) => declaration.name === name);
+  if (!declared) throw new Error(`${name} is not a declared topic (packages/bus/src/topics.ts)`);
+  return declared.deadLetter;
+}
+
+/** deploy/kafka/topics.txt: what `deploy/infra.sh` creates, "<name> <partitions>" per line. */
+export function renderTopicsFile(): string {
+  const lines = allTopics.flatMap((declaration) => [`${declaration.name} ${declaration.partitions}`, `${declaration.deadLetter} ${declaration.deadLetterPartitions}`]);
+  return [
+    '# Generated from packages/bus/src/topics.ts by `npm run generate`; do not edit.',
+    '# Kafka topics of the project: one per line, "<name> <partitions>".',
+    '# `deploy/infra.sh up` creates any topic missing here (replication factor 1).',
+    '# It never deletes topics nor changes partition counts of existing ones.',
+    ...lines,
+    '',
+  ].join('\n');
+}
