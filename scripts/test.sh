@@ -17,8 +17,17 @@ if git rev-parse -q --verify refs/heads/main >/dev/null; then
   (cd proto && ../node_modules/.bin/buf breaking --against '../.git#branch=main,subdir=proto')
 fi
 export DATABASE_URL="$TEST_DATABASE_URL"
-# Test files run in parallel; each works in its own workspace (tenant) or schema.
-mapfile -t files < <(find proto packages services gateway charts -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.test.js' -print | sort)
-echo "==> ${#files[@]} test files"
+# Test files run in parallel; each works in its own workspace (tenant) or schema. Disruptive ones
+# (*.disruptive.test.js: they stop and start the shared PostgreSQL, Redis and Kafka) run after
+# them, one at a time, with nothing else running.
+mapfile -t files < <(find proto packages services gateway charts -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.test.js' ! -name '*.disruptive.test.js' -print | sort)
+mapfile -t disruptive < <(find proto packages services gateway charts -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.disruptive.test.js' -print | sort)
+echo "==> ${#files[@]} test files, then ${#disruptive[@]} disruptive"
 # A hung test fails by name after TEST_TIMEOUT_MS instead of holding up the whole run.
-exec node --test --test-concurrency="${TEST_CONCURRENCY:-4}" --test-timeout="${TEST_TIMEOUT_MS:-240000}" --test-reporter=spec "$@" "${files[@]}"
+node --test --test-concurrency="${TEST_CONCURRENCY:-4}" --test-timeout="${TEST_TIMEOUT_MS:-240000}" --test-reporter=spec "$@" "${files[@]}"
+if ((${#disruptive[@]} > 0)); then
+  echo "==> disruptive tests, alone"
+  node --test --test-concurrency=1 --test-timeout="${TEST_TIMEOUT_MS:-600000}" --test-reporter=spec "$@" "${disruptive[@]}"
+  # Leave the servers up for whatever runs next, whatever the tests did to them.
+  bash deploy/infra.sh up >/dev/null
+fi

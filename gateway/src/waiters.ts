@@ -14,13 +14,29 @@ import type { Redis } from 'ioredis';
 
 const answerChannel = (questionId: string) => `herald:answered:${questionId}`;
 
-interface Waiting {
-  wake: () => void;
+/** One caller's wait: woken by its question's channel, its time-out, its client leaving, or a re-check. */
+class Waiting {
+  private resolve!: () => void;
+  woken!: Promise<void>;
+
+  constructor() {
+    this.arm();
+  }
+
+  /** Ready for the next wake-up (one that came before is spent). */
+  arm(): void {
+    this.woken = new Promise<void>((resolve) => (this.resolve = resolve));
+  }
+
+  wake(): void {
+    this.resolve();
+  }
 }
 
 export class Waiters {
   private readonly byQuestion = new Map<string, { waiters: Set<Waiting>; subscribed: Promise<void> }>();
   private closing = false;
+  private connectedBefore: boolean;
 
   constructor(
     /** A connection of its own: a subscribed Redis connection can do nothing else. */
@@ -28,9 +44,17 @@ export class Waiters {
     private readonly publisher: Redis,
     private readonly logger: Logger,
   ) {
+    // The first connection may be up already (it is made before the gateway listens).
+    this.connectedBefore = subscriber.status === 'ready';
     subscriber.on('message', (channel: string) => {
       const id = channel.slice(answerChannel('').length);
       for (const waiting of this.byQuestion.get(id)?.waiters ?? []) waiting.wake();
+    });
+    // Wake-ups published while Redis was down are lost, and subscriptions tried then never took:
+    // once it is back, every question waited on is subscribed again and its waiters re-read it.
+    subscriber.on('ready', () => {
+      if (this.connectedBefore) void this.resume();
+      this.connectedBefore = true;
     });
   }
 
@@ -41,22 +65,27 @@ export class Waiters {
    */
   async wait<T>(questionId: string, timeoutMs: number, read: () => Promise<T>, settled: (record: T) => boolean, signal: AbortSignal): Promise<{ record: T; timedOut: boolean }> {
     if (timeoutMs <= 0 || this.closing || signal.aborted) return { record: await read(), timedOut: false };
-    let wake!: () => void;
-    const woken = new Promise<void>((resolve) => (wake = resolve));
-    const waiting: Waiting = { wake };
+    const waiting = new Waiting();
     await this.add(questionId, waiting);
     let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
-    const onAbort = () => wake();
+    const onAbort = () => waiting.wake();
     try {
-      const first = await read();
-      if (settled(first) || signal.aborted || this.closing) return { record: first, timedOut: false };
+      let record = await read();
+      if (settled(record) || signal.aborted || this.closing) return { record, timedOut: false };
       signal.addEventListener('abort', onAbort, { once: true });
       timer = setTimeout(() => {
         timedOut = true;
-        wake();
+        waiting.wake();
       }, timeoutMs);
-      await woken;
+      for (;;) {
+        await waiting.woken;
+        // Armed before reading, so a wake-up that lands during the read is not lost.
+        waiting.arm();
+        record = await read();
+        // Still pending after a re-check (Redis came back): keep waiting.
+        if (settled(record) || timedOut || signal.aborted || this.closing) return { record, timedOut };
+      }
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
@@ -64,7 +93,6 @@ export class Waiters {
       // waiter's subscribe goes out on the same connection after it, so Redis applies them in order.
       this.remove(questionId, waiting);
     }
-    return { record: await read(), timedOut };
   }
 
   /** Wakes the waiters of a question on every replica. Call only after the answer is stored. */
@@ -85,6 +113,13 @@ export class Waiters {
 
   disconnect(): void {
     this.subscriber.disconnect();
+  }
+
+  private async resume(): Promise<void> {
+    const channels = [...this.byQuestion.keys()].map(answerChannel);
+    this.logger.info({ questions: channels.length }, 'Redis reachable again: waiters re-check their questions');
+    if (channels.length > 0) await this.subscriber.subscribe(...channels).catch((err: unknown) => this.logger.warn({ err }, 'could not subscribe again for answer wake-ups'));
+    for (const { waiters } of this.byQuestion.values()) for (const waiting of waiters) waiting.wake();
   }
 
   private async add(questionId: string, waiting: Waiting): Promise<void> {

@@ -47,27 +47,3 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number 
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - nowMs);
 }
-
-export interface BackoffOptions {
-  /** Upper bound of the first retry's delay. Default 1 s. */
-  baseMs?: number;
-  /** Largest exponential delay. Default 10 min. Retry-After may exceed it. */
-  capMs?: number;
-  /** Uniform [0, 1) source, injectable for tests. Default Math.random. */
-  random?: () => number;
-}
-
-/**
- * Delay before retry number `attempt` (1 = first retry): "full jitter", uniform in
- * [0, min(cap, base * 2^(attempt-1))), and never less than `retryAfterMs` when the push service sent one.
- */
-export function backoffMs(attempt: number, retryAfterMs?: number, options: BackoffOptions = {}): number {
-  const base = options.baseMs ?? 1_000;
-  const cap = options.capMs ?? 600_000;
-  const random = options.random ?? Math.random;
-  if (!Number.isInteger(attempt) || attempt < 1) throw new RangeError('attempt must be an integer >= 1');
-  const ceiling = Math.min(cap, base * 2 ** Math.min(attempt - 1, 52));
-  const jittered = Math.floor(random() * ceiling);
-  const floor = retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs > 0 ? Math.ceil(retryAfterMs) : 0;
-  return Math.max(jittered, floor);
-}

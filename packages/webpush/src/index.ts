@@ -1,6 +1,6 @@
 export { fromBase64Url, toBase64Url } from './base64url.js';
-export { backoffMs, classifyResponse, parseRetryAfter } from './classify.js';
-export type { BackoffOptions, Classification, PushOutcome } from './classify.js';
+export { classifyResponse, parseRetryAfter } from './classify.js';
+export type { Classification, PushOutcome } from './classify.js';
 export { PushClient } from './client.js';
 export type { OriginStats, PushClientOptions, PushRequest, PushResponse, Urgency } from './client.js';
 export {

@@ -1,4 +1,5 @@
-import { backoffMs, classifyResponse, encrypt, PushNetworkError, type PushClient, type BackoffOptions, type Urgency, type VapidKeys, type VapidSigner } from '@herald/webpush';
+import { classifyResponse, encrypt, PushNetworkError, type PushClient, type Urgency, type VapidKeys, type VapidSigner } from '@herald/webpush';
+import { backoffMs, type BackoffOptions } from '@herald/workloop';
 import type { Logger } from '@herald/logging';
 
 import type { FinalStatus } from './store.js';
@@ -66,10 +67,10 @@ export class Sender {
       if (response.status === 429 && verdict.retryAfterMs !== undefined) {
         this.pausedUntil.set(origin, Date.now() + verdict.retryAfterMs);
       }
-      return { kind: 'retry', statusCode: response.status, notBefore: Date.now() + backoffMs(request.attemptsBefore + 1, verdict.retryAfterMs, this.backoff) };
+      return { kind: 'retry', statusCode: response.status, notBefore: Date.now() + backoffMs(request.attemptsBefore + 1, this.backoff, verdict.retryAfterMs) };
     } catch (err) {
       if (err instanceof PushNetworkError && err.retryable) {
-        return { kind: 'retry', statusCode: 0, notBefore: Date.now() + backoffMs(request.attemptsBefore + 1, undefined, this.backoff) };
+        return { kind: 'retry', statusCode: 0, notBefore: Date.now() + backoffMs(request.attemptsBefore + 1, this.backoff) };
       }
       this.logger.warn({ err, origin }, 'push failed');
       return { kind: 'final', status: 'failed', statusCode: 0 };

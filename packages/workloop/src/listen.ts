@@ -1,0 +1,44 @@
+import type { Pool, PoolClient } from '@herald/db';
+import type { Logger } from '@herald/logging';
+
+/**
+ * Holds one connection LISTENing on `channel` and calls `onNotify` for each NOTIFY, and once
+ * (re)connected, since anything committed while no one listened is waiting. A lost connection
+ * (a database restart) logs one warning and is replaced with capped backoff until `stopped`.
+ */
+export async function listenForWakeups(pool: Pool, channel: string, onNotify: () => void, logger: Logger, stopped: Promise<void>): Promise<void> {
+  let stopping = false;
+  void stopped.then(() => (stopping = true));
+  let failures = 0;
+  while (!stopping) {
+    let client: PoolClient | undefined;
+    let failure: Error | undefined;
+    try {
+      client = await pool.connect();
+      const lost = new Promise<void>((resolve) => {
+        client?.on('error', (err) => {
+          failure = err;
+          resolve();
+        });
+      });
+      client.on('notification', onNotify);
+      await client.query(`LISTEN ${channel}`);
+      if (failures > 0) logger.info({ channel }, 'listening for wake-ups again');
+      failures = 0;
+      onNotify();
+      await Promise.race([lost, stopped]);
+      if (!failure) await client.query(`UNLISTEN ${channel}`);
+    } catch (err) {
+      failure = err as Error;
+    }
+    client?.removeAllListeners('notification');
+    client?.removeAllListeners('error');
+    // A broken connection must not go back to the pool.
+    client?.release(failure);
+    if (failure && !stopping) {
+      if (failures === 0) logger.warn({ err: failure, channel }, 'lost the LISTEN connection; reconnecting (due work is still found by polling)');
+      failures += 1;
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 250 * 2 ** Math.min(failures, 7)))), stopped]);
+    }
+  }
+}

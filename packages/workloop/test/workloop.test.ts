@@ -1,0 +1,218 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { createPool, type Pool } from '@herald/db';
+import { createLogger } from '@herald/logging';
+import { createDatabase, type TestDatabase } from '@herald/testkit';
+
+import { backoffMs, claimStatement, RELEASED, startWorkLoop, type WorkTable } from '../src/index.js';
+
+// The work loop against a real PostgreSQL, in a database of this file's own.
+
+const logger = createLogger('workloop-test', process.env.TEST_LOG_LEVEL ?? 'silent');
+let database: TestDatabase;
+let pool: Pool;
+const schema = `w${randomBytes(4).toString('hex')}`;
+
+const table: WorkTable = { table: `${schema}.items`, key: ['id'], due: 'due_at', waiting: 'done_at IS NULL', returning: 'id, due_at', onClaim: 'claims = claims + 1' };
+interface Item {
+  id: number;
+  due_at: Date;
+}
+
+before(async () => {
+  database = await createDatabase();
+  pool = createPool({ url: database.url, schema, max: 8, applicationName: 'workloop-test' });
+  await pool.query(`CREATE SCHEMA ${schema}`);
+  await pool.query(`CREATE TABLE ${schema}.items (
+    id serial PRIMARY KEY, due_at timestamptz NOT NULL, done_at timestamptz, done_by text, claims int NOT NULL DEFAULT 0,
+    claim uuid, leased_until timestamptz, namespace text NOT NULL DEFAULT '')`);
+});
+after(async () => {
+  await pool.end();
+  await database.drop();
+});
+
+async function reset(): Promise<void> {
+  await pool.query(`TRUNCATE ${schema}.items`);
+}
+
+/** Marks the batch done, only while the claim is still this one's. */
+const finish = (worker: string) => async (rows: Item[], token: string) => {
+  await pool.query(`UPDATE ${schema}.items SET done_at = clock_timestamp(), done_by = $3, ${RELEASED} WHERE id = ANY($1) AND claim = $2`, [rows.map((row) => row.id), token, worker]);
+};
+
+test('two loops on one table work each due row exactly once, in batches, and leave rows not yet due', async () => {
+  await reset();
+  await pool.query(`INSERT INTO ${schema}.items (due_at) SELECT now() - interval '1 second' FROM generate_series(1, 500)`);
+  await pool.query(`INSERT INTO ${schema}.items (due_at) SELECT now() + interval '1 hour' FROM generate_series(1, 5)`);
+  const batches: number[] = [];
+  const loops = ['a', 'b'].map((worker) =>
+    startWorkLoop<Item>({
+      name: worker,
+      pool,
+      logger,
+      table,
+      leaseMs: 30_000,
+      batchSize: 25,
+      concurrency: 100,
+      work: async (rows, token) => {
+        batches.push(rows.length);
+        await finish(worker)(rows, token);
+      },
+    }),
+  );
+  try {
+    for (let waited = 0; waited < 10_000; waited += 50) {
+      const { rows } = await pool.query<{ left: number }>(`SELECT count(*)::int AS left FROM ${schema}.items WHERE done_at IS NULL AND due_at < now()`);
+      if (rows[0]?.left === 0) break;
+      await sleep(50);
+    }
+  } finally {
+    await Promise.all(loops.map((loop) => loop.stop()));
+  }
+  const { rows } = await pool.query<{ done: number; claims: number; by_a: number; by_b: number; later: number }>(
+    `SELECT count(*) FILTER (WHERE done_at IS NOT NULL)::int AS done, sum(claims)::int AS claims,
+            count(*) FILTER (WHERE done_by = 'a')::int AS by_a, count(*) FILTER (WHERE done_by = 'b')::int AS by_b,
+            count(*) FILTER (WHERE done_at IS NULL AND claim IS NULL)::int AS later FROM ${schema}.items`,
+  );
+  assert.deepEqual({ done: rows[0]?.done, claims: rows[0]?.claims, later: rows[0]?.later }, { done: 500, claims: 500, later: 5 });
+  assert.equal((rows[0]?.by_a ?? 0) + (rows[0]?.by_b ?? 0), 500);
+  assert.ok(batches.every((size) => size >= 1 && size <= 25), `batch sizes ${batches.join(',')}`);
+});
+
+test('a row whose worker died is claimed again once its lease ends, and the late worker cannot record it', async () => {
+  await reset();
+  await pool.query(`INSERT INTO ${schema}.items (due_at) VALUES (now())`);
+  // A worker claims it and dies before recording anything.
+  const dead = await pool.query<Item>(claimStatement(table), ['00000000-0000-4000-8000-000000000001', 800, 10]);
+  assert.equal(dead.rowCount, 1);
+  const worked: number[] = [];
+  const loop = startWorkLoop<Item>({
+    name: 'survivor',
+    pool,
+    logger,
+    table,
+    leaseMs: 30_000,
+    pollMs: 100,
+    work: async (rows, token) => {
+      worked.push(Date.now());
+      await finish('survivor')(rows, token);
+    },
+  });
+  const started = Date.now();
+  try {
+    for (let waited = 0; waited < 5_000 && worked.length === 0; waited += 20) await sleep(20);
+  } finally {
+    await loop.stop();
+  }
+  assert.equal(worked.length, 1);
+  const first = worked[0] as number;
+  assert.ok(first - started >= 600, `claimed again only after the lease (${first - started} ms)`);
+  // The dead worker's late write finds its claim gone.
+  const late = await pool.query(`UPDATE ${schema}.items SET done_by = 'zombie' WHERE claim = '00000000-0000-4000-8000-000000000001'`);
+  assert.equal(late.rowCount, 0);
+  const { rows } = await pool.query<{ claims: number; done_by: string }>(`SELECT claims, done_by FROM ${schema}.items`);
+  assert.deepEqual(rows, [{ claims: 2, done_by: 'survivor' }]);
+});
+
+test('a NOTIFY on the channel wakes an idle loop at once instead of at its next poll', async () => {
+  await reset();
+  const channel = `${schema}_wake`;
+  const worked: number[] = [];
+  const loop = startWorkLoop<Item>({
+    name: 'listener',
+    pool,
+    logger,
+    table,
+    leaseMs: 30_000,
+    pollMs: 60_000,
+    channel,
+    work: async (rows, token) => {
+      worked.push(Date.now());
+      await finish('listener')(rows, token);
+    },
+  });
+  try {
+    await sleep(500); // listening, and asleep for a minute
+    const client = await pool.connect();
+    const at = Date.now();
+    try {
+      await client.query('BEGIN');
+      await client.query(`INSERT INTO ${schema}.items (due_at) VALUES (now())`);
+      await client.query(`NOTIFY ${channel}`);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    for (let waited = 0; waited < 5_000 && worked.length === 0; waited += 10) await sleep(10);
+    assert.equal(worked.length, 1);
+    assert.ok((worked[0] as number) - at < 1_000, `woken after ${(worked[0] as number) - at} ms`);
+  } finally {
+    await loop.stop();
+  }
+});
+
+test('an idle loop wakes when the next row falls due, not a poll later', async () => {
+  await reset();
+  await pool.query(`INSERT INTO ${schema}.items (due_at) VALUES (clock_timestamp() + interval '700 milliseconds')`);
+  const lateness: number[] = [];
+  const loop = startWorkLoop<Item>({
+    name: 'timer',
+    pool,
+    logger,
+    table,
+    leaseMs: 30_000,
+    pollMs: 30_000,
+    work: async (rows, token) => {
+      for (const row of rows) lateness.push(Date.now() - row.due_at.getTime());
+      await finish('timer')(rows, token);
+    },
+  });
+  try {
+    for (let waited = 0; waited < 5_000 && lateness.length === 0; waited += 10) await sleep(10);
+  } finally {
+    await loop.stop();
+  }
+  assert.equal(lateness.length, 1);
+  assert.ok((lateness[0] as number) >= 0 && (lateness[0] as number) < 500, `fired ${lateness[0]} ms late`);
+});
+
+test('claim statements refuse what is not a plain, schema-qualified name', () => {
+  assert.throws(() => claimStatement({ ...table, table: 'items' }), /items: a work table is schema-qualified/);
+  assert.throws(() => claimStatement({ ...table, due: 'due_at; DROP TABLE x' }), /is not a plain column name/);
+});
+
+test('backoff: full jitter in [0, min(cap, base*2^(n-1))), exponential, capped', () => {
+  const options = { baseMs: 1000, capMs: 60_000 };
+  assert.equal(backoffMs(1, { ...options, random: () => 0 }), 0);
+  assert.equal(backoffMs(1, { ...options, random: () => 0.999999 }), 999);
+  assert.equal(backoffMs(3, { ...options, random: () => 0.5 }), 2000);
+  assert.equal(backoffMs(4, { ...options, random: () => 0.999999 }), 7999);
+  assert.equal(backoffMs(20, { ...options, random: () => 0.999999 }), 59_999);
+  assert.equal(backoffMs(5000, { ...options, random: () => 0.5 }), 30_000);
+  for (let attempt = 1; attempt <= 12; attempt++) {
+    const ceiling = Math.min(60_000, 1000 * 2 ** (attempt - 1));
+    let low = Infinity;
+    let high = -Infinity;
+    for (let i = 0; i < 2000; i++) {
+      const delay = backoffMs(attempt, options);
+      assert.ok(Number.isInteger(delay) && delay >= 0 && delay < ceiling, `attempt ${attempt}: ${delay}`);
+      low = Math.min(low, delay);
+      high = Math.max(high, delay);
+    }
+    assert.ok(low < ceiling * 0.1 && high > ceiling * 0.9, `attempt ${attempt} spreads over the range: ${low}..${high}`);
+  }
+  assert.throws(() => backoffMs(0, options), RangeError);
+});
+
+test('backoff never goes below Retry-After, and never above the cap even for a longer Retry-After', () => {
+  const options = { baseMs: 1000, capMs: 60_000 };
+  assert.equal(backoffMs(1, { ...options, random: () => 0.9 }, 5000), 5000);
+  assert.equal(backoffMs(10, { ...options, random: () => 0.5 }, 5000), 30_000);
+  assert.equal(backoffMs(10, { ...options, random: () => 0.99 }, 3_600_000), 60_000);
+  assert.equal(backoffMs(2, { ...options, random: () => 0 }, 1500.2), 1501);
+  for (let i = 0; i < 1000; i++) assert.ok(backoffMs(1 + (i % 8), options, 7000) >= 7000);
+});
