@@ -15,7 +15,7 @@ export function readConfig(env: Env) {
     answerTokenSecret: env.string('ANSWER_TOKEN_SECRET'),
     /** How long a POST /ask question stays open (the spec's 600 s; tests shorten it). */
     askLifetimeSeconds: env.integer('ASK_LIFETIME_SECONDS', 600, { min: 1, max: 86_400 }),
-    /** How often expired questions with a callbackUrl are looked for, to report their expiry. */
+    /** The longest the expiry reports sleep (they wake when the next question expires): bounds how late an expiry of another replica's question is reported. */
     expirySweepMs: env.integer('EXPIRY_SWEEP_MS', 1_000, { min: 50, max: 600_000 }),
   };
 }

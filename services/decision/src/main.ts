@@ -10,7 +10,7 @@ import { readConfig } from './config.js';
 import { decisionHandlers } from './handlers.js';
 import { migrationsDir, SCHEMA } from './store.js';
 import { AnswerTokens } from './tokens.js';
-import { startExpirySweep } from './webhooks.js';
+import { startExpiryReports } from './webhooks.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('decision');
@@ -25,14 +25,14 @@ const dispatcher = startWebhookDispatcher({
   secrets: async (workspaceId) => (await account.getWebhookSecrets({ workspaceId })).secrets,
   ...dispatcherSettings(config.webhooks),
 });
-const expirySweep = startExpirySweep(pool, config.expirySweepMs, logger);
+const expiryReports = startExpiryReports(pool, config.expirySweepMs, logger);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DecisionServiceService, decisionHandlers(pool, tokens, config, logger)]]);
 logger.info({ port: server.port }, 'decision service serving');
 
 drainOnSignal(
   async () => {
     await server.drain(config.shutdownGraceMs);
-    await Promise.all([dispatcher.stop(), expirySweep.stop()]);
+    await Promise.all([dispatcher.stop(), expiryReports.stop()]);
     account.close();
     await pool.end();
   },

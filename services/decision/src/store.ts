@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 
-import { CURRENT_NAMESPACE_SQL, type Queryable } from '@herald/db';
+import type { Queryable } from '@herald/db';
+import { RELEASED, type WorkTable } from '@herald/workloop';
 
 /** Every SQL statement of the decision service. Each query is scoped by workspace id or by a question id from a verified token. */
 
@@ -161,19 +162,24 @@ export async function findQuestion(db: Queryable, id: string, scope: Scope): Pro
 }
 
 /**
- * Marks up to `limit` expired, unanswered questions with a callback as reported and returns them
- * (inside the transaction that enqueues their webhooks). Rows another sweeper holds are skipped, and
- * so are other namespaces' (their own sweeps report them, through their own webhook dispatchers).
+ * Expired, unanswered questions with a callback whose expiry is not reported yet: the expiry
+ * sweep's work table (@herald/workloop), due at expires_at. Other namespaces' are left to their own
+ * sweeps, which report them through their own webhook dispatchers.
  */
-export async function claimUnreportedExpiries(db: Queryable, limit: number): Promise<QuestionRow[]> {
+export const UNREPORTED_EXPIRIES: WorkTable = {
+  table: `${SCHEMA}.questions`,
+  key: ['id'],
+  due: 'expires_at',
+  waiting: "status = 'pending' AND callback_url IS NOT NULL AND expiry_reported_at IS NULL",
+  returning: 'id',
+};
+
+/** Marks claimed expiries reported (in the transaction that enqueues their webhooks) and returns them; a lost claim returns nothing. */
+export async function markExpiriesReported(db: Queryable, ids: string[], claim: string): Promise<QuestionRow[]> {
   const { rows } = await db.query<QuestionRow>(
-    `UPDATE questions SET expiry_reported_at = clock_timestamp()
-     WHERE id IN (SELECT id FROM questions
-                  WHERE status = 'pending' AND callback_url IS NOT NULL AND expiry_reported_at IS NULL AND expires_at <= clock_timestamp()
-                    AND namespace = ${CURRENT_NAMESPACE_SQL}
-                  ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-     RETURNING ${COLUMNS}`,
-    [limit],
+    `UPDATE questions SET expiry_reported_at = clock_timestamp(), ${RELEASED}
+      WHERE id = ANY($1) AND claim = $2 AND status = 'pending' RETURNING ${COLUMNS}`,
+    [ids, claim],
   );
   return rows;
 }

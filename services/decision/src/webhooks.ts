@@ -1,5 +1,6 @@
 import { withTransaction, type Pool, type PoolClient } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import { startWorkLoop, type WorkLoop } from '@herald/workloop';
 import { enqueueWebhook } from '@herald/webhooks';
 
 import * as store from './store.js';
@@ -48,41 +49,26 @@ export async function reportResolution(tx: PoolClient, row: store.QuestionRow, o
   await enqueueWebhook(tx, store.SCHEMA, { workspaceId: row.workspace_id, url: row.callback_url, ...event(row, outcome) });
 }
 
-const SWEEP_BATCH = 100;
-
 /**
- * Expiry is computed on read, so nothing changes when a question expires; this sweep reports it
- * to the question's callbackUrl (once: each expiry is marked reported in the same transaction).
+ * Expiry is computed on read, so nothing changes when a question expires; this loop reports it
+ * to the question's callbackUrl, once: it wakes when the next question expires (or after
+ * `pollMs`), leases what expired, and marks each reported in the transaction that enqueues its
+ * webhook.
  */
-export function startExpirySweep(pool: Pool, intervalMs: number, logger: Logger): { stop(): Promise<void> } {
-  let stopping = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const sweep = async () => {
-    for (;;) {
-      const count = await withTransaction(pool, async (tx) => {
-        const expired = await store.claimUnreportedExpiries(tx, SWEEP_BATCH);
+export function startExpiryReports(pool: Pool, pollMs: number, logger: Logger): WorkLoop {
+  return startWorkLoop<{ id: string }>({
+    name: 'expiry reports',
+    pool,
+    logger,
+    table: store.UNREPORTED_EXPIRIES,
+    leaseMs: 30_000,
+    batchSize: 100,
+    concurrency: 100,
+    pollMs,
+    work: (rows, token) =>
+      withTransaction(pool, async (tx) => {
+        const expired = await store.markExpiriesReported(tx, rows.map((row) => row.id), token);
         for (const row of expired) await reportResolution(tx, row, 'expired');
-        return expired.length;
-      });
-      if (count < SWEEP_BATCH || stopping) return;
-    }
-  };
-  const schedule = () => {
-    timer = setTimeout(() => {
-      running = sweep()
-        .catch((err: unknown) => logger.warn({ err }, 'expiry sweep failed; retrying'))
-        .finally(() => {
-          if (!stopping) schedule();
-        });
-    }, intervalMs);
-  };
-  schedule();
-  return {
-    async stop() {
-      stopping = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+      }),
+  });
 }
