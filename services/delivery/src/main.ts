@@ -39,7 +39,7 @@ const jobs = await bus.subscribe({
   maxAttempts: 30,
   handle: deliveryJobs({ pool, sender, vapidKeys, maxAttempts: config.maxAttempts }),
 });
-const retries = startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts: config.maxAttempts, pollMs: config.retryPollMs });
+const retries = startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts: config.maxAttempts, pollMs: config.retryPollMs, pushTimeoutMs: config.pushTimeoutMs });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DeliveryServiceService, deliveryHandlers(pool, logger)]]);
 logger.info({ port: server.port }, 'delivery service serving');
 

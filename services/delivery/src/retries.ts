@@ -1,5 +1,6 @@
 import { withTransaction, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import { startWorkLoop, type WorkLoop } from '@herald/workloop';
 
 import { sortAttempts } from './outcomes.js';
 import type { Sender } from './sender.js';
@@ -13,81 +14,74 @@ export interface RetryWorkerDeps {
   logger: Logger;
   maxAttempts: number;
   pollMs: number;
+  /** The longest one push may take; a claim's lease is comfortably longer. */
+  pushTimeoutMs: number;
 }
 
 const BATCH = 200;
 
 /**
- * Sends due retries. Rows are locked for the batch (SKIP LOCKED, so replicas share the work);
- * each is delivered, rescheduled, or, after the last attempt, failed and dead-lettered, in the
- * same transaction that releases it.
+ * Sends due retries on @herald/workloop: a batch is leased (replicas share the work and never
+ * wait on each other's locks), pushed with no transaction open, then each retry is delivered,
+ * rescheduled, or after the last attempt failed and dead-lettered, in one transaction per
+ * notification that applies only what this worker still holds. A worker that dies mid-batch
+ * leaves its retries to another after the lease; the push service sees the same Topic again, so a
+ * repeated push replaces rather than duplicates an undelivered one.
  */
-export function startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts, pollMs }: RetryWorkerDeps): { stop(): Promise<void> } {
-  let stopping = false;
-  let timer: NodeJS.Timeout | undefined;
-  let wake: (() => void) | undefined;
-
-  const runBatch = async (): Promise<number> =>
-    withTransaction(pool, async (tx) => {
-      const due = await store.lockDueRetries(tx, BATCH);
-      const byNotification = new Map<string, store.RetryRow[]>();
-      for (const row of due) byNotification.set(row.notification_id, [...(byNotification.get(row.notification_id) ?? []), row]);
-      for (const [notificationId, rows] of byNotification) {
-        const first = rows[0] as store.RetryRow;
-        const push: store.PushContext = {
-          notificationId,
-          workspaceId: first.workspace_id,
-          siteId: first.site_id,
-          payload: first.payload,
-          ttlSeconds: first.ttl_seconds,
-          urgency: first.urgency,
-          topic: first.topic,
-        };
-        const vapid = await vapidKeys.get(first.site_id);
-        const recipients: store.Recipient[] = rows.map((row) => ({
-          subscriberId: row.subscriber_id,
-          endpoint: row.endpoint,
-          p256dh: row.p256dh,
-          auth: row.auth,
-          attemptsBefore: row.attempts,
-        }));
-        const attempts = await Promise.all(
-          recipients.map((recipient) =>
-            sender.attempt({ ...recipient, payload: first.payload, ttlSeconds: first.ttl_seconds, urgency: first.urgency, topic: first.topic }, vapid),
-          ),
-        );
-        const { finals, exhausted, again } = sortAttempts(recipients, attempts, maxAttempts);
-        await store.deleteRetries(tx, notificationId, finals.map((final) => final.subscriberId));
-        await store.recordFinal(tx, notificationId, finals);
-        await store.scheduleRetries(tx, push, again);
-        await store.enqueueResult(tx, notificationId, push.workspaceId, finals);
-        await store.enqueueDeadLetters(tx, push, recipients, exhausted);
-      }
-      return due.length;
+export function startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts, pollMs, pushTimeoutMs }: RetryWorkerDeps): WorkLoop {
+  const sendNotification = async (notificationId: string, rows: store.RetryRow[], token: string): Promise<void> => {
+    const first = rows[0] as store.RetryRow;
+    const push: store.PushContext = {
+      notificationId,
+      workspaceId: first.workspace_id,
+      siteId: first.site_id,
+      payload: first.payload,
+      ttlSeconds: first.ttl_seconds,
+      urgency: first.urgency,
+      topic: first.topic,
+    };
+    const vapid = await vapidKeys.get(first.site_id);
+    const recipients: store.Recipient[] = rows.map((row) => ({
+      subscriberId: row.subscriber_id,
+      endpoint: row.endpoint,
+      p256dh: row.p256dh,
+      auth: row.auth,
+      attemptsBefore: row.attempts,
+    }));
+    const attempts = await Promise.all(
+      recipients.map((recipient) => sender.attempt({ ...recipient, payload: first.payload, ttlSeconds: first.ttl_seconds, urgency: first.urgency, topic: first.topic }, vapid)),
+    );
+    const sorted = sortAttempts(recipients, attempts, maxAttempts);
+    await withTransaction(pool, async (tx) => {
+      const held = await store.stillClaimed(tx, notificationId, recipients.map((recipient) => recipient.subscriberId), token);
+      const mine = <T extends { subscriberId: string }>(list: T[]) => list.filter((item) => held.has(item.subscriberId));
+      const finals = mine(sorted.finals);
+      await store.deleteRetries(tx, notificationId, finals.map((final) => final.subscriberId), token);
+      await store.recordFinal(tx, notificationId, finals);
+      await store.scheduleRetries(tx, push, mine(sorted.again), token);
+      await store.enqueueResult(tx, notificationId, push.workspaceId, finals);
+      await store.enqueueDeadLetters(tx, push, recipients, mine(sorted.exhausted));
     });
+  };
 
-  const loop = async (): Promise<void> => {
-    while (!stopping) {
-      let handled = 0;
-      try {
-        handled = await runBatch();
-      } catch (err) {
-        logger.warn({ err }, 'retry batch failed');
-      }
-      if (handled === BATCH) continue;
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        timer = setTimeout(resolve, pollMs);
-      });
-    }
-  };
-  const running = loop();
-  return {
-    async stop() {
-      stopping = true;
-      if (timer) clearTimeout(timer);
-      wake?.();
-      await running;
+  return startWorkLoop<store.RetryRow>({
+    name: 'push retries',
+    pool,
+    logger,
+    table: store.DUE_RETRIES,
+    leaseMs: pushTimeoutMs * 2 + 30_000,
+    batchSize: BATCH,
+    concurrency: BATCH * 2,
+    pollMs,
+    channel: store.RETRIES_CHANNEL,
+    work: async (rows, token) => {
+      const byNotification = new Map<string, store.RetryRow[]>();
+      for (const row of rows) byNotification.set(row.notification_id, [...(byNotification.get(row.notification_id) ?? []), row]);
+      await Promise.all(
+        [...byNotification].map(([notificationId, list]) =>
+          sendNotification(notificationId, list, token).catch((err: unknown) => logger.warn({ err, notificationId }, 'retries not recorded; they are sent again after their lease')),
+        ),
+      );
     },
-  };
+  });
 }

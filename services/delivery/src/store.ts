@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 import { DEAD_LETTER_HEADERS, enqueue, topics } from '@herald/bus';
-import { CURRENT_NAMESPACE_SQL, type PoolClient, type Queryable } from '@herald/db';
+import type { Queryable } from '@herald/db';
+import { RELEASED, type WorkTable } from '@herald/workloop';
 import { DeliveryJob, DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
 
 /** Every SQL statement of the delivery service. */
@@ -65,7 +66,8 @@ export async function recordFinal(tx: Queryable, notificationId: string, outcome
   );
 }
 
-export async function scheduleRetries(tx: Queryable, push: PushContext, retries: RetryOutcome[]): Promise<void> {
+/** Schedules (or, from the retry loop holding `claim`, reschedules and releases) retries of one notification. */
+export async function scheduleRetries(tx: Queryable, push: PushContext, retries: RetryOutcome[], claim: string | null = null): Promise<void> {
   if (retries.length === 0) return;
   await tx.query(
     `UPDATE deliveries d SET status = 'retrying', last_status_code = o.code, attempts = o.attempts, updated_at = now()
@@ -78,7 +80,8 @@ export async function scheduleRetries(tx: Queryable, push: PushContext, retries:
      SELECT $1, o.subscriber_id, $2, $3, o.endpoint, o.p256dh, o.auth, $4, $5, $6, $7, o.attempts, o.next_at
        FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::int[], $13::timestamptz[])
             AS o(subscriber_id, endpoint, p256dh, auth, attempts, next_at)
-     ON CONFLICT (notification_id, subscriber_id) DO UPDATE SET attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at`,
+     ON CONFLICT (notification_id, subscriber_id) DO UPDATE SET attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at, ${RELEASED}
+      WHERE retries.claim IS NOT DISTINCT FROM $14::uuid`,
     [
       push.notificationId,
       push.workspaceId,
@@ -93,8 +96,11 @@ export async function scheduleRetries(tx: Queryable, push: PushContext, retries:
       retries.map((r) => r.auth),
       retries.map((r) => r.attempts),
       retries.map((r) => r.nextAttemptAt),
+      claim,
     ],
   );
+  // Delivered at commit: the retry loops of every replica look again at once for what is due.
+  await tx.query(`NOTIFY ${RETRIES_CHANNEL}`);
 }
 
 /** Reports final outcomes to the rest of Herald (counters, expiry) in the same transaction. */
@@ -167,19 +173,33 @@ export interface RetryRow {
   attempts: number;
 }
 
-/** Due retries of this namespace, locked for this transaction so replicas never take the same one. */
-export async function lockDueRetries(tx: PoolClient, limit: number): Promise<RetryRow[]> {
-  const { rows } = await tx.query<RetryRow>(
-    `SELECT * FROM retries WHERE namespace = ${CURRENT_NAMESPACE_SQL} AND next_attempt_at <= now()
-      ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-    [limit],
+/** NOTIFY'd when retries are scheduled. */
+export const RETRIES_CHANNEL = `${SCHEMA}_retries`;
+
+/** Retries waiting for their next attempt: the retry loop's work table (@herald/workloop). */
+export const DUE_RETRIES: WorkTable = {
+  table: `${SCHEMA}.retries`,
+  key: ['notification_id', 'subscriber_id'],
+  due: 'next_attempt_at',
+  waiting: 'true',
+  returning: '*',
+};
+
+/**
+ * Of `subscriberIds`' retries of a notification, those still claimed by `claim`, locked until the
+ * transaction ends: a worker whose lease ran out (another has them now) records nothing.
+ */
+export async function stillClaimed(tx: Queryable, notificationId: string, subscriberIds: string[], claim: string): Promise<Set<string>> {
+  const { rows } = await tx.query<{ subscriber_id: string }>(
+    `SELECT subscriber_id FROM retries WHERE notification_id = $1 AND subscriber_id = ANY($2::text[]) AND claim = $3 FOR UPDATE`,
+    [notificationId, subscriberIds, claim],
   );
-  return rows;
+  return new Set(rows.map((row) => row.subscriber_id));
 }
 
-export async function deleteRetries(tx: Queryable, notificationId: string, subscriberIds: string[]): Promise<void> {
+export async function deleteRetries(tx: Queryable, notificationId: string, subscriberIds: string[], claim: string): Promise<void> {
   if (subscriberIds.length === 0) return;
-  await tx.query(`DELETE FROM retries WHERE notification_id = $1 AND subscriber_id = ANY($2::text[])`, [notificationId, subscriberIds]);
+  await tx.query(`DELETE FROM retries WHERE notification_id = $1 AND subscriber_id = ANY($2::text[]) AND claim = $3`, [notificationId, subscriberIds, claim]);
 }
 
 export interface DeliveryRow {
