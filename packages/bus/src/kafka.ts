@@ -195,9 +195,11 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
         });
         current = consumer;
         consumers.add(consumer);
-        consumer.on(consumer.events.GROUP_JOIN, () => {
+        consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
           crashes = 0;
           outage.recovered();
+          const partitions = Object.values(payload.memberAssignment).reduce((sum, assigned) => sum + assigned.length, 0);
+          logger.info({ groupId, partitions }, 'consumer joined its group');
         });
         // kafkajs restarts a consumer itself after a retriable failure, but one that crashed on any
         // other error stays stopped for good, and its partitions with it: start a new one, backing off.

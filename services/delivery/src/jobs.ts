@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+
 import type { IncomingMessage } from '@herald/bus';
 import { withTransaction, type Pool } from '@herald/db';
 import { DeliveryJob } from '@herald/proto/herald/delivery/v1/delivery';
@@ -12,23 +14,37 @@ export interface JobDeps {
   sender: Sender;
   vapidKeys: VapidKeyCache;
   maxAttempts: number;
+  /** The longest one push may take; a job's recipients are leased a little longer. */
+  pushTimeoutMs: number;
+}
+
+/** Thrown after the rest of a job is done: the bus retries the job, which takes these recipients over once their lease ends (or finds them done). */
+export class RecipientsHeldElsewhere extends Error {
+  constructor(count: number) {
+    super(`${count} recipients of the job are being pushed by another worker; retrying after its lease`);
+    this.name = 'RecipientsHeldElsewhere';
+  }
 }
 
 /**
- * Handles one delivery job (a batch of recipients of one notification): claims the recipients,
- * pushes to each, then records every outcome, schedules retries and reports results in one
- * transaction before the Kafka offset moves on.
+ * Handles one delivery job (a batch of recipients of one notification): leases the recipients,
+ * pushes to each with no transaction open, then records every outcome, schedules retries and
+ * reports results in one transaction (for what it still holds) before the Kafka offset moves on.
  */
-export function deliveryJobs({ pool, sender, vapidKeys, maxAttempts }: JobDeps) {
+export function deliveryJobs({ pool, sender, vapidKeys, maxAttempts, pushTimeoutMs }: JobDeps) {
   return async (message: IncomingMessage): Promise<void> => {
     const job = DeliveryJob.decode(message.value);
-    const claimed = await store.claim(
+    const token = randomUUID();
+    const { claimed, heldElsewhere } = await store.claim(
       pool,
-      job.notificationId,
-      job.workspaceId,
-      job.targets.map((target) => target.subscriberId),
+      { notificationId: job.notificationId, workspaceId: job.workspaceId, subscriberIds: job.targets.map((target) => target.subscriberId) },
+      token,
+      pushTimeoutMs + 5_000,
     );
-    if (claimed.size === 0) return;
+    if (claimed.size === 0) {
+      if (heldElsewhere > 0) throw new RecipientsHeldElsewhere(heldElsewhere);
+      return;
+    }
     const vapid = await vapidKeys.get(job.siteId);
     const push: store.PushContext = {
       notificationId: job.notificationId,
@@ -47,12 +63,16 @@ export function deliveryJobs({ pool, sender, vapidKeys, maxAttempts }: JobDeps) 
         sender.attempt({ ...recipient, payload: job.payload, ttlSeconds: job.ttlSeconds, urgency: job.urgency, topic: job.topic }, vapid),
       ),
     );
-    const { finals, exhausted, again } = sortAttempts(recipients, attempts, maxAttempts);
+    const sorted = sortAttempts(recipients, attempts, maxAttempts);
     await withTransaction(pool, async (tx) => {
+      const held = await store.stillLeased(tx, job.notificationId, [...claimed], token);
+      const mine = <T extends { subscriberId: string }>(list: T[]) => list.filter((item) => held.has(item.subscriberId));
+      const finals = mine(sorted.finals);
       await store.recordFinal(tx, job.notificationId, finals);
-      await store.scheduleRetries(tx, push, again);
+      await store.scheduleRetries(tx, push, mine(sorted.again));
       await store.enqueueResult(tx, job.notificationId, job.workspaceId, finals);
-      await store.enqueueDeadLetters(tx, push, recipients, exhausted);
+      await store.enqueueDeadLetters(tx, push, recipients, mine(sorted.exhausted));
     });
+    if (heldElsewhere > 0) throw new RecipientsHeldElsewhere(heldElsewhere);
   };
 }

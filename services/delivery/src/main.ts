@@ -37,7 +37,7 @@ const jobs = await bus.subscribe({
   // A job fails as a whole only when something of Herald's own is down (the account service, the
   // database); wait that out (about a minute) rather than dead-letter a batch of recipients.
   maxAttempts: 30,
-  handle: deliveryJobs({ pool, sender, vapidKeys, maxAttempts: config.maxAttempts }),
+  handle: deliveryJobs({ pool, sender, vapidKeys, maxAttempts: config.maxAttempts, pushTimeoutMs: config.pushTimeoutMs }),
 });
 const retries = startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts: config.maxAttempts, pollMs: config.retryPollMs, pushTimeoutMs: config.pushTimeoutMs });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DeliveryServiceService, deliveryHandlers(pool, logger)]]);

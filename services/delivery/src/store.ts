@@ -14,17 +14,39 @@ export const migrationsDir = fileURLToPath(new URL('../../migrations', import.me
 export type FinalStatus = 'delivered' | 'failed' | 'expired';
 
 /**
- * Claims the recipients of a job: new ones, and ones a worker claimed but never finished (it
- * died mid-batch). Recipients with any other state were handled already and are not returned,
- * so a job delivered twice never pushes twice.
+ * Claims the recipients of a job for `leaseMs` under `claim` (the same leased claims as the work
+ * loop's): new ones, and ones claimed before whose lease ran out (their worker died mid-batch).
+ * Final and retrying recipients were handled already and are not returned, so a job delivered
+ * twice never pushes twice; recipients another worker holds now are counted in `heldElsewhere`.
  */
-export async function claim(db: Queryable, notificationId: string, workspaceId: string, subscriberIds: string[]): Promise<Set<string>> {
+export async function claim(
+  db: Queryable,
+  job: { notificationId: string; workspaceId: string; subscriberIds: string[] },
+  claim: string,
+  leaseMs: number,
+): Promise<{ claimed: Set<string>; heldElsewhere: number }> {
   const { rows } = await db.query<{ subscriber_id: string }>(
-    `INSERT INTO deliveries (notification_id, subscriber_id, workspace_id, status)
-     SELECT $1, unnest($3::text[]), $2, 'sending'
-     ON CONFLICT (notification_id, subscriber_id) DO UPDATE SET updated_at = now() WHERE deliveries.status = 'sending'
+    `INSERT INTO deliveries (notification_id, subscriber_id, workspace_id, status, claim, leased_until)
+     SELECT $1, unnest($3::text[]), $2, 'sending', $4, clock_timestamp() + $5 * interval '1 millisecond'
+     ON CONFLICT (notification_id, subscriber_id) DO UPDATE SET updated_at = now(), claim = EXCLUDED.claim, leased_until = EXCLUDED.leased_until
+      WHERE deliveries.status = 'sending' AND (deliveries.leased_until IS NULL OR deliveries.leased_until <= clock_timestamp())
      RETURNING subscriber_id`,
-    [notificationId, workspaceId, subscriberIds],
+    [job.notificationId, job.workspaceId, job.subscriberIds, claim, leaseMs],
+  );
+  const claimed = new Set(rows.map((row) => row.subscriber_id));
+  if (claimed.size === job.subscriberIds.length) return { claimed, heldElsewhere: 0 };
+  const { rows: held } = await db.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM deliveries WHERE notification_id = $1 AND subscriber_id = ANY($2::text[]) AND status = 'sending' AND claim IS DISTINCT FROM $3::uuid`,
+    [job.notificationId, job.subscriberIds, claim],
+  );
+  return { claimed, heldElsewhere: held[0]?.count ?? 0 };
+}
+
+/** Of a job's claimed recipients, those still held by `claim`, locked until the transaction ends (a worker whose lease ran out records nothing). */
+export async function stillLeased(tx: Queryable, notificationId: string, subscriberIds: string[], claim: string): Promise<Set<string>> {
+  const { rows } = await tx.query<{ subscriber_id: string }>(
+    `SELECT subscriber_id FROM deliveries WHERE notification_id = $1 AND subscriber_id = ANY($2::text[]) AND claim = $3 FOR UPDATE`,
+    [notificationId, subscriberIds, claim],
   );
   return new Set(rows.map((row) => row.subscriber_id));
 }
@@ -59,7 +81,7 @@ export interface PushContext {
 export async function recordFinal(tx: Queryable, notificationId: string, outcomes: FinalOutcome[]): Promise<void> {
   if (outcomes.length === 0) return;
   await tx.query(
-    `UPDATE deliveries d SET status = o.status, last_status_code = o.code, attempts = o.attempts, updated_at = now()
+    `UPDATE deliveries d SET status = o.status, last_status_code = o.code, attempts = o.attempts, updated_at = now(), ${RELEASED}
        FROM unnest($2::text[], $3::text[], $4::int[], $5::int[]) AS o(subscriber_id, status, code, attempts)
       WHERE d.notification_id = $1 AND d.subscriber_id = o.subscriber_id`,
     [notificationId, outcomes.map((o) => o.subscriberId), outcomes.map((o) => o.status), outcomes.map((o) => o.statusCode), outcomes.map((o) => o.attempts)],
@@ -70,7 +92,7 @@ export async function recordFinal(tx: Queryable, notificationId: string, outcome
 export async function scheduleRetries(tx: Queryable, push: PushContext, retries: RetryOutcome[], claim: string | null = null): Promise<void> {
   if (retries.length === 0) return;
   await tx.query(
-    `UPDATE deliveries d SET status = 'retrying', last_status_code = o.code, attempts = o.attempts, updated_at = now()
+    `UPDATE deliveries d SET status = 'retrying', last_status_code = o.code, attempts = o.attempts, updated_at = now(), ${RELEASED}
        FROM unnest($2::text[], $3::int[], $4::int[]) AS o(subscriber_id, code, attempts)
       WHERE d.notification_id = $1 AND d.subscriber_id = o.subscriber_id`,
     [push.notificationId, retries.map((r) => r.subscriberId), retries.map((r) => r.statusCode), retries.map((r) => r.attempts)],

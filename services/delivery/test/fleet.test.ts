@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import { consumers, topics } from '@herald/bus';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 import { DeliveryJob } from '@herald/proto/herald/delivery/v1/delivery';
-import { call, eventually, requiredEnv, seedAudience, SERVER_API, startSendingHarness, waitForConsumed, type SendingHarness } from '@herald/testkit';
+import { call, eventually, requiredEnv, seedAudience, SERVER_API, startSendingHarness, waitForConsumed, type Audience, type SendingHarness } from '@herald/testkit';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 
 // The delivery fleet through Herald's public surfaces: what the push service answers decides
@@ -45,6 +45,26 @@ async function record(topic: string): Promise<Array<{ key: string; value: Buffer
     },
   });
   return seen;
+}
+
+/**
+ * The first delivery job of a send, as the fan-out made it (same id and key), with real keys:
+ * were a replay of it not recognised, its pushes would reach the peer.
+ */
+function firstJobOf(campaignId: string, audience: Audience): { key: string; value: Buffer } {
+  const jobId = `${campaignId}:0`;
+  const job = DeliveryJob.encode({
+    jobId,
+    notificationId: campaignId,
+    workspaceId: audience.workspace.workspaceId,
+    siteId: audience.workspace.siteId,
+    payload: Buffer.from('{}'),
+    ttlSeconds: 60,
+    urgency: 'normal',
+    topic: 'replayed',
+    targets: audience.subscribers.map((subscriber) => ({ subscriberId: subscriber.id, endpoint: subscriber.endpoint, ...subscriber.keys })),
+  }).finish();
+  return { key: jobId, value: Buffer.from(job) };
 }
 
 async function sendAndSettle(apiKey: string, body: Record<string, unknown>) {
@@ -157,25 +177,12 @@ test('400 and 413 fail at once, without retrying', async () => {
 test('a delivery job delivered twice never pushes twice', async () => {
   const audience = await seedAudience(harness, 2);
   const result = await sendAndSettle(audience.workspace.apiKey, { title: 'once', body: 'b' });
-  const jobId = `${result.campaignId}:0`;
   const producer = kafka.producer();
   await producer.connect();
   let replayed: { partition: number; offset: string };
   try {
     // The very job again, keyed as the fan-out keys it (so on the partition the original took).
-    const replay = DeliveryJob.encode({
-      jobId,
-      notificationId: result.campaignId,
-      workspaceId: audience.workspace.workspaceId,
-      siteId: audience.workspace.siteId,
-      payload: Buffer.from('{}'),
-      ttlSeconds: 60,
-      urgency: 'normal',
-      topic: 'replayed',
-      // Real keys: were the replay not recognised, these pushes would reach the peer.
-      targets: audience.subscribers.map((subscriber) => ({ subscriberId: subscriber.id, endpoint: subscriber.endpoint, ...subscriber.keys })),
-    }).finish();
-    const [metadata] = await producer.send({ topic: harness.stack.topicPrefix + topics.deliveryJobs.name, messages: [{ key: jobId, value: Buffer.from(replay) }] });
+    const [metadata] = await producer.send({ topic: harness.stack.topicPrefix + topics.deliveryJobs.name, messages: [firstJobOf(result.campaignId, audience)] });
     assert.ok(metadata?.baseOffset !== undefined);
     replayed = { partition: metadata.partition, offset: metadata.baseOffset };
   } finally {
@@ -184,6 +191,40 @@ test('a delivery job delivered twice never pushes twice', async () => {
   // The fleet has handled the replay once its group's committed offset is past it.
   await waitForConsumed(harness.stack.topicPrefix, consumers.delivery.group, topics.deliveryJobs.name, replayed);
   for (const subscriber of audience.subscribers) assert.equal(harness.peer.attemptCount(subscriber.endpoint), 1);
+});
+
+test('a job handled again while its first worker is still pushing waits for that worker instead of pushing over it', async () => {
+  const audience = await seedAudience(harness, 3);
+  // A second worker in the group: the partitions it holds are worked while the first one is busy.
+  const second = await harness.stack.startService('delivery');
+  await eventually('the second worker in the group', async () => second.output().includes('consumer joined its group'), Boolean, 30_000);
+  harness.peer.respondWith({ delayMs: 2_000 });
+  const sent = await call<{ campaignId: string }>(harness.stack.gatewayUrl, `${SERVER_API}/send`, { method: 'POST', key: audience.workspace.apiKey, body: { title: 'slow', body: 'b' } });
+  assert.equal(sent.status, 200);
+  await eventually('pushes in flight', async () => audience.subscribers.filter((s) => harness.peer.attemptCount(s.endpoint) > 0).length, (n) => n === 3);
+  // The same job, as a rebalance would hand it to a second worker: put on every partition, so the
+  // ones the first worker is not on take it concurrently, while it still waits on the pushes.
+  const topic = harness.stack.topicPrefix + topics.deliveryJobs.name;
+  const admin = kafka.admin();
+  await admin.connect();
+  const partitions = (await admin.fetchTopicOffsets(topic)).map((offsets) => offsets.partition);
+  await admin.disconnect();
+  const producer = kafka.producer();
+  await producer.connect();
+  let replayed: Array<{ partition: number; offset: string }>;
+  try {
+    const written = await producer.send({ topic, messages: partitions.map((partition) => ({ partition, ...firstJobOf(sent.body.campaignId, audience) })) });
+    replayed = written.map((metadata) => ({ partition: metadata.partition, offset: metadata.baseOffset ?? '' }));
+  } finally {
+    await producer.disconnect();
+  }
+  assert.equal(replayed.length, partitions.length);
+  for (const at of replayed) await waitForConsumed(harness.stack.topicPrefix, consumers.delivery.group, topics.deliveryJobs.name, at, 60_000);
+  harness.peer.respondWith(null);
+  await second.stop();
+  for (const subscriber of audience.subscribers) assert.equal(harness.peer.attemptCount(subscriber.endpoint), 1, subscriber.endpoint);
+  const settled = await call<{ counts: Record<string, number> }>(harness.stack.gatewayUrl, `${SERVER_API}/notifications/${sent.body.campaignId}`, { key: audience.workspace.apiKey });
+  assert.deepEqual(settled.body.counts, { targeted: 3, queued: 3, delivered: 3, failed: 0, expired: 0, pending: 0 });
 });
 
 test('a delivery worker killed mid-batch: every subscription ends with exactly one accepted push', async () => {
