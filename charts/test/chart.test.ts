@@ -36,6 +36,7 @@ interface K8sObject {
 interface Probe {
   grpc?: { port: number };
   tcpSocket?: { port: number | string };
+  httpGet?: { path: string; port: number | string };
   periodSeconds: number;
 }
 interface Container {
@@ -269,16 +270,16 @@ describe('the default values', () => {
     for (const name of SERVICES) assert.equal(container(objects, name).lifecycle, undefined, name);
   });
 
-  test('services are probed with the gRPC health protocol on their port; the gateway, which has no health route, over TCP', () => {
+  test('services are probed with the gRPC health protocol on their port; the gateway over HTTP, /healthz for liveness and /readyz for readiness', () => {
     for (const name of SERVICES) {
       const { startupProbe, readinessProbe, livenessProbe } = container(objects, name);
       for (const probe of [startupProbe, readinessProbe, livenessProbe]) assert.deepEqual(probe.grpc, { port: PORTS[name] }, name);
     }
     const gateway = container(objects, 'gateway');
-    for (const probe of [gateway.startupProbe, gateway.readinessProbe, gateway.livenessProbe]) {
-      assert.deepEqual(probe.tcpSocket, { port: 'http' });
-      assert.equal(probe.grpc, undefined);
-    }
+    assert.deepEqual(gateway.startupProbe.httpGet, { path: '/healthz', port: 'http' });
+    assert.deepEqual(gateway.livenessProbe.httpGet, { path: '/healthz', port: 'http' });
+    assert.deepEqual(gateway.readinessProbe.httpGet, { path: '/readyz', port: 'http' });
+    for (const probe of [gateway.startupProbe, gateway.readinessProbe, gateway.livenessProbe]) assert.equal(probe.grpc, undefined);
   });
 
   test('credentials come from the existing Secret, each only to the components that need it', () => {

@@ -133,7 +133,9 @@ export function installErrorHandling(app: FastifyInstance, { documentationBase, 
     void reply.code(heraldError.status).type('application/json').send(errorBody(heraldError, documentationBase));
   });
 
-  app.setNotFoundHandler((request, reply) => {
+  app.setNotFoundHandler(async (request, reply) => {
+    // A request with a valid key is counted and carries its X-RateLimit headers, routed or not.
+    await app.identifyCaller?.(request, reply);
     const path = request.url.split('?')[0] ?? '/';
     const allowed = METHODS.filter((method) => known.find(method, path) !== null);
     if (allowed.length > 0) {
@@ -141,14 +143,13 @@ export function installErrorHandling(app: FastifyInstance, { documentationBase, 
         title: 'Method not allowed',
         extra: { allowed },
       });
-      void reply.code(405).header('allow', allowed.join(', ')).send(errorBody(error, documentationBase));
-      return;
+      return reply.code(405).header('allow', allowed.join(', ')).send(errorBody(error, documentationBase));
     }
     const error = new HeraldError('not_found', `No endpoint at ${request.method} ${path}.`, {
       title: 'Not found',
       hint: 'See the OpenAPI description for every endpoint.',
       extra: { openapi: openapiUrl },
     });
-    void reply.code(404).send(errorBody(error, documentationBase));
+    return reply.code(404).send(errorBody(error, documentationBase));
   });
 }

@@ -3,8 +3,8 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 
 import type { RouteAccess } from './access.js';
-import { PUBLIC_PREFIX } from './routes/public.js';
-import { ErrorResponse, Nullable } from './schemas.js';
+import { PUBLIC_PREFIX } from './prefixes.js';
+import { ErrorResponse, Nullable } from './schemas/common.js';
 import { StaticBody } from './static-body.js';
 
 /**

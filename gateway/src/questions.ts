@@ -7,6 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { principalOf } from './access.js';
 import type { ServiceClients } from './clients.js';
+import { orNull } from './schemas/common.js';
 import type { Waiters } from './waiters.js';
 
 /** What POST /ask and POST /decisions share: the question's fields, their checks, its push, and waiting for its answer. */
@@ -150,4 +151,71 @@ export async function holdForAnswer(
   const timeoutMs = Math.min(waitSeconds, question.expiresInSeconds) * 1_000;
   const { record, timedOut } = await waiters.wait(question.id, timeoutMs, read, (current) => current.status !== 'pending', clientGone(reply));
   return { question: record, timedOut: timedOut && record.status === 'pending' };
+}
+
+/** The ask record. `timedOut`: this call waited and no answer came, though the question is still open. */
+export function askRecord(question: Question, publicOrigin: string, timedOut = false) {
+  const pollUrl = `${publicOrigin}/api/v1/server/ask/${question.id}`;
+  const base = {
+    correlationId: question.id,
+    question: question.question,
+    type: question.type,
+    liveUrl: answerPageUrl(publicOrigin, question),
+    pollUrl,
+    expiresInSeconds: question.expiresInSeconds,
+    mode: question.mode,
+  };
+  switch (question.status) {
+    case 'answered':
+      return { ...base, status: 'answered' as const, answered: true, value: question.answer };
+    case 'cancelled':
+      return { ...base, status: 'withdrawn' as const, answered: false };
+    case 'expired':
+      return {
+        ...base,
+        status: 'timeout' as const,
+        answered: false,
+        hint: 'Nobody answered before the question expired; treat it as not approved. Ask again if it still matters.',
+      };
+    default:
+      if (!timedOut) return { ...base, status: 'pending' as const, answered: false };
+      return {
+        ...base,
+        status: 'timeout' as const,
+        answered: false,
+        hint: `No answer yet. The question stays open for ${question.expiresInSeconds} more seconds: wait again with GET ${pollUrl}?wait=${MAX_WAIT_SECONDS}, or withdraw it with DELETE.`,
+      };
+  }
+}
+
+export function decisionRecord(question: Question, publicOrigin: string, duplicate = false) {
+  return {
+    decisionId: question.id,
+    status: question.status as 'pending' | 'answered' | 'expired' | 'cancelled',
+    // Fail closed: only a person's explicit yes approves; pending, expired and cancelled never do.
+    approved: question.status === 'answered' && question.type === 'confirm' && question.answer === 'yes',
+    answer: question.status === 'answered' ? question.answer : null,
+    question: question.question,
+    type: question.type,
+    options: question.options,
+    context: orNull(question.context),
+    placeholder: orNull(question.placeholder),
+    agentName: orNull(question.agentName),
+    audience: question.audience,
+    externalId: orNull(question.externalId),
+    toolName: orNull(question.toolName),
+    toolTarget: orNull(question.toolTarget),
+    parameters: question.parametersJson === '' ? null : (JSON.parse(question.parametersJson) as Record<string, string | number | boolean | null>),
+    mode: question.mode,
+    pollUrl: `${publicOrigin}/api/v1/server/decisions/${question.id}`,
+    decisionPageUrl: answerPageUrl(publicOrigin, question),
+    expiresInSeconds: question.expiresInSeconds,
+    expiresAt: question.expiresAt,
+    createdAt: question.createdAt,
+    answeredAt: orNull(question.answeredAt),
+    cancelledAt: orNull(question.cancelledAt),
+    reachability: question.reachability ?? { reachable: false, browserSubscriptions: 0, nativeAppDevices: 0 },
+    idempotencyKey: orNull(question.idempotencyKey),
+    duplicate,
+  };
 }

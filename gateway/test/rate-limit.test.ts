@@ -109,3 +109,20 @@ test('while Redis is unreachable each replica enforces its share of the limit', 
     await isolated.stop();
   }
 });
+
+test('a request with a valid key that no route takes is counted and carries the headers; with a bad key it is a plain 404', async () => {
+  const workspace = await createWorkspace('free');
+  const [first] = stack.gatewayUrls as [string];
+  const known = await identityFrom(first, workspace.apiKey);
+  assertHeaders(known, 100);
+  const unknown = await call(first, `${SERVER_API}/no-such-resource`, { key: workspace.apiKey });
+  assert.equal(unknown.status, 404);
+  assertHeaders(unknown, 100);
+  assert.equal(Number(unknown.headers.get('x-ratelimit-remaining')), Number(known.headers.get('x-ratelimit-remaining')) - 1);
+  const wrongMethod = await call(first, `${SERVER_API}/identity`, { method: 'DELETE', key: workspace.apiKey });
+  assert.equal(wrongMethod.status, 405);
+  assertHeaders(wrongMethod, 100);
+  const badKey = await call(first, `${SERVER_API}/no-such-resource`, { key: 'pk_nothing.wrong' });
+  assert.equal(badKey.status, 404);
+  assert.equal(badKey.headers.get('x-ratelimit-limit'), null);
+});

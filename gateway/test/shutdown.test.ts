@@ -42,6 +42,32 @@ async function holdNextReport(url: string, name: string): Promise<{ inFlight: Re
   }
 }
 
+test('GET /healthz and GET /readyz answer 200 while the gateway runs; once it drains, a probe cannot connect', async () => {
+  const stack = await startStack();
+  try {
+    for (const [path, status] of [
+      ['/healthz', 'ok'],
+      ['/readyz', 'ready'],
+    ] as const) {
+      const response = await call(stack.gatewayUrl, path);
+      assert.deepEqual([response.status, response.body], [200, { status }], path);
+    }
+    assert.equal((await report(stack.gatewayUrl, 'first')).status, 200);
+    const { inFlight } = await holdNextReport(stack.gatewayUrl, 'probed');
+    const gateway = stack.gateways[0];
+    assert.ok(gateway);
+    gateway.child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A kubelet probe opens a new connection each time: refused, so the pod is no longer ready.
+    await assert.rejects(fetch(`${stack.gatewayUrl}/readyz`), 'the readiness probe fails while draining');
+    await db.query('COMMIT');
+    assert.equal((await inFlight).status, 200);
+    assert.equal(await gateway.exited, 0);
+  } finally {
+    await stack.stop();
+  }
+});
+
 test('the gateway completes an in-flight request after SIGTERM and refuses new connections', async () => {
   const stack = await startStack();
   try {

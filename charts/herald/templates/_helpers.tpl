@@ -67,7 +67,7 @@ grpc:
   port: {{ .c.port }}
 {{- else if eq .c.probes.type "http" -}}
 httpGet:
-  path: {{ .c.probes.path }}
+  path: {{ (and .readiness .c.probes.readinessPath) | default .c.probes.path }}
   port: {{ .c.protocol }}
 {{- else -}}
 tcpSocket:

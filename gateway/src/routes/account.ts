@@ -5,7 +5,7 @@ import type { Site } from '@herald/proto/herald/account/v1/account';
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import { countChannels } from '../reachability.js';
-import { Nullable, orNull, withErrors } from '../schemas.js';
+import { Nullable, orNull, withErrors } from '../schemas/common.js';
 
 /** GET /identity, /site, /channels, /machines. */
 

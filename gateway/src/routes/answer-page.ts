@@ -5,11 +5,10 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { escapeHtml, PAGE_HEAD, sendTokenPage } from '../html.js';
-import { answerText, questionOf, type QuestionRouteOptions } from '../questions.js';
+import { answerText, askRecord, decisionRecord, questionOf, type QuestionRouteOptions } from '../questions.js';
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
-import { ErrorResponse, withErrors } from '../schemas.js';
-import { askRecord, AskRecord } from './ask.js';
-import { decisionRecord, DecisionRecord } from './decisions.js';
+import { ErrorResponse, withErrors } from '../schemas/common.js';
+import { AskRecord, DecisionRecord } from '../schemas/questions.js';
 
 /**
  * The answer page, {origin}/a/<token>: a server-rendered HTML form (no JavaScript needed) for

@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify';
 
 import { principalOf } from '../access.js';
 import {
-  answerPageUrl,
+  askRecord,
   checkQuestion,
   holdForAnswer,
   MAX_WAIT_SECONDS,
@@ -16,7 +16,8 @@ import {
   questionOf,
   type QuestionRouteOptions,
 } from '../questions.js';
-import { ErrorResponse, Targeting, withErrors } from '../schemas.js';
+import { ErrorResponse, Targeting, withErrors } from '../schemas/common.js';
+import { AskRecord } from '../schemas/questions.js';
 
 /** POST /ask (a question that blocks on a person), GET /ask/{id}?wait, DELETE /ask/{id} (withdraw). */
 
@@ -29,59 +30,10 @@ const AskBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const AskRecord = Type.Object({
-  correlationId: Type.String(),
-  question: Type.String(),
-  type: Type.String({ description: 'confirm | select | input' }),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('answered'), Type.Literal('timeout'), Type.Literal('withdrawn')]),
-  answered: Type.Boolean(),
-  value: Type.Optional(Type.String({ description: 'The answer (confirm: yes | no); present when answered' })),
-  liveUrl: Type.String({ description: 'The answer page' }),
-  pollUrl: Type.String(),
-  expiresInSeconds: Type.Integer({ description: 'Seconds the question stays open (600 when asked)' }),
-  mode: Type.String({ description: 'The workspace approval mode: browser | terminal' }),
-  hint: Type.Optional(Type.String({ description: 'Present on timeout' })),
-});
-
 /** 429 beyond the pending limit: only `{error}`, as the spec says, and no Retry-After. */
 const PendingLimit = Type.Object({ error: Type.String() }, { additionalProperties: true });
 
 const Params = Type.Object({ correlationId: Type.String({ minLength: 1, maxLength: 64 }) });
-
-/** The ask record. `timedOut`: this call waited and no answer came, though the question is still open. */
-export function askRecord(question: Question, publicOrigin: string, timedOut = false) {
-  const pollUrl = `${publicOrigin}/api/v1/server/ask/${question.id}`;
-  const base = {
-    correlationId: question.id,
-    question: question.question,
-    type: question.type,
-    liveUrl: answerPageUrl(publicOrigin, question),
-    pollUrl,
-    expiresInSeconds: question.expiresInSeconds,
-    mode: question.mode,
-  };
-  switch (question.status) {
-    case 'answered':
-      return { ...base, status: 'answered' as const, answered: true, value: question.answer };
-    case 'cancelled':
-      return { ...base, status: 'withdrawn' as const, answered: false };
-    case 'expired':
-      return {
-        ...base,
-        status: 'timeout' as const,
-        answered: false,
-        hint: 'Nobody answered before the question expired; treat it as not approved. Ask again if it still matters.',
-      };
-    default:
-      if (!timedOut) return { ...base, status: 'pending' as const, answered: false };
-      return {
-        ...base,
-        status: 'timeout' as const,
-        answered: false,
-        hint: `No answer yet. The question stays open for ${question.expiresInSeconds} more seconds: wait again with GET ${pollUrl}?wait=${MAX_WAIT_SECONDS}, or withdraw it with DELETE.`,
-      };
-  }
-}
 
 /** Partner workspaces reach people through POST /decisions (the spec's rule). */
 async function refusePartner(request: FastifyRequest): Promise<void> {

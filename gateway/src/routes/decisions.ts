@@ -8,9 +8,9 @@ import type { FastifyRequest } from 'fastify';
 
 import { endUserOf, principalOf } from '../access.js';
 import {
-  answerPageUrl,
   answerText,
   checkQuestion,
+  decisionRecord,
   holdForAnswer,
   MAX_WAIT_SECONDS,
   newQuestion,
@@ -20,8 +20,9 @@ import {
   type QuestionRouteOptions,
 } from '../questions.js';
 import { countChannels } from '../reachability.js';
-import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, Parameters, withErrors } from '../schemas.js';
-import { ExternalId } from './subscribers.js';
+import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, Parameters, withErrors } from '../schemas/common.js';
+import { DecisionRecord, ReachabilityCounts } from '../schemas/questions.js';
+import { ExternalId } from '../schemas/subscribers.js';
 
 /** /decisions (open, read and wait, answer, cancel) and GET /reachability. */
 
@@ -43,70 +44,7 @@ const DecisionBody = Type.Object(
   { additionalProperties: false },
 );
 
-const ReachabilityCounts = Type.Object({ reachable: Type.Boolean(), browserSubscriptions: Type.Integer(), nativeAppDevices: Type.Integer() });
-
-export const DecisionRecord = Type.Object({
-  decisionId: Type.String(),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('answered'), Type.Literal('expired'), Type.Literal('cancelled')]),
-  approved: Type.Boolean({ description: 'True only for a yes to a confirm decision' }),
-  answer: Nullable(Type.String()),
-  question: Type.String(),
-  type: Type.String(),
-  options: Type.Array(Type.String()),
-  context: Nullable(Type.String()),
-  placeholder: Nullable(Type.String()),
-  agentName: Nullable(Type.String()),
-  audience: Type.String({ description: 'user | owner | team' }),
-  externalId: Nullable(Type.String()),
-  toolName: Nullable(Type.String()),
-  toolTarget: Nullable(Type.String()),
-  parameters: Nullable(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]))),
-  mode: Type.String(),
-  pollUrl: Type.String(),
-  decisionPageUrl: Type.String(),
-  expiresInSeconds: Type.Integer(),
-  expiresAt: Type.String(),
-  createdAt: Type.String(),
-  answeredAt: Nullable(Type.String()),
-  cancelledAt: Nullable(Type.String()),
-  reachability: ReachabilityCounts,
-  idempotencyKey: Nullable(Type.String()),
-  duplicate: Type.Boolean({ description: 'True when an idempotent replay returned the first decision' }),
-});
-
 const Params = Type.Object({ decisionId: Type.String({ minLength: 1, maxLength: 64 }) });
-
-export function decisionRecord(question: Question, publicOrigin: string, duplicate = false) {
-  return {
-    decisionId: question.id,
-    status: question.status as 'pending' | 'answered' | 'expired' | 'cancelled',
-    // Fail closed: only a person's explicit yes approves; pending, expired and cancelled never do.
-    approved: question.status === 'answered' && question.type === 'confirm' && question.answer === 'yes',
-    answer: question.status === 'answered' ? question.answer : null,
-    question: question.question,
-    type: question.type,
-    options: question.options,
-    context: orNull(question.context),
-    placeholder: orNull(question.placeholder),
-    agentName: orNull(question.agentName),
-    audience: question.audience,
-    externalId: orNull(question.externalId),
-    toolName: orNull(question.toolName),
-    toolTarget: orNull(question.toolTarget),
-    parameters: question.parametersJson === '' ? null : (JSON.parse(question.parametersJson) as Record<string, string | number | boolean | null>),
-    mode: question.mode,
-    pollUrl: `${publicOrigin}/api/v1/server/decisions/${question.id}`,
-    decisionPageUrl: answerPageUrl(publicOrigin, question),
-    expiresInSeconds: question.expiresInSeconds,
-    expiresAt: question.expiresAt,
-    createdAt: question.createdAt,
-    answeredAt: orNull(question.answeredAt),
-    cancelledAt: orNull(question.cancelledAt),
-    reachability: question.reachability ?? { reachable: false, browserSubscriptions: 0, nativeAppDevices: 0 },
-    idempotencyKey: orNull(question.idempotencyKey),
-    duplicate,
-  };
-}
 
 export const decisionRoutes =
   ({ clients, waiters, publicOrigin }: QuestionRouteOptions): FastifyPluginAsyncTypebox =>

@@ -11,9 +11,10 @@ import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
 import { escapeHtml, PAGE_HEAD, sendTokenPage } from '../html.js';
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
-import { ErrorResponse, withErrors } from '../schemas.js';
-import { checkPushSubscription, DeviceFields, PUBLIC_PREFIX, PushSubscription, storeSubscription } from './public.js';
-import { ExternalId } from './subscribers.js';
+import { ErrorResponse, withErrors } from '../schemas/common.js';
+import { DeviceFields, ExternalId, PushSubscription } from '../schemas/subscribers.js';
+import { checkPushSubscription, storeSubscription } from '../subscriptions.js';
+import { PUBLIC_PREFIX } from '../prefixes.js';
 
 /**
  * Enrollment (Partner plan): POST /enroll makes a single-use link {origin}/enroll/<token>; the

@@ -4,8 +4,8 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, withErrors } from '../schemas.js';
-import { ExternalId } from './subscribers.js';
+import { Nullable, orNull, withErrors } from '../schemas/common.js';
+import { ExternalId } from '../schemas/subscribers.js';
 
 /** POST/GET /keys and DELETE /keys/{keyId}: Partner keys bound to one end-user. */
 

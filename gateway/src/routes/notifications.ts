@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, Targeting, withErrors } from '../schemas.js';
+import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, Targeting, withErrors } from '../schemas/common.js';
 
 /** POST /send, GET /notifications/{id} and its recipients. */
 

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 
 import { endUserOf, principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, Parameters, withErrors } from '../schemas.js';
+import { Nullable, orNull, Parameters, withErrors } from '../schemas/common.js';
 
 /** POST /authorize (evaluate a tool call against the workspace policy) and the policy itself. */
 

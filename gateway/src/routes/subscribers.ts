@@ -5,14 +5,10 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, withErrors } from '../schemas.js';
+import { Nullable, orNull, withErrors } from '../schemas/common.js';
+import { ExternalId, TagList } from '../schemas/subscribers.js';
 
 /** GET /subscribers, /subscribers/count, GET, PATCH and DELETE /subscribers/{id}. */
-
-// Shared with the browser SDK's subscribe endpoint.
-export const Tag = Type.String({ minLength: 1, maxLength: SUBSCRIBER_LIMITS.tagLength, pattern: '^[^,]*$', description: 'No commas' });
-export const TagList = Type.Array(Tag, { maxItems: SUBSCRIBER_LIMITS.tags });
-export const ExternalId = Type.String({ minLength: 1, maxLength: SUBSCRIBER_LIMITS.externalIdLength, description: "The caller's own user id" });
 
 const Status = Type.Unsafe<SubscriberStatus>({ type: 'string', enum: [...SUBSCRIBER_STATUSES] });
 

@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, withErrors } from '../schemas.js';
+import { Nullable, orNull, withErrors } from '../schemas/common.js';
 
 /** The workspace's webhook signing secret (Standard Webhooks), kept by the account service. */
 

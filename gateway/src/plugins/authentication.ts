@@ -1,0 +1,124 @@
+import { parseKey } from '@herald/domain';
+import { HeraldError } from '@herald/errors';
+import type { Logger } from '@herald/logging';
+import type { Principal } from '@herald/proto/herald/account/v1/account';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+
+import { assertAccess } from '../access.js';
+import type { ServiceClients } from '../clients.js';
+import type { GatewayConfig } from '../config.js';
+import { MachineReporter } from '../machines.js';
+import { Jwks } from '../oauth/jwks.js';
+import { AccessTokens, bearerChallenge, isJwtShaped, resourceMetadataUrl } from '../oauth/tokens.js';
+import { API_PREFIX } from '../prefixes.js';
+import { PrincipalCache } from '../principals.js';
+import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
+import { siteKeyAuthentication, siteKeyResolver } from '../site-keys.js';
+
+export interface AuthenticationOptions {
+  config: GatewayConfig;
+  clients: ServiceClients;
+  limiter: RateLimiter;
+  logger: Logger;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * For a request no route took (a 404 or 405): when it carries a valid key, it is counted and
+     * answered like any authenticated request (X-RateLimit headers; 429 over the limit).
+     */
+    identifyCaller?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  }
+}
+
+const bearerPattern = /^Bearer\s+(\S+)$/i;
+
+/**
+ * Who is calling. On every route whose config names an access scope: the Bearer API key (or, with
+ * an authorization server, an OAuth access token) becomes `request.principal`, the key's
+ * per-minute limit is applied (X-RateLimit headers on every response), and the route's access
+ * rule is checked. The browser SDK's endpoints authenticate by site key and Origin instead.
+ */
+export const authentication = fp<AuthenticationOptions>(
+  async (app, { config, clients, limiter, logger }) => {
+    const principals = new PrincipalCache(clients.account, config.keyCacheTtlMs);
+    const machines = new MachineReporter(clients.account, logger);
+    const resourceMetadata = resourceMetadataUrl(config.publicOrigin);
+    // Without an authorization server of its own, a Bearer JWT is refused like any malformed key.
+    const accessTokens = config.oauthAuthorizationServer
+      ? new AccessTokens(
+          new Jwks({
+            issuer: config.oauthAuthorizationServer,
+            jwksUrl: config.oauthJwksUrl,
+            allowLoopbackHttp: config.oauthAllowLoopbackHttp,
+            ttlMs: config.oauthJwksTtlMs,
+            minRefetchMs: config.oauthJwksMinRefetchMs,
+            logger,
+          }),
+          clients.account,
+          { issuer: config.oauthAuthorizationServer, resource: config.publicOrigin, clockSkewSeconds: config.oauthClockSkewSeconds, resourceMetadata, cacheTtlMs: config.keyCacheTtlMs },
+        )
+      : undefined;
+
+    async function keyPrincipal(bearer: string): Promise<Principal> {
+      const parsed = parseKey(bearer);
+      if (parsed.kind === 'site') {
+        throw new HeraldError('unauthorized', 'A site key (pk_<id>) only works on the public browser endpoints; use a full API key.', {
+          title: 'Unauthorized',
+        });
+      }
+      if (parsed.kind === 'malformed') {
+        throw new HeraldError('unauthorized', 'Malformed API key. Use a Bearer key of the form pk_<id>.<secret>.', { title: 'Unauthorized' });
+      }
+      return principals.resolve(parsed.id, parsed.secret);
+    }
+
+    /** The caller of a Bearer credential, counted against its per-minute limit. */
+    async function authenticate(request: FastifyRequest, reply: FastifyReply, bearer: string): Promise<{ principal: Principal; viaToken: boolean }> {
+      const viaToken = accessTokens !== undefined && isJwtShaped(bearer);
+      const principal = viaToken && accessTokens ? await accessTokens.authenticate(bearer, reply) : await keyPrincipal(bearer);
+      request.principal = principal;
+      await enforceRateLimit(limiter, reply, principal.keyId, principal.plan?.rateLimitPerMinute ?? 0);
+      return { principal, viaToken };
+    }
+
+    app.addHook('onRequest', async (request, reply) => {
+      reply.header('x-request-id', request.id);
+      const access = request.routeOptions.config.access;
+      if (!access || !('scope' in access)) return;
+      const bearer = bearerPattern.exec(request.headers.authorization ?? '')?.[1];
+      if (!bearer) {
+        throw new HeraldError('unauthorized', 'Missing API key. Send it as a Bearer token: "Authorization: Bearer pk_<id>.<secret>".', {
+          title: 'Unauthorized',
+        });
+      }
+      const { principal, viaToken } = await authenticate(request, reply, bearer);
+      try {
+        assertAccess(principal, access, config.upgradeUrl, viaToken);
+      } catch (err) {
+        // RFC 6750 §3.1: tells an OAuth client which scope to ask the authorization server for.
+        if (viaToken && err instanceof HeraldError && err.code === 'forbidden') void reply.header('www-authenticate', bearerChallenge(resourceMetadata, 'insufficient_scope', access.scope));
+        throw err;
+      }
+      await machines.report(request, principal);
+    });
+
+    app.decorate('identifyCaller', async (request: FastifyRequest, reply: FastifyReply) => {
+      const bearer = bearerPattern.exec(request.headers.authorization ?? '')?.[1];
+      if (!bearer || !request.url.startsWith(`${API_PREFIX}/`)) return;
+      try {
+        await authenticate(request, reply, bearer);
+      } catch (err) {
+        // A bad key on an unknown path is still a 404; only the limit of a valid key answers here.
+        if (err instanceof HeraldError && err.code === 'rate_limited') throw err;
+      }
+    });
+
+    // The browser SDK's endpoints: site key, Origin and CORS (site-keys.ts).
+    const resolveSite = siteKeyResolver(clients.account, config.keyCacheTtlMs);
+    app.addHook('onRequest', siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSites: config.allowLocalhostSites, upgradeUrl: config.upgradeUrl }));
+  },
+  { name: 'herald-authentication' },
+);

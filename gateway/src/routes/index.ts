@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+
+import type { ServiceClients } from '../clients.js';
+import type { GatewayConfig } from '../config.js';
+import { mcpRoutes } from '../mcp/server.js';
+import { API_PREFIX, PUBLIC_PREFIX } from '../prefixes.js';
+import type { RateLimiter } from '../rate-limit.js';
+import type { Waiters } from '../waiters.js';
+import { accountRoutes } from './account.js';
+import { answerPageRoutes } from './answer-page.js';
+import { askRoutes } from './ask.js';
+import { decisionRoutes } from './decisions.js';
+import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
+import { keyRoutes } from './keys.js';
+import { notificationRoutes } from './notifications.js';
+import { policyRoutes } from './policy.js';
+import { publicRoutes } from './public.js';
+import { subscriberRoutes } from './subscribers.js';
+import { webhookRoutes } from './webhooks.js';
+
+export interface RouteDependencies {
+  config: GatewayConfig;
+  clients: ServiceClients;
+  limiter: RateLimiter;
+  waiters: Waiters;
+}
+
+/** Every route of the gateway, one module per resource. A new resource is its module plus one line here. */
+export async function registerRoutes(app: FastifyInstance, { config, clients, limiter, waiters }: RouteDependencies): Promise<void> {
+  const questions = { clients, waiters, publicOrigin: config.publicOrigin };
+  const pages = { clients, config, limiter };
+  await app.register(accountRoutes(clients), { prefix: API_PREFIX });
+  await app.register(subscriberRoutes(clients), { prefix: API_PREFIX });
+  await app.register(publicRoutes(pages), { prefix: PUBLIC_PREFIX });
+  await app.register(notificationRoutes(clients), { prefix: API_PREFIX });
+  await app.register(policyRoutes(clients), { prefix: API_PREFIX });
+  await app.register(webhookRoutes(clients), { prefix: API_PREFIX });
+  await app.register(askRoutes(questions), { prefix: API_PREFIX });
+  await app.register(decisionRoutes(questions), { prefix: API_PREFIX });
+  await app.register(answerPageRoutes({ ...questions, limiter, ipRateLimitPerMinute: config.ipRateLimitPerMinute }));
+  await app.register(keyRoutes(clients), { prefix: API_PREFIX });
+  await app.register(enrollRoutes(clients), { prefix: API_PREFIX });
+  await app.register(enrollmentPageRoutes(pages));
+  await app.register(
+    mcpRoutes({
+      publicOrigin: config.publicOrigin,
+      apiPrefix: API_PREFIX,
+      authorizationServer: config.oauthAuthorizationServer || config.publicOrigin,
+      limiter,
+      ipRateLimitPerMinute: config.ipRateLimitPerMinute,
+    }),
+  );
+}

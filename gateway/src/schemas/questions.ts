@@ -1,0 +1,51 @@
+import { Type } from '@sinclair/typebox';
+
+import { Nullable } from './common.js';
+
+/** The records of /ask and /decisions (also shown by the answer page's API). */
+
+export const AskRecord = Type.Object({
+  correlationId: Type.String(),
+  question: Type.String(),
+  type: Type.String({ description: 'confirm | select | input' }),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('answered'), Type.Literal('timeout'), Type.Literal('withdrawn')]),
+  answered: Type.Boolean(),
+  value: Type.Optional(Type.String({ description: 'The answer (confirm: yes | no); present when answered' })),
+  liveUrl: Type.String({ description: 'The answer page' }),
+  pollUrl: Type.String(),
+  expiresInSeconds: Type.Integer({ description: 'Seconds the question stays open (600 when asked)' }),
+  mode: Type.String({ description: 'The workspace approval mode: browser | terminal' }),
+  hint: Type.Optional(Type.String({ description: 'Present on timeout' })),
+});
+
+export const ReachabilityCounts = Type.Object({ reachable: Type.Boolean(), browserSubscriptions: Type.Integer(), nativeAppDevices: Type.Integer() });
+
+export const DecisionRecord = Type.Object({
+  decisionId: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('answered'), Type.Literal('expired'), Type.Literal('cancelled')]),
+  approved: Type.Boolean({ description: 'True only for a yes to a confirm decision' }),
+  answer: Nullable(Type.String()),
+  question: Type.String(),
+  type: Type.String(),
+  options: Type.Array(Type.String()),
+  context: Nullable(Type.String()),
+  placeholder: Nullable(Type.String()),
+  agentName: Nullable(Type.String()),
+  audience: Type.String({ description: 'user | owner | team' }),
+  externalId: Nullable(Type.String()),
+  toolName: Nullable(Type.String()),
+  toolTarget: Nullable(Type.String()),
+  parameters: Nullable(Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()]))),
+  mode: Type.String(),
+  pollUrl: Type.String(),
+  decisionPageUrl: Type.String(),
+  expiresInSeconds: Type.Integer(),
+  expiresAt: Type.String(),
+  createdAt: Type.String(),
+  answeredAt: Nullable(Type.String()),
+  cancelledAt: Nullable(Type.String()),
+  reachability: ReachabilityCounts,
+  idempotencyKey: Nullable(Type.String()),
+  duplicate: Type.Boolean({ description: 'True when an idempotent replay returned the first decision' }),
+});
+
