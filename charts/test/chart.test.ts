@@ -287,7 +287,7 @@ describe('the default values', () => {
     const from = (variable: string) => ({ variable, name: 'herald', key: variable });
     assert.deepEqual(secretsOf('gateway'), [from('REDIS_URL')]);
     for (const name of ['account', 'audience', 'campaign', 'delivery', 'policy']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
-    assert.deepEqual(secretsOf('decision'), [from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET')]);
+    assert.deepEqual(secretsOf('decision'), [from('REDIS_URL'), from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET')]);
     for (const name of COMPONENTS) {
       assert.deepEqual(container(objects, name).envFrom, [{ configMapRef: { name: `herald-${name}` } }]);
       for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
@@ -447,7 +447,7 @@ describe('the default values', () => {
     assert.deepEqual(policy('policy').ingress, calledBy(50055, 'gateway'));
     assert.deepEqual(policy('policy').egress, [dns, postgres]);
     assert.deepEqual(policy('decision').ingress, calledBy(50056, 'gateway'));
-    assert.deepEqual(policy('decision').egress, [dns, call('account'), postgres, internet]);
+    assert.deepEqual(policy('decision').egress, [dns, call('account'), postgres, { ports: tcp(6379) }, internet]);
   });
 });
 

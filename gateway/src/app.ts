@@ -83,7 +83,7 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   const subscriber = redis.duplicate({ lazyConnect: true });
   subscriber.on('error', () => undefined);
   await subscriber.connect().catch((err: unknown) => logger.warn({ err }, 'Redis unreachable: waits end at their time-out until it is back'));
-  const waiters = new Waiters(subscriber, redis, logger);
+  const waiters = new Waiters(subscriber, logger);
   app.addHook('onClose', async () => waiters.disconnect());
 
   // App plugins: who is calling, and liveness, readiness and the drain (callers waiting for an

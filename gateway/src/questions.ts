@@ -192,8 +192,8 @@ export function decisionRecord(question: Question, publicOrigin: string, duplica
   return {
     decisionId: question.id,
     status: question.status as 'pending' | 'answered' | 'expired' | 'cancelled',
-    // Fail closed: only a person's explicit yes approves; pending, expired and cancelled never do.
-    approved: question.status === 'answered' && question.type === 'confirm' && question.answer === 'yes',
+    // The decision service's fail-closed rule (only a yes to a confirm question approves).
+    approved: question.approved,
     answer: question.status === 'answered' ? question.answer : null,
     question: question.question,
     type: question.type,

@@ -1,18 +1,17 @@
+import { answerChannel } from '@herald/domain';
 import type { Logger } from '@herald/logging';
 import type { Redis } from 'ioredis';
 
 /**
  * Callers held open until a question is answered (POST /ask, GET /ask/{id}?wait, /decisions with
- * wait). The answer may be recorded through any gateway replica: the answering replica publishes
- * on the question's Redis channel once the decision service has stored the answer, and every
+ * wait). The gateway only waits: the decision service publishes on the question's Redis channel
+ * once an answer or a cancellation is committed, whichever replica or client made it, and every
  * replica with a waiter for that question is subscribed to it (one subscriber connection per
  * replica, one subscription per question however many callers wait on it). Nothing polls
  * PostgreSQL: a waiter reads the record once after subscribing (an answer that landed before the
  * subscription is seen then), waits for the message, its time-out, its client going away or the
  * gateway shutting down, and reads the record once more.
  */
-
-const answerChannel = (questionId: string) => `herald:answered:${questionId}`;
 
 /** One caller's wait: woken by its question's channel, its time-out, its client leaving, or a re-check. */
 class Waiting {
@@ -41,7 +40,6 @@ export class Waiters {
   constructor(
     /** A connection of its own: a subscribed Redis connection can do nothing else. */
     private readonly subscriber: Redis,
-    private readonly publisher: Redis,
     private readonly logger: Logger,
   ) {
     // The first connection may be up already (it is made before the gateway listens).
@@ -92,16 +90,6 @@ export class Waiters {
       // Not awaited: the caller's answer must not wait for Redis to confirm the unsubscribe. A new
       // waiter's subscribe goes out on the same connection after it, so Redis applies them in order.
       this.remove(questionId, waiting);
-    }
-  }
-
-  /** Wakes the waiters of a question on every replica. Call only after the answer is stored. */
-  async notify(questionId: string): Promise<void> {
-    try {
-      await this.publisher.publish(answerChannel(questionId), '1');
-    } catch (err) {
-      // The answer is stored; waiters elsewhere see it when their wait ends.
-      this.logger.warn({ err, questionId }, 'could not publish an answer wake-up');
     }
   }
 

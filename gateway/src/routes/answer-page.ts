@@ -113,11 +113,9 @@ export const answerPageRoutes =
     const byToken = (token: string) => ({ ref: { by: { $case: 'token' as const, value: token } } });
     const read = async (token: string) => questionOf(await clients.decision.getQuestion(byToken(token)));
 
-    /** Answers, then wakes every waiter; a conflict or a bad answer comes back as the page's state. */
+    /** Answers (the decision service wakes every waiter); a conflict or a bad answer comes back as the page's state. */
     async function answer(token: string, value: string): Promise<Question> {
-      const answered = questionOf(await clients.decision.answerQuestion({ ...byToken(token), answer: value }));
-      await waiters.notify(answered.id);
-      return answered;
+      return questionOf(await clients.decision.answerQuestion({ ...byToken(token), answer: value }));
     }
 
     app.get('/a/:token', { config: { access: { public: true } }, onRequest: perIp, schema: { params: Token } }, async (request, reply) => {

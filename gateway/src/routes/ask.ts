@@ -126,7 +126,6 @@ export const askRoutes =
       { config, onRequest: refusePartner, schema: { tags: ['Ask'], operationId: 'withdrawAsk', summary: 'Withdraw an open question', params: Params, response: withErrors({ 200: AskRecord, 409: ErrorResponse }) } },
       async (request) => {
         const withdrawn = questionOf(await clients.decision.cancelQuestion({ ref: owned(request, request.params.correlationId) }));
-        await waiters.notify(withdrawn.id);
         return askRecord(withdrawn, publicOrigin);
       },
     );

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { invalidFields } from '@herald/errors';
 import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
@@ -83,10 +81,6 @@ export const decisionRoutes =
         }
         const counts = await countChannels(clients, principal.workspaceId, externalId ?? principal.ownerExternalId);
         const reachability = audience === 'team' ? counts.site : counts.user;
-        // What makes two requests "the same" for an idempotent replay: everything but how this call waits.
-        const requestHash = createHash('sha256')
-          .update(JSON.stringify({ ...body, audience, externalId, requireReachable }))
-          .digest('base64url');
         const { question: created, duplicate } = await clients.decision.createQuestion({
           ...newQuestion(principal, QuestionKind.QUESTION_KIND_DECISION, body),
           audience,
@@ -97,7 +91,6 @@ export const decisionRoutes =
           reachability,
           lifetimeSeconds: body.expiresInSeconds ?? 3_600,
           idempotencyKey: idempotencyKey ?? '',
-          requestHash,
           requireReachable,
         });
         const opened = questionOf({ question: created });
@@ -152,7 +145,6 @@ export const decisionRoutes =
       },
       async (request) => {
         const answered = questionOf(await clients.decision.answerQuestion({ ...owned(request, request.params.decisionId), answer: answerText(request.body.answer) }));
-        await waiters.notify(answered.id);
         return decisionRecord(answered, publicOrigin);
       },
     );
@@ -162,7 +154,6 @@ export const decisionRoutes =
       { config, schema: { tags: ['Decisions'], operationId: 'cancelDecision', summary: 'Cancel a pending decision', params: Params, response: withErrors({ 200: DecisionRecord, 409: ErrorResponse }) } },
       async (request) => {
         const cancelled = questionOf(await clients.decision.cancelQuestion(owned(request, request.params.decisionId)));
-        await waiters.notify(cancelled.id);
         return decisionRecord(cancelled, publicOrigin);
       },
     );

@@ -2,3 +2,4 @@ export * from './audience.js';
 export * from './keys.js';
 export * from './plans.js';
 export * from './scopes.js';
+export * from './questions.js';

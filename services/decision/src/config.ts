@@ -4,6 +4,8 @@ import { webhookSettings } from '@herald/webhooks';
 export function readConfig(env: Env) {
   return {
     ...pieces.database(env),
+    // Wake-ups of callers waiting on a question, published once its answer is committed.
+    ...pieces.redis(env),
     // Webhooks and expiries queued in the shared tables are worked only by this namespace's replicas.
     ...pieces.namespace(env),
     ...pieces.grpcServer(env, 50056),

@@ -9,6 +9,7 @@ import { DecisionServiceService, QuestionKind, type Question, type QuestionRef }
 
 import type { DecisionConfig } from './config.js';
 import * as store from './store.js';
+import { isApproved, requestHash } from './rules.js';
 import type { AnswerTokens } from './tokens.js';
 import { reportResolution } from './webhooks.js';
 
@@ -56,7 +57,10 @@ function checkAnswer(row: store.QuestionRow, answer: string): string {
   return answer;
 }
 
-export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<DecisionConfig, 'askLifetimeSeconds' | 'webhooks'>, logger: Logger) {
+/** Wakes callers waiting on a question (every gateway replica); called once its answer or cancellation is committed. */
+export type WakeWaiters = (questionId: string) => Promise<void>;
+
+export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<DecisionConfig, 'askLifetimeSeconds' | 'webhooks'>, wakeWaiters: WakeWaiters, logger: Logger) {
   const view = (row: store.QuestionRow): Question => ({
     id: row.id,
     workspaceId: row.workspace_id,
@@ -84,6 +88,7 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
     cancelledAt: row.cancelled_at?.toISOString() ?? '',
     idempotencyKey: row.idempotency_key ?? '',
     callbackUrl: row.callback_url ?? '',
+    approved: isApproved(row),
   });
 
   /** The question a reference names; a foreign, unknown or forged one is 404 alike. */
@@ -125,6 +130,7 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
           });
     if (!resolved) throw notOpen((await store.findQuestion(pool, row.id, {})) ?? row);
     logger.info({ workspaceId: resolved.workspace_id, questionId: resolved.id }, `question ${outcome}`);
+    await wakeWaiters(resolved.id);
     return resolved;
   }
 
@@ -154,7 +160,7 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
           target: kind === 'ask' ? { subscriberIds: request.subscriberIds, externalIds: request.externalIds, tags: request.tags } : null,
           callbackUrl: orNull(request.callbackUrl),
           idempotencyKey: orNull(request.idempotencyKey),
-          requestHash: orNull(request.requestHash),
+          requestHash: kind === 'decision' ? requestHash(request) : null,
           lifetimeSeconds: kind === 'ask' ? config.askLifetimeSeconds : request.lifetimeSeconds,
         };
         if (!question.workspaceId || !question.question || question.lifetimeSeconds < 1) {

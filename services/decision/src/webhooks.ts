@@ -3,6 +3,7 @@ import type { Logger } from '@herald/logging';
 import { startWorkLoop, type WorkLoop } from '@herald/workloop';
 import { enqueueWebhook } from '@herald/webhooks';
 
+import { isApproved } from './rules.js';
 import * as store from './store.js';
 
 /**
@@ -34,8 +35,7 @@ function event(row: store.QuestionRow, outcome: 'answered' | 'cancelled' | 'expi
       question: row.question,
       type: row.type,
       status: outcome,
-      // Fail closed, as in the API: only a yes to a confirm decision approves.
-      approved: outcome === 'answered' && row.type === 'confirm' && row.answer === 'yes',
+      approved: isApproved(row),
       answer: outcome === 'answered' ? row.answer : null,
       externalId: row.external_id,
       toolName: row.tool_name,

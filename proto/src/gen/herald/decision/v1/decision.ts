@@ -113,10 +113,15 @@ export interface CreateQuestionRequest {
   /** Seconds the question stays open. Zero for an ask: the service's ASK_LIFETIME_SECONDS. */
   lifetimeSeconds: number;
   /**
-   * Decisions: a replay with the same key and request_hash returns the first decision; another
-   * request_hash is a conflict.
+   * Decisions: a replay with the same key and the same request returns the first decision; a
+   * different request is a conflict. The service hashes the request itself.
    */
   idempotencyKey: string;
+  /**
+   * Ignored: the service computes the request's hash (kept so older callers still parse).
+   *
+   * @deprecated
+   */
   requestHash: string;
   /** Asks: which browser subscribers to push to (none: all). */
   subscriberIds: string[];
@@ -200,6 +205,11 @@ export interface Question {
   cancelledAt: string;
   idempotencyKey: string;
   callbackUrl: string;
+  /**
+   * Fail closed: true only for a yes to a confirm question. Pending, expired, cancelled and every
+   * other answer never approve.
+   */
+  approved: boolean;
 }
 
 function createBaseQuestionRef(): QuestionRef {
@@ -1600,6 +1610,7 @@ function createBaseQuestion(): Question {
     cancelledAt: "",
     idempotencyKey: "",
     callbackUrl: "",
+    approved: false,
   };
 }
 
@@ -1682,6 +1693,9 @@ export const Question: MessageFns<Question> = {
     }
     if (message.callbackUrl !== "") {
       writer.uint32(210).string(message.callbackUrl);
+    }
+    if (message.approved !== false) {
+      writer.uint32(216).bool(message.approved);
     }
     return writer;
   },
@@ -1907,6 +1921,14 @@ export const Question: MessageFns<Question> = {
             message.callbackUrl = reader.string();
             continue;
           }
+          case 27: {
+            if (tag !== 216) {
+              break;
+            }
+
+            message.approved = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2003,6 +2025,7 @@ export const Question: MessageFns<Question> = {
         : isSet(object.callback_url)
         ? globalThis.String(object.callback_url)
         : "",
+      approved: isSet(object.approved) ? globalThis.Boolean(object.approved) : false,
     };
   },
 
@@ -2086,6 +2109,9 @@ export const Question: MessageFns<Question> = {
     if (message.callbackUrl !== "") {
       obj.callbackUrl = message.callbackUrl;
     }
+    if (message.approved !== false) {
+      obj.approved = message.approved;
+    }
     return obj;
   },
 
@@ -2122,6 +2148,7 @@ export const Question: MessageFns<Question> = {
     message.cancelledAt = object.cancelledAt ?? "";
     message.idempotencyKey = object.idempotencyKey ?? "";
     message.callbackUrl = object.callbackUrl ?? "";
+    message.approved = object.approved ?? false;
     return message;
   },
 };

@@ -1,0 +1,34 @@
+import { createHash } from 'node:crypto';
+
+import type { CreateQuestionRequest } from '@herald/proto/herald/decision/v1/decision';
+
+/** The decision service's rules about its own data, each written once. */
+
+/** Fail closed: only a person's explicit yes to a confirm question approves; pending, expired, cancelled and any other answer never do. */
+export function isApproved(row: { status: string; type: string; answer: string | null }): boolean {
+  return row.status === 'answered' && row.type === 'confirm' && row.answer === 'yes';
+}
+
+/**
+ * What makes two requests to open a decision "the same" for an idempotent replay: what the
+ * caller asked, not how it waits nor what the service found (reachability, the approval mode).
+ */
+export function requestHash(request: CreateQuestionRequest): string {
+  const asked = [
+    request.type,
+    request.question,
+    request.options,
+    request.context,
+    request.placeholder,
+    request.agentName,
+    request.audience,
+    request.externalId,
+    request.callbackUrl,
+    request.toolName,
+    request.toolTarget,
+    request.parametersJson,
+    request.lifetimeSeconds,
+    request.requireReachable,
+  ];
+  return createHash('sha256').update(JSON.stringify(asked)).digest('base64url');
+}
