@@ -3,8 +3,8 @@
 // http://localhost:8080 (PORT). Like the cluster, a process that exits is started again with a
 // capped backoff, and the others keep running; Ctrl-C (or SIGTERM) drains them all.
 //
-// SUPERVISE_PORT_BASE moves every port to base, base+1, ... in registry order (a second local
-// stack, or a test of this script).
+// SUPERVISE_PORTS (comma-separated, in registry order) replaces the chart's ports: a second local
+// stack, or a test of this script.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 
@@ -16,9 +16,12 @@ const RESTART_CAP_MS = 30_000;
 const HEALTHY_AFTER_MS = 60_000;
 
 const components = readComponents();
-const base = process.env.SUPERVISE_PORT_BASE ? Number(process.env.SUPERVISE_PORT_BASE) : undefined;
-const ports = Object.fromEntries(components.map((component, index) => [component.name, base === undefined ? component.port : base + index]));
-if (base === undefined && process.env.PORT) ports.gateway = Number(process.env.PORT);
+const given = process.env.SUPERVISE_PORTS ? process.env.SUPERVISE_PORTS.split(',').map(Number) : undefined;
+if (given && (given.length !== components.length || given.some((port) => !Number.isInteger(port) || port < 1 || port > 65_535))) {
+  throw new Error(`SUPERVISE_PORTS needs ${components.length} ports, for ${components.map((component) => component.name).join(', ')}`);
+}
+const ports = Object.fromEntries(components.map((component, index) => [component.name, given?.[index] ?? component.port]));
+if (!given && process.env.PORT) ports.gateway = Number(process.env.PORT);
 
 // Answer links are signed with this secret; a local run makes a new one unless one is set, so links
 // from an earlier run stop working (the decision service keeps it across its own restarts).
