@@ -154,8 +154,12 @@ async function restartUnderLoad(component: Component): Promise<{ recoveredMs: nu
   const answer = () => call(harness.stack.gatewayUrl, `/api/v1/answer/${token}`, { method: 'POST', body: { answer: 'yes' } });
   await sleep(300);
 
+  // Slow pushes while the server stops: some are in flight when it goes, so their outcome must be
+  // recorded once it is back rather than the push made again.
+  harness.peer.respondWith({ delayMs: 1_000 });
   await infra('stop', component);
   await sleep(3_000);
+  harness.peer.respondWith(null);
   // Answered while Redis is down, the wake-up cannot be published; the waiter must still learn of it.
   if (component !== 'postgres') assert.equal((await answer()).status, 200);
   await infra('start', component);
@@ -188,6 +192,7 @@ for (const component of ['postgres', 'redis', 'kafka'] as const) {
     try {
       observed = await restartUnderLoad(component);
     } finally {
+      harness.peer.respondWith(null);
       await load.stop();
       // Whatever failed, the server is up again for what follows.
       await infra('start', component);

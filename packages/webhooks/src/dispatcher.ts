@@ -1,7 +1,7 @@
 import { assertSchemaName, CURRENT_NAMESPACE_SQL, withTransaction, type Pool } from '@herald/db';
 import { HeraldError } from '@herald/errors';
 import type { Logger } from '@herald/logging';
-import { backoffMs, RELEASED, startWorkLoop } from '@herald/workloop';
+import { backoffMs, RELEASED, retryWhileUnreachable, startWorkLoop } from '@herald/workloop';
 
 import { resolveWebhookTarget } from './address.js';
 import { channelOf } from './queue.js';
@@ -130,7 +130,8 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): { sto
     } catch (err) {
       outcome = { error: err instanceof HeraldError ? `refused: ${err.message}` : err instanceof Error ? err.message : String(err) };
     }
-    await record(row, token, startedAt, outcome);
+    // Posted: a database restart now must delay the record, not cause a second post.
+    await retryWhileUnreachable(() => record(row, token, startedAt, outcome), leaseMs);
   };
 
   return startWorkLoop<ClaimedRow>({

@@ -1,3 +1,5 @@
+import { isBackingServiceDown } from '@herald/errors';
+
 /**
  * The one retry backoff of Herald (push retries, webhook retries, anything on the work loop):
  * "full jitter" (AWS Architecture Blog, "Exponential Backoff And Jitter"), never sooner than the
@@ -20,4 +22,24 @@ export function backoffMs(attempt: number, { baseMs, capMs, random = Math.random
   const jittered = Math.floor(random() * ceiling);
   const floor = retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs > 0 ? Math.min(capMs, Math.ceil(retryAfterMs)) : 0;
   return Math.max(jittered, floor);
+}
+
+/**
+ * Runs `step` again while it fails because PostgreSQL, Redis or Kafka is unreachable (capped
+ * backoff, for at most `forMs`), then gives up with its error. For the step that records work
+ * already done outside (a push sent, a webhook posted): recorded once the server is back, rather
+ * than left to a lease and done a second time. `between` runs before each new try (e.g. a Kafka
+ * heartbeat, so the consumer keeps its partitions while it waits).
+ */
+export async function retryWhileUnreachable<T>(step: () => Promise<T>, forMs: number, between?: () => Promise<void>): Promise<T> {
+  const deadline = Date.now() + forMs;
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await step();
+    } catch (err) {
+      if (!isBackingServiceDown(err) || Date.now() >= deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** Math.min(attempt, 5))));
+      await between?.().catch(() => undefined);
+    }
+  }
 }

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from '@herald/bus';
 import { withTransaction, type Pool } from '@herald/db';
 import { DeliveryJob } from '@herald/proto/herald/delivery/v1/delivery';
+import { retryWhileUnreachable } from '@herald/workloop';
 
 import { sortAttempts } from './outcomes.js';
 import type { Sender } from './sender.js';
@@ -17,6 +18,9 @@ export interface JobDeps {
   /** The longest one push may take; a job's recipients are leased a little longer. */
   pushTimeoutMs: number;
 }
+
+/** How long a worker keeps trying to record pushes it made while the database is unreachable. */
+export const RECORD_PATIENCE_MS = 5 * 60_000;
 
 /** Thrown after the rest of a job is done: the bus retries the job, which takes these recipients over once their lease ends (or finds them done). */
 export class RecipientsHeldElsewhere extends Error {
@@ -64,7 +68,8 @@ export function deliveryJobs({ pool, sender, vapidKeys, maxAttempts, pushTimeout
       ),
     );
     const sorted = sortAttempts(recipients, attempts, maxAttempts);
-    await withTransaction(pool, async (tx) => {
+    // The pushes are out: a database restart now must delay their record, not cause them again.
+    await retryWhileUnreachable(() => withTransaction(pool, async (tx) => {
       const held = await store.stillLeased(tx, job.notificationId, [...claimed], token);
       const mine = <T extends { subscriberId: string }>(list: T[]) => list.filter((item) => held.has(item.subscriberId));
       const finals = mine(sorted.finals);
@@ -72,7 +77,7 @@ export function deliveryJobs({ pool, sender, vapidKeys, maxAttempts, pushTimeout
       await store.scheduleRetries(tx, push, mine(sorted.again));
       await store.enqueueResult(tx, job.notificationId, job.workspaceId, finals);
       await store.enqueueDeadLetters(tx, push, recipients, mine(sorted.exhausted));
-    });
+    }), RECORD_PATIENCE_MS, () => message.heartbeat());
     if (heldElsewhere > 0) throw new RecipientsHeldElsewhere(heldElsewhere);
   };
 }

@@ -1,7 +1,8 @@
 import { withTransaction, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import { startWorkLoop, type WorkLoop } from '@herald/workloop';
+import { retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
 
+import { RECORD_PATIENCE_MS } from './jobs.js';
 import { sortAttempts } from './outcomes.js';
 import type { Sender } from './sender.js';
 import * as store from './store.js';
@@ -52,7 +53,7 @@ export function startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts,
       recipients.map((recipient) => sender.attempt({ ...recipient, payload: first.payload, ttlSeconds: first.ttl_seconds, urgency: first.urgency, topic: first.topic }, vapid)),
     );
     const sorted = sortAttempts(recipients, attempts, maxAttempts);
-    await withTransaction(pool, async (tx) => {
+    await retryWhileUnreachable(() => withTransaction(pool, async (tx) => {
       const held = await store.stillClaimed(tx, notificationId, recipients.map((recipient) => recipient.subscriberId), token);
       const mine = <T extends { subscriberId: string }>(list: T[]) => list.filter((item) => held.has(item.subscriberId));
       const finals = mine(sorted.finals);
@@ -61,7 +62,7 @@ export function startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts,
       await store.scheduleRetries(tx, push, mine(sorted.again), token);
       await store.enqueueResult(tx, notificationId, push.workspaceId, finals);
       await store.enqueueDeadLetters(tx, push, recipients, mine(sorted.exhausted));
-    });
+    }), RECORD_PATIENCE_MS);
   };
 
   return startWorkLoop<store.RetryRow>({
