@@ -5,6 +5,7 @@ import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign
 import { DecisionServiceClient } from '@herald/proto/herald/decision/v1/decision';
 import { DeliveryServiceClient } from '@herald/proto/herald/delivery/v1/delivery';
 import { PolicyServiceClient } from '@herald/proto/herald/policy/v1/policy';
+import { TemplateServiceClient } from '@herald/proto/herald/campaign/v1/templates';
 
 import type { GatewayConfig } from './config.js';
 
@@ -13,6 +14,8 @@ export interface ServiceClients {
   account: PromiseClient<AccountServiceClient>;
   audience: PromiseClient<AudienceServiceClient>;
   campaign: PromiseClient<CampaignServiceClient>;
+  /** Served by the campaign service. */
+  templates: PromiseClient<TemplateServiceClient>;
   delivery: PromiseClient<DeliveryServiceClient>;
   policy: PromiseClient<PolicyServiceClient>;
   decision: PromiseClient<DecisionServiceClient>;
@@ -23,6 +26,7 @@ export function createServiceClients(config: GatewayConfig): ServiceClients {
     account: createClient(AccountServiceClient, config.accountGrpcUrl, config.grpcDeadlineMs),
     audience: createClient(AudienceServiceClient, config.audienceGrpcUrl, config.grpcDeadlineMs),
     campaign: createClient(CampaignServiceClient, config.campaignGrpcUrl, config.grpcDeadlineMs),
+    templates: createClient(TemplateServiceClient, config.campaignGrpcUrl, config.grpcDeadlineMs),
     delivery: createClient(DeliveryServiceClient, config.deliveryGrpcUrl, config.grpcDeadlineMs),
     policy: createClient(PolicyServiceClient, config.policyGrpcUrl, config.grpcDeadlineMs),
     decision: createClient(DecisionServiceClient, config.decisionGrpcUrl, config.grpcDeadlineMs),

@@ -25,10 +25,19 @@ function problemOf(issue: ValidationIssue): string {
   return issue.message ?? 'is invalid';
 }
 
+/** A nullable field's failed branches (its `null` alternative, the union itself) say less than the branch that applies. */
+const isUnionNoise = (issue: ValidationIssue): boolean => issue.keyword === 'anyOf' || (issue.keyword === 'type' && issue.params.type === 'null');
+
+/** One problem per field: a value failing a union (e.g. a nullable URL) is named once, by its most telling problem. */
 export function validationError(context: string, issues: ValidationIssue[]): HeraldError {
+  const byField = new Map<string, ValidationIssue[]>();
+  for (const issue of issues) byField.set(fieldOf(issue), [...(byField.get(fieldOf(issue)) ?? []), issue]);
   return invalidFields(
     context,
-    issues.map((issue) => ({ field: fieldOf(issue), in: context, problem: problemOf(issue) })),
+    [...byField].map(([field, found]) => {
+      const telling = found.find((issue) => !isUnionNoise(issue)) ?? (found[0] as ValidationIssue);
+      return { field, in: context, problem: problemOf(telling) };
+    }),
   );
 }
 

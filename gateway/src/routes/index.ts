@@ -16,6 +16,7 @@ import { notificationRoutes } from './notifications.js';
 import { policyRoutes } from './policy.js';
 import { publicRoutes } from './public.js';
 import { subscriberRoutes } from './subscribers.js';
+import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
 
 export interface RouteDependencies {
@@ -35,6 +36,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(notificationRoutes(clients), { prefix: API_PREFIX });
   await app.register(policyRoutes(clients), { prefix: API_PREFIX });
   await app.register(webhookRoutes(clients), { prefix: API_PREFIX });
+  await app.register(templateRoutes(clients), { prefix: API_PREFIX });
   await app.register(askRoutes(questions), { prefix: API_PREFIX });
   await app.register(decisionRoutes(questions), { prefix: API_PREFIX });
   await app.register(answerPageRoutes({ ...questions, limiter, ipRateLimitPerMinute: config.ipRateLimitPerMinute }));

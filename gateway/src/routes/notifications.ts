@@ -4,7 +4,8 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, Targeting, withErrors } from '../schemas/common.js';
+import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, PageOf, Targeting, withErrors } from '../schemas/common.js';
+import { Body, HttpUrl, Title } from '../schemas/content.js';
 
 /** POST /send, GET /notifications/{id} and its recipients. */
 
@@ -15,12 +16,10 @@ import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nu
  */
 const SEND_DEADLINE_MS = 30_000;
 
-const HttpUrl = (description: string) => Type.String({ maxLength: 2048, pattern: '^https?://[^\\s]+$', description });
-
 export const SendBody = Type.Object(
   {
-    title: Type.String({ minLength: 1, maxLength: 256 }),
-    body: Type.String({ minLength: 1, maxLength: 2048 }),
+    title: Title,
+    body: Body,
     url: Type.Optional(HttpUrl('Opened when the notification is clicked')),
     iconUrl: Type.Optional(HttpUrl('Small icon')),
     imageUrl: Type.Optional(HttpUrl('Large image')),
@@ -174,7 +173,7 @@ export const notificationRoutes =
             { additionalProperties: false },
           ),
           response: withErrors({
-            200: Type.Object({ data: Type.Array(RecipientRecord), hasMore: Type.Boolean(), nextCursor: Nullable(Type.String()) }),
+            200: PageOf(RecipientRecord),
           }),
         },
       },

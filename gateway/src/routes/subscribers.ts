@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, withErrors } from '../schemas/common.js';
+import { Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
 import { ExternalId, TagList } from '../schemas/subscribers.js';
 
 /** GET /subscribers, /subscribers/count, GET, PATCH and DELETE /subscribers/{id}. */
@@ -93,8 +93,7 @@ export const subscriberRoutes =
           summary: 'List subscribers, newest first',
           querystring: Type.Object(
             {
-              limit: Type.Integer({ minimum: 1, maximum: 100, default: 100 }),
-              cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: 'nextCursor of the previous page' })),
+              ...PageQuery,
               status: Type.Optional(Status),
               tags: Type.Optional(Type.String({ minLength: 1, maxLength: 4_000, description: 'Comma-separated; the subscriber must hold every tag' })),
               externalId: Type.Optional(ExternalId),
@@ -102,7 +101,7 @@ export const subscriberRoutes =
             { additionalProperties: false },
           ),
           response: withErrors({
-            200: Type.Object({ data: Type.Array(SubscriberRecord), hasMore: Type.Boolean(), nextCursor: Nullable(Type.String()) }),
+            200: PageOf(SubscriberRecord),
           }),
         },
       },

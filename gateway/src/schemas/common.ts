@@ -22,6 +22,15 @@ export function withErrors<T extends Record<number, TSchema>>(responses: T) {
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
+/** The shared paging query: `limit` 1-100 (default 100), and the previous page's `nextCursor` as `cursor`. */
+export const PageQuery = {
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 100 }),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: 'nextCursor of the previous page' })),
+};
+
+/** A page of `item`: `nextCursor` is null on the last one. */
+export const PageOf = <T extends TSchema>(item: T) => Type.Object({ data: Type.Array(item), hasMore: Type.Boolean(), nextCursor: Nullable(Type.String()) });
+
 /** proto3 strings are empty when unset; the API says null. */
 export const orNull = (value: string): string | null => (value === '' ? null : value);
 

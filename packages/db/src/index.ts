@@ -184,3 +184,4 @@ export function createWakeup(): Wakeup {
     },
   };
 }
+export * from './cursor.js';

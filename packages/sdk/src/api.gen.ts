@@ -388,6 +388,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List templates, newest first */
+        get: operations["listTemplates"];
+        put?: never;
+        /** Create a template */
+        post: operations["createTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/templates/{templateId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a template */
+        get: operations["getTemplate"];
+        put?: never;
+        post?: never;
+        /** Delete a template */
+        delete: operations["deleteTemplate"];
+        options?: never;
+        head?: never;
+        /** Change a template (campaigns already created from it keep their content) */
+        patch: operations["updateTemplate"];
+        trace?: never;
+    };
     "/api/v1/server/webhooks/secret": {
         parameters: {
             query?: never;
@@ -2395,6 +2432,227 @@ export interface operations {
                         active: number;
                         total: number;
                         unsubscribed: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTemplates: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            actionUrl: string | null;
+                            /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                            body: string;
+                            createdAt: string;
+                            iconUrl: string | null;
+                            id: string;
+                            imageUrl: string | null;
+                            name: string;
+                            /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                            title: string;
+                            updatedAt: string;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    actionUrl?: string | null;
+                    /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                    body: string;
+                    iconUrl?: string | null;
+                    imageUrl?: string | null;
+                    name: string;
+                    /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                    title: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actionUrl: string | null;
+                        /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                        body: string;
+                        createdAt: string;
+                        iconUrl: string | null;
+                        id: string;
+                        imageUrl: string | null;
+                        name: string;
+                        /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                        title: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                templateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actionUrl: string | null;
+                        /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                        body: string;
+                        createdAt: string;
+                        iconUrl: string | null;
+                        id: string;
+                        imageUrl: string | null;
+                        name: string;
+                        /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                        title: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                templateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                templateId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    actionUrl?: string | null;
+                    /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                    body?: string;
+                    iconUrl?: string | null;
+                    imageUrl?: string | null;
+                    name?: string;
+                    /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actionUrl: string | null;
+                        /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                        body: string;
+                        createdAt: string;
+                        iconUrl: string | null;
+                        id: string;
+                        imageUrl: string | null;
+                        name: string;
+                        /** @description May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                        title: string;
+                        updatedAt: string;
                     };
                 };
             };

@@ -1,4 +1,4 @@
-import { withTransaction, type Pool } from '@herald/db';
+import { decodeCursor, encodeCursor, withTransaction, type PagePosition, type Pool } from '@herald/db';
 import { pushServiceOrigin, SUBSCRIBER_LIMITS, SUBSCRIBER_STATUSES } from '@herald/domain';
 import { HeraldError, invalidFields } from '@herald/errors';
 import { implementService } from '@herald/grpc';
@@ -36,20 +36,14 @@ function toSubscriber(row: store.SubscriberRow): Subscriber {
   };
 }
 
-// The list cursor: base64url of "v1:<created_at in µs since the epoch>:<id>" of the last row shown.
-const cursorPattern = /^v1:(\d{1,17}):([A-Za-z0-9_.:-]{1,128})$/;
-
-function encodeCursor(row: store.SubscriberRow): string {
-  return Buffer.from(`v1:${row.created_us}:${row.id}`).toString('base64url');
+function encodeSubscriberCursor(row: store.SubscriberRow): string {
+  return encodeCursor({ createdUs: row.created_us, id: row.id });
 }
 
-function decodeCursor(cursor: string): { createdUs: string; id: string } {
-  const match = /^[A-Za-z0-9_-]{1,400}$/.test(cursor) ? cursorPattern.exec(Buffer.from(cursor, 'base64url').toString('utf8')) : null;
-  // Re-encoding must give the cursor back: base64url decoding alone forgives stray characters.
-  if (!match?.[1] || !match[2] || Buffer.from(match[0]).toString('base64url') !== cursor) {
-    throw invalid('cursor', 'querystring', 'is not a cursor returned by this endpoint');
-  }
-  return { createdUs: match[1], id: match[2] };
+function decodeSubscriberCursor(cursor: string): PagePosition {
+  const position = decodeCursor(cursor);
+  if (!position) throw invalid('cursor', 'querystring', 'is not a cursor returned by this endpoint');
+  return position;
 }
 
 function checkTags(tags: string[], field: string, location: string): string[] {
@@ -129,14 +123,14 @@ export function audienceHandlers(pool: Pool, logger: Logger) {
           workspaceId,
           // One more than shown tells whether there is a next page.
           limit: pageSize + 1,
-          ...(cursor ? { after: decodeCursor(cursor) } : {}),
+          ...(cursor ? { after: decodeSubscriberCursor(cursor) } : {}),
           ...(status ? { status } : {}),
           tags: checkTags(tags, 'tags', 'querystring'),
           ...(externalId ? { externalId } : {}),
         });
         const page = rows.slice(0, pageSize);
         const last = page.at(-1);
-        return { subscribers: page.map(toSubscriber), nextCursor: rows.length > pageSize && last ? encodeCursor(last) : '' };
+        return { subscribers: page.map(toSubscriber), nextCursor: rows.length > pageSize && last ? encodeSubscriberCursor(last) : '' };
       },
 
       async countSubscribers({ workspaceId }) {

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 
 import { enqueue, topics } from '@herald/bus';
-import { withTransaction, type Pool, type Queryable } from '@herald/db';
+import { CREATED_US_SQL, withTransaction, type Pool, type Queryable } from '@herald/db';
 import { randomId, SUBSCRIBER_LIMITS, type SubscriberStatus } from '@herald/domain';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 
@@ -32,7 +32,7 @@ export interface SubscriberRow {
 }
 
 const subscriberColumns = `id, site_id, status, external_id, tags, custom_data, browser, os, country, language, timezone,
-  created_at, updated_at, unsubscribed_at, endpoint, (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us`;
+  created_at, updated_at, unsubscribed_at, endpoint, ${CREATED_US_SQL} AS created_us`;
 
 /** A subscriber that stopped being active, as events name it. */
 interface Departed {

@@ -5,10 +5,12 @@ import { createClient, startGrpcServer } from '@herald/grpc';
 import { createLogger } from '@herald/logging';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { CampaignServiceService } from '@herald/proto/herald/campaign/v1/campaign';
+import { TemplateServiceService } from '@herald/proto/herald/campaign/v1/templates';
 
 import { readConfig } from './config.js';
 import { fanout } from './fanout.js';
 import { campaignHandlers } from './handlers.js';
+import { templateHandlers } from './templates.js';
 import { deliveryResults } from './results.js';
 import { migrationsDir, SCHEMA } from './store.js';
 
@@ -29,7 +31,10 @@ const subscriptions = await Promise.all([
     handle: deliveryResults(pool),
   }),
 ]);
-const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[CampaignServiceService, campaignHandlers(pool, audience, logger)]]);
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
+  [CampaignServiceService, campaignHandlers(pool, audience, logger)],
+  [TemplateServiceService, templateHandlers(pool, logger)],
+]);
 logger.info({ port: server.port }, 'campaign service serving');
 
 drainOnSignal(

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 import { enqueue, topics } from '@herald/bus';
-import type { Queryable } from '@herald/db';
+import { CREATED_US_SQL, type PagePosition, type Queryable } from '@herald/db';
 import type { Targeting } from '@herald/proto/herald/audience/v1/audience';
 import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campaign';
 import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
@@ -150,4 +150,66 @@ export async function applyDeliveryResult(
     [result.notificationId, result.delivered, result.failed, result.expired, result.lastStatusCode, result.lastOutcome, result.reportedAt],
   );
   await tx.query(`UPDATE notifications SET ${completeWhenSettled} WHERE id = $1`, [result.notificationId]);
+}
+
+/** A template's editable content, column by column (null clears an optional URL). */
+export interface TemplateContent {
+  name: string;
+  title: string;
+  body: string;
+  icon_url: string | null;
+  image_url: string | null;
+  action_url: string | null;
+}
+
+export interface TemplateRow extends TemplateContent {
+  id: string;
+  workspace_id: string;
+  created_at: Date;
+  updated_at: Date;
+  created_us: string;
+}
+
+const TEMPLATE_COLUMNS = `id, workspace_id, name, title, body, icon_url, image_url, action_url, created_at, updated_at, ${CREATED_US_SQL} AS created_us`;
+
+export async function insertTemplate(db: Queryable, id: string, workspaceId: string, content: TemplateContent): Promise<TemplateRow> {
+  const { rows } = await db.query<TemplateRow>(
+    `INSERT INTO templates (id, workspace_id, name, title, body, icon_url, image_url, action_url) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     RETURNING ${TEMPLATE_COLUMNS}`,
+    [id, workspaceId, content.name, content.title, content.body, content.icon_url, content.image_url, content.action_url],
+  );
+  return rows[0] as TemplateRow;
+}
+
+/** A workspace's templates, newest first, after `after` (the last row of the previous page). */
+export async function listTemplates(db: Queryable, workspaceId: string, after: PagePosition | undefined, limit: number): Promise<TemplateRow[]> {
+  const { rows } = await db.query<TemplateRow>(
+    `SELECT ${TEMPLATE_COLUMNS} FROM templates
+      WHERE workspace_id = $1
+        AND ($2::bigint IS NULL OR (created_at, id) < (timestamptz 'epoch' + $2::bigint * interval '1 microsecond', $3))
+      ORDER BY created_at DESC, id DESC LIMIT $4`,
+    [workspaceId, after?.createdUs ?? null, after?.id ?? '', limit],
+  );
+  return rows;
+}
+
+export async function findTemplate(db: Queryable, workspaceId: string, id: string): Promise<TemplateRow | undefined> {
+  const { rows } = await db.query<TemplateRow>(`SELECT ${TEMPLATE_COLUMNS} FROM templates WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  return rows[0];
+}
+
+/** Changes the given columns only; undefined when the workspace has no such template. */
+export async function updateTemplate(db: Queryable, workspaceId: string, id: string, changes: Partial<TemplateContent>): Promise<TemplateRow | undefined> {
+  const columns = Object.keys(changes) as (keyof TemplateContent)[];
+  const assignments = columns.map((column, index) => `${column} = $${index + 3}`);
+  const { rows } = await db.query<TemplateRow>(
+    `UPDATE templates SET ${[...assignments, 'updated_at = clock_timestamp()'].join(', ')} WHERE workspace_id = $1 AND id = $2 RETURNING ${TEMPLATE_COLUMNS}`,
+    [workspaceId, id, ...columns.map((column) => changes[column])],
+  );
+  return rows[0];
+}
+
+export async function deleteTemplate(db: Queryable, workspaceId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM templates WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  return (rowCount ?? 0) > 0;
 }
