@@ -25,18 +25,23 @@ function problemOf(issue: ValidationIssue): string {
   return issue.message ?? 'is invalid';
 }
 
-/** A nullable field's failed branches (its `null` alternative, the union itself) say less than the branch that applies. */
+/** What a union adds to the failure of the branch that applies: its `null` alternative, and the union itself. */
 const isUnionNoise = (issue: ValidationIssue): boolean => issue.keyword === 'anyOf' || (issue.keyword === 'type' && issue.params.type === 'null');
 
-/** One problem per field: a value failing a union (e.g. a nullable URL) is named once, by its most telling problem. */
+/**
+ * One problem per field. A value failing a nullable field (e.g. a bad URL) is named by the problem
+ * of its non-null branch; one failing several alternatives (a scalar of any type) by the union's own.
+ */
 export function validationError(context: string, issues: ValidationIssue[]): HeraldError {
   const byField = new Map<string, ValidationIssue[]>();
   for (const issue of issues) byField.set(fieldOf(issue), [...(byField.get(fieldOf(issue)) ?? []), issue]);
   return invalidFields(
     context,
     [...byField].map(([field, found]) => {
-      const telling = found.find((issue) => !isUnionNoise(issue)) ?? (found[0] as ValidationIssue);
-      return { field, in: context, problem: problemOf(telling) };
+      const branches = found.filter((issue) => !isUnionNoise(issue));
+      const union = found.find((issue) => issue.keyword === 'anyOf');
+      const telling = branches.length === 1 ? branches[0] : (union ?? found[0]);
+      return { field, in: context, problem: problemOf(telling as ValidationIssue) };
     }),
   );
 }
