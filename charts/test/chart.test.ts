@@ -286,7 +286,7 @@ describe('the default values', () => {
     const secretsOf = (name: string) => (container(objects, name).env ?? []).map(({ name: variable, valueFrom }) => ({ variable, ...valueFrom.secretKeyRef }));
     const from = (variable: string) => ({ variable, name: 'herald', key: variable });
     assert.deepEqual(secretsOf('gateway'), [from('REDIS_URL')]);
-    for (const name of ['account', 'audience', 'campaign', 'delivery', 'policy']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
+    for (const name of ['account', 'audience', 'campaign', 'delivery', 'policy', 'flow']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
     assert.deepEqual(secretsOf('decision'), [from('REDIS_URL'), from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET')]);
     for (const name of COMPONENTS) {
       assert.deepEqual(container(objects, name).envFrom, [{ configMapRef: { name: `herald-${name}` } }]);
@@ -310,6 +310,7 @@ describe('the default values', () => {
       DELIVERY_GRPC_URL: 'herald-delivery:50054',
       POLICY_GRPC_URL: 'herald-policy:50055',
       DECISION_GRPC_URL: 'herald-decision:50056',
+      FLOW_GRPC_URL: 'herald-flow:50057',
       GRPC_DEADLINE_MS: '5000',
       KEY_CACHE_TTL_MS: '5000',
       // The HPA's maximum: while Redis is unreachable the whole fleet stays within a plan's limit.
@@ -332,9 +333,18 @@ describe('the default values', () => {
     assert.deepEqual(env(objects, 'campaign'), {
       ...grpc('campaign'),
       ...kafka,
+      ACCOUNT_GRPC_URL: 'herald-account:50051',
       AUDIENCE_GRPC_URL: 'herald-audience:50052',
       FANOUT_BATCH_SIZE: '500',
       PUSH_TTL_SECONDS: '86400',
+    });
+    assert.deepEqual(env(objects, 'flow'), {
+      ...grpc('flow'),
+      ...kafka,
+      ACCOUNT_GRPC_URL: 'herald-account:50051',
+      CAMPAIGN_GRPC_URL: 'herald-campaign:50053',
+      FLOW_RUN_BATCH_SIZE: '500',
+      FLOW_RUN_CONCURRENCY: '2000',
     });
     assert.deepEqual(env(objects, 'delivery'), {
       ...grpc('delivery'),
@@ -373,7 +383,8 @@ describe('the default values', () => {
         rateLimitFallbackReplicas: 10,
         allowLocalhostSites: false,
       },
-      campaign: { audienceGrpcUrl: 'herald-audience:50052' },
+      campaign: { audienceGrpcUrl: 'herald-audience:50052', accountGrpcUrl: 'herald-account:50051' },
+      flow: { campaignGrpcUrl: 'herald-campaign:50053', accountGrpcUrl: 'herald-account:50051' },
       delivery: { accountGrpcUrl: 'herald-account:50051' },
       decision: { accountGrpcUrl: 'herald-account:50051' },
     };
@@ -403,7 +414,7 @@ describe('the default values', () => {
       assert.deepEqual([hpa.spec.minReplicas, hpa.spec.maxReplicas], [2, max]);
       assert.equal(one<Deployment>(objects, 'Deployment', `herald-${name}`).spec.replicas, undefined);
     }
-    for (const name of ['account', 'audience', 'campaign', 'policy', 'decision']) {
+    for (const name of ['account', 'audience', 'campaign', 'policy', 'decision', 'flow']) {
       assert.equal(one<Deployment>(objects, 'Deployment', `herald-${name}`).spec.replicas, 2, name);
     }
   });
@@ -436,18 +447,20 @@ describe('the default values', () => {
     }
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }]);
     assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }]);
-    assert.deepEqual(policy('account').ingress, calledBy(50051, 'decision', 'delivery', 'gateway'));
+    assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'flow', 'gateway'));
     assert.deepEqual(policy('account').egress, [dns, postgres, kafka]);
     assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
     assert.deepEqual(policy('audience').egress, [dns, postgres, kafka]);
-    assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'gateway'));
-    assert.deepEqual(policy('campaign').egress, [dns, call('audience'), postgres, kafka]);
+    assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'flow', 'gateway'));
+    assert.deepEqual(policy('campaign').egress, [dns, call('account'), call('audience'), postgres, kafka]);
     assert.deepEqual(policy('delivery').ingress, calledBy(50054, 'gateway'));
     assert.deepEqual(policy('delivery').egress, [dns, call('account'), postgres, kafka, internet]);
     assert.deepEqual(policy('policy').ingress, calledBy(50055, 'gateway'));
     assert.deepEqual(policy('policy').egress, [dns, postgres]);
     assert.deepEqual(policy('decision').ingress, calledBy(50056, 'gateway'));
     assert.deepEqual(policy('decision').egress, [dns, call('account'), postgres, { ports: tcp(6379) }, internet]);
+    assert.deepEqual(policy('flow').ingress, calledBy(50057, 'gateway'));
+    assert.deepEqual(policy('flow').egress, [dns, call('account'), call('campaign'), postgres, kafka]);
   });
 });
 
@@ -490,7 +503,7 @@ describe('ci/production-values.yaml', () => {
   });
 
   test('replicas, autoscaler bounds and resources follow the overrides', () => {
-    for (const name of ['account', 'audience', 'campaign', 'policy', 'decision']) {
+    for (const name of ['account', 'audience', 'campaign', 'policy', 'decision', 'flow']) {
       assert.equal(one<Deployment>(objects, 'Deployment', `herald-${name}`).spec.replicas, 3, name);
     }
     const bounds = (name: string) => {
@@ -563,7 +576,7 @@ describe('values.schema.json refuses bad values', () => {
   test('unknown settings and components without a port are refused', async () => {
     for (const [setting, problem] of [
       ['components.gateway.replica=3', "- at '/components/gateway': additional properties 'replica' not allowed"],
-      ['components.flow.replicas=1', "- at '/components/flow': missing property 'port'"],
+      ['components.journeys.replicas=1', "- at '/components/journeys': missing property 'port'"],
       ['components.delivery.uses={postgres,mysql}', "- at '/components/delivery/uses/1': value must be one of 'postgres', 'redis', 'kafka', 'internet'"],
       ['existingSecret=', "- at '/existingSecret': minLength: got 0, want 1"],
     ] as const) {

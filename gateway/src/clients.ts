@@ -4,6 +4,7 @@ import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { DecisionServiceClient } from '@herald/proto/herald/decision/v1/decision';
 import { DeliveryServiceClient } from '@herald/proto/herald/delivery/v1/delivery';
+import { FlowServiceClient } from '@herald/proto/herald/flow/v1/flow';
 import { PolicyServiceClient } from '@herald/proto/herald/policy/v1/policy';
 import { TemplateServiceClient } from '@herald/proto/herald/campaign/v1/templates';
 
@@ -19,6 +20,7 @@ export interface ServiceClients {
   delivery: PromiseClient<DeliveryServiceClient>;
   policy: PromiseClient<PolicyServiceClient>;
   decision: PromiseClient<DecisionServiceClient>;
+  flow: PromiseClient<FlowServiceClient>;
 }
 
 export function createServiceClients(config: GatewayConfig): ServiceClients {
@@ -30,6 +32,7 @@ export function createServiceClients(config: GatewayConfig): ServiceClients {
     delivery: createClient(DeliveryServiceClient, config.deliveryGrpcUrl, config.grpcDeadlineMs),
     policy: createClient(PolicyServiceClient, config.policyGrpcUrl, config.grpcDeadlineMs),
     decision: createClient(DecisionServiceClient, config.decisionGrpcUrl, config.grpcDeadlineMs),
+    flow: createClient(FlowServiceClient, config.flowGrpcUrl, config.grpcDeadlineMs),
   };
 }
 

@@ -27,6 +27,7 @@ export function readConfig(env: Env) {
     deliveryGrpcUrl: env.string('DELIVERY_GRPC_URL', '127.0.0.1:50054'),
     policyGrpcUrl: env.string('POLICY_GRPC_URL', '127.0.0.1:50055'),
     decisionGrpcUrl: env.string('DECISION_GRPC_URL', '127.0.0.1:50056'),
+    flowGrpcUrl: env.string('FLOW_GRPC_URL', '127.0.0.1:50057'),
     grpcDeadlineMs: env.integer('GRPC_DEADLINE_MS', 5_000, { min: 100, max: 60_000 }),
     /** How long a verified key is trusted before it is checked again (bounds revocation delay). */
     keyCacheTtlMs: env.integer('KEY_CACHE_TTL_MS', 5_000, { min: 0, max: 60_000 }),

@@ -12,6 +12,7 @@ import { askRoutes } from './ask.js';
 import { campaignRoutes } from './campaigns.js';
 import { decisionRoutes } from './decisions.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
+import { flowRoutes } from './flows.js';
 import { keyRoutes } from './keys.js';
 import { notificationRoutes } from './notifications.js';
 import { policyRoutes } from './policy.js';
@@ -39,6 +40,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(webhookRoutes(clients), { prefix: API_PREFIX });
   await app.register(campaignRoutes(clients), { prefix: API_PREFIX });
   await app.register(templateRoutes(clients), { prefix: API_PREFIX });
+  await app.register(flowRoutes(clients), { prefix: API_PREFIX });
   await app.register(askRoutes(questions), { prefix: API_PREFIX });
   await app.register(decisionRoutes(questions), { prefix: API_PREFIX });
   await app.register(answerPageRoutes({ ...questions, limiter, ipRateLimitPerMinute: config.ipRateLimitPerMinute }));

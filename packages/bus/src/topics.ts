@@ -114,6 +114,8 @@ export const consumers = {
   delivery: { group: 'herald-delivery', component: 'delivery', topics: [topics.deliveryJobs] },
   /** Removes subscribers whose push service says they are gone. */
   audienceExpiry: { group: 'herald-audience', component: 'audience', topics: [topics.deliveryResults] },
+  /** Starts flow runs on subscriptions and unsubscriptions (and ends the runs of those who leave). */
+  flowTriggers: { group: 'herald-flow-triggers', component: 'flow', topics: [topics.audienceEvents] },
 } as const satisfies Record<string, ConsumerDeclaration>;
 
 /** The groups a send passes through after the campaign service queued it: its fan-out, then the delivery fleet. */

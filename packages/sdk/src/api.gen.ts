@@ -266,6 +266,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/flows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List flows with their steps, newest first */
+        get: operations["listFlows"];
+        put?: never;
+        /** Create a flow (in draft: it starts no runs until activated) */
+        post: operations["createFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/flows/{flowId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a flow: trigger, status, executionCount, steps in order */
+        get: operations["getFlow"];
+        put?: never;
+        post?: never;
+        /** Delete a flow and its steps: its runs in flight stop at their next step */
+        delete: operations["deleteFlow"];
+        options?: never;
+        head?: never;
+        /** Change a flow: only the fields given; steps replaces the whole list; status moves it (to active only with steps) */
+        patch: operations["updateFlow"];
+        trace?: never;
+    };
+    "/api/v1/server/flows/{flowId}/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Activate a draft, paused or archived flow with at least one step (409 otherwise): its trigger starts runs */
+        post: operations["activateFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/flows/{flowId}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause an active flow: no new runs; runs in flight finish */
+        post: operations["pauseFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/flows/{flowId}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A flow's runs, newest first: subscriber, state, current step, next wake-up (for debugging) */
+        get: operations["listFlowRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server/identity": {
         parameters: {
             query?: never;
@@ -2210,6 +2298,464 @@ export interface operations {
                         enrollmentUrl: string;
                         expiresAt: string;
                         externalId: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listFlows: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+                /** @description Only an active flow starts runs */
+                status?: "draft" | "active" | "paused" | "archived";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            createdAt: string;
+                            description: string;
+                            /** @description Runs started, ever */
+                            executionCount: number;
+                            id: string;
+                            name: string;
+                            siteId: string;
+                            /** @description Only an active flow starts runs */
+                            status: "draft" | "active" | "paused" | "archived";
+                            steps: {
+                                /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                                config: {
+                                    [key: string]: unknown;
+                                };
+                                flowId: string;
+                                id: string;
+                                /** @description Zero-based position */
+                                stepOrder: number;
+                                /** @description send_notification | delay | exit */
+                                stepType: string;
+                            }[];
+                            triggerCampaignId: string | null;
+                            /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                            triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
+                            updatedAt: string;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string;
+                    name: string;
+                    /** @description In order; at most 50 */
+                    steps?: {
+                        /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                        config: {
+                            [key: string]: unknown;
+                        };
+                        /** @description send_notification | delay | exit */
+                        stepType: string;
+                    }[];
+                    triggerCampaignId?: string | null;
+                    /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                    triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        createdAt: string;
+                        description: string;
+                        /** @description Runs started, ever */
+                        executionCount: number;
+                        id: string;
+                        name: string;
+                        siteId: string;
+                        /** @description Only an active flow starts runs */
+                        status: "draft" | "active" | "paused" | "archived";
+                        steps: {
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            flowId: string;
+                            id: string;
+                            /** @description Zero-based position */
+                            stepOrder: number;
+                            /** @description send_notification | delay | exit */
+                            stepType: string;
+                        }[];
+                        triggerCampaignId: string | null;
+                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                flowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        createdAt: string;
+                        description: string;
+                        /** @description Runs started, ever */
+                        executionCount: number;
+                        id: string;
+                        name: string;
+                        siteId: string;
+                        /** @description Only an active flow starts runs */
+                        status: "draft" | "active" | "paused" | "archived";
+                        steps: {
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            flowId: string;
+                            id: string;
+                            /** @description Zero-based position */
+                            stepOrder: number;
+                            /** @description send_notification | delay | exit */
+                            stepType: string;
+                        }[];
+                        triggerCampaignId: string | null;
+                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                flowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                flowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string;
+                    name?: string;
+                    /** @description Only an active flow starts runs */
+                    status?: "draft" | "active" | "paused" | "archived";
+                    /** @description Replaces the whole step list; runs in flight keep the steps they started with */
+                    steps?: {
+                        /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                        config: {
+                            [key: string]: unknown;
+                        };
+                        /** @description send_notification | delay | exit */
+                        stepType: string;
+                    }[];
+                    triggerCampaignId?: string | null;
+                    /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                    triggerType?: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        createdAt: string;
+                        description: string;
+                        /** @description Runs started, ever */
+                        executionCount: number;
+                        id: string;
+                        name: string;
+                        siteId: string;
+                        /** @description Only an active flow starts runs */
+                        status: "draft" | "active" | "paused" | "archived";
+                        steps: {
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            flowId: string;
+                            id: string;
+                            /** @description Zero-based position */
+                            stepOrder: number;
+                            /** @description send_notification | delay | exit */
+                            stepType: string;
+                        }[];
+                        triggerCampaignId: string | null;
+                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    activateFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                flowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        createdAt: string;
+                        description: string;
+                        /** @description Runs started, ever */
+                        executionCount: number;
+                        id: string;
+                        name: string;
+                        siteId: string;
+                        /** @description Only an active flow starts runs */
+                        status: "draft" | "active" | "paused" | "archived";
+                        steps: {
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            flowId: string;
+                            id: string;
+                            /** @description Zero-based position */
+                            stepOrder: number;
+                            /** @description send_notification | delay | exit */
+                            stepType: string;
+                        }[];
+                        triggerCampaignId: string | null;
+                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                flowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        createdAt: string;
+                        description: string;
+                        /** @description Runs started, ever */
+                        executionCount: number;
+                        id: string;
+                        name: string;
+                        siteId: string;
+                        /** @description Only an active flow starts runs */
+                        status: "draft" | "active" | "paused" | "archived";
+                        steps: {
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            flowId: string;
+                            id: string;
+                            /** @description Zero-based position */
+                            stepOrder: number;
+                            /** @description send_notification | delay | exit */
+                            stepType: string;
+                        }[];
+                        triggerCampaignId: string | null;
+                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listFlowRuns: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path: {
+                flowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            createdAt: string;
+                            currentStep: number | null;
+                            endReason: string | null;
+                            finishedAt: string | null;
+                            flowId: string;
+                            id: string;
+                            nextWakeUpAt: string | null;
+                            /** @description What its send steps queued (GET /notifications/{id} shows each delivery state) */
+                            notificationIds: string[];
+                            /** @description running: a step is due now; waiting: parked on a delay; completed: past the last step; exited: an exit step; cancelled: the subscriber left; failed: a send was refused for good */
+                            state: "running" | "waiting" | "completed" | "exited" | "cancelled" | "failed";
+                            subscriberId: string;
+                            /** @description The event that started it (one run per flow, subscriber and event) */
+                            triggerEventId: string;
+                            /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                            triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
+                            updatedAt: string;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
                     };
                 };
             };

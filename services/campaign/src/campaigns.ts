@@ -1,3 +1,4 @@
+import { pageRequest } from '@herald/db';
 import { randomId } from '@herald/domain';
 import { HeraldError, invalidFields, type FieldProblem } from '@herald/errors';
 import type { Logger } from '@herald/logging';
@@ -15,7 +16,6 @@ import type {
   UpdateCampaignRequest,
 } from '@herald/proto/herald/campaign/v1/campaign';
 
-import { pageRequest } from './pages.js';
 import { assertFits } from './payload.js';
 import { contentOf, startCampaign, type StartDeps } from './starts.js';
 import { ACTIONS, EDITABLE, notAllowed, patchMove, type CampaignAction } from './states.js';

@@ -1,7 +1,8 @@
-import { decodeCursor, encodeCursor, type PagePosition } from '@herald/db';
 import { invalidFields } from '@herald/errors';
 
-/** Newest-first pages (/templates, /campaigns): the shared `limit` rules and opaque cursors. */
+import { decodeCursor, encodeCursor, type PagePosition } from './cursor.js';
+
+/** Newest-first pages (/templates, /campaigns, /flows): the shared `limit` rules and opaque cursors. */
 
 const DEFAULT_PAGE = 100;
 const MAX_PAGE = 100;

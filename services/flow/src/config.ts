@@ -1,0 +1,21 @@
+import { pieces, type Env } from '@herald/config';
+
+export function readConfig(env: Env) {
+  return {
+    ...pieces.database(env),
+    ...pieces.namespace(env),
+    ...pieces.kafka(env),
+    ...pieces.grpcServer(env, 50057),
+    ...pieces.shutdown(env),
+    campaignGrpcUrl: env.string('CAMPAIGN_GRPC_URL', '127.0.0.1:50053'),
+    accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
+    /** Longest sleep of the run loop between looks for due runs (NOTIFY wakes it sooner). */
+    runPollMs: env.integer('FLOW_RUN_POLL_MS', 1_000, { min: 50, max: 60_000 }),
+    /** Due runs claimed at once (one claim statement, one outcome statement per kind). */
+    runBatchSize: env.integer('FLOW_RUN_BATCH_SIZE', 500, { min: 1, max: 5_000 }),
+    /** Runs in work at once in this process (across its batches). */
+    runConcurrency: env.integer('FLOW_RUN_CONCURRENCY', 2_000, { min: 1, max: 20_000 }),
+  };
+}
+
+export type FlowConfig = ReturnType<typeof readConfig>;

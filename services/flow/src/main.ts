@@ -1,0 +1,41 @@
+import { consumers, createKafkaBus, outboxMigrations } from '@herald/bus';
+import { drainOnSignal, loadConfig } from '@herald/config';
+import { createPool, migrate } from '@herald/db';
+import { createClient, startGrpcServer } from '@herald/grpc';
+import { createLogger } from '@herald/logging';
+import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
+import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
+import { FlowServiceService } from '@herald/proto/herald/flow/v1/flow';
+
+import { readConfig } from './config.js';
+import { flowHandlers } from './handlers.js';
+import { startRunLoop } from './runs.js';
+import { migrationsDir, SCHEMA } from './store.js';
+import { audienceTriggers } from './triggers.js';
+
+const config = loadConfig(readConfig);
+const logger = createLogger('flow');
+const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.namespace, applicationName: 'herald-flow', logger });
+// The outbox migrations bring processed_events, which the trigger consumers dedupe with.
+await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-flow`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
+const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
+const account = createClient(AccountServiceClient, config.accountGrpcUrl);
+const subscriptions = await Promise.all([bus.subscribe({ consumer: consumers.flowTriggers, handle: audienceTriggers(pool, logger) })]);
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[FlowServiceService, flowHandlers({ pool, logger, campaign })]]);
+const runs = startRunLoop({ pool, logger, campaign, account, pollMs: config.runPollMs, batchSize: config.runBatchSize, concurrency: config.runConcurrency });
+logger.info({ port: server.port }, 'flow service serving');
+
+drainOnSignal(
+  async () => {
+    await server.drain(config.shutdownGraceMs);
+    await Promise.all(subscriptions.map((subscription) => subscription.stop()));
+    await runs.stop();
+    await bus.close();
+    campaign.close();
+    account.close();
+    await pool.end();
+  },
+  config.shutdownGraceMs,
+  (message, err) => logger.info({ err }, message),
+);

@@ -1,0 +1,161 @@
+import type { Pool } from '@herald/db';
+import { HeraldError } from '@herald/errors';
+import type { PromiseClient } from '@herald/grpc';
+import type { Logger } from '@herald/logging';
+import type { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
+import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
+import { histogram } from '@herald/telemetry';
+import { startWorkLoop, type WorkLoop } from '@herald/workloop';
+
+import { delayMs, type Step } from './steps.js';
+import * as store from './store.js';
+
+/** A batch's sends are a few RPCs each: far below this. */
+const LEASE_MS = 60_000;
+/** Sends in flight at once per batch: enough to keep the campaign service busy, not flooded. */
+const SENDS_PER_BATCH = 32;
+/** How long a workspace's allowance is reused before asking the account service again. */
+const FACTS_TTL_MS = 5_000;
+
+const lateness = histogram('flow', 'herald.flow.run.lateness', { description: 'How long after its due time a run was worked', unit: 'ms' });
+
+export interface RunDeps {
+  pool: Pool;
+  logger: Logger;
+  campaign: PromiseClient<CampaignServiceClient>;
+  account: PromiseClient<AccountServiceClient>;
+}
+
+/** Why a run ends early: the subscriber cannot be reached any more (cancelled), or a refusal that retrying will not change (failed). */
+class RunEnded extends Error {
+  constructor(
+    readonly state: 'cancelled' | 'failed',
+    readonly reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+/**
+ * The runs, on the shared work loop: a claimed run executes its steps from where it stands until it
+ * parks on a delay (waiting, due after the delay) or ends (exit, past the last step, or refused).
+ * A batch's outcomes are recorded in one statement under the claim, so a run cancelled or deleted
+ * meanwhile is left as it is, and a run whose process died is worked again after the lease: its
+ * sends carry an idempotency key per (run, step), so working it again never sends twice.
+ */
+export function startRunLoop(deps: RunDeps & { pollMs?: number; batchSize: number; concurrency: number }): WorkLoop {
+  const { pool, logger, campaign, account } = deps;
+  // Versions never change once written: each is read once per process.
+  const versions = new Map<string, Promise<Step[] | undefined>>();
+  const allowances = new Map<string, { limit: Promise<number>; at: number }>();
+
+  function stepsOf(run: store.ClaimedRun): Promise<Step[] | undefined> {
+    const key = `${run.flow_id}/${run.version}`;
+    let steps = versions.get(key);
+    if (!steps) {
+      steps = store.findVersionSteps(pool, run.flow_id, run.version);
+      versions.set(key, steps);
+      steps.catch(() => versions.delete(key));
+    }
+    return steps;
+  }
+
+  function allowanceOf(workspaceId: string): Promise<number> {
+    const cached = allowances.get(workspaceId);
+    if (cached && Date.now() - cached.at < FACTS_TTL_MS) return cached.limit;
+    const limit = account.getSendingFacts({ workspaceId }).then((facts) => {
+      if (!facts.plan?.active) throw new RunEnded('failed', 'subscription_required: this workspace has no active plan');
+      return Number(facts.plan.monthlyNotificationAllowance);
+    });
+    allowances.set(workspaceId, { limit, at: Date.now() });
+    limit.catch(() => allowances.delete(workspaceId));
+    return limit;
+  }
+
+  async function send(run: store.ClaimedRun, index: number, step: Extract<Step, { stepType: 'send_notification' }>): Promise<string> {
+    const { notification } = step.config;
+    try {
+      const response = await campaign.send({
+        workspaceId: run.workspace_id,
+        siteId: run.site_id,
+        content: {
+          title: notification.title,
+          body: notification.body,
+          url: notification.actionUrl ?? '',
+          iconUrl: notification.iconUrl ?? '',
+          imageUrl: notification.imageUrl ?? '',
+          actions: [],
+          answerUrl: '',
+        },
+        targeting: { subscriberIds: [run.subscriber_id], externalIds: [], tags: [] },
+        // Working the run again (a crash, a lost claim) replays this send instead of sending twice.
+        idempotencyKey: `flow:${run.id}:${index}`,
+        monthlyAllowance: String(await allowanceOf(run.workspace_id)),
+      });
+      return response.notificationId;
+    } catch (err) {
+      if (!(err instanceof HeraldError) || err.status >= 500) throw err;
+      // The only subscriber targeted is not active any more: no further sends.
+      if (err.code === 'invalid_request') throw new RunEnded('cancelled', 'the subscriber is no longer active');
+      throw new RunEnded('failed', `${err.code}: ${err.message}`);
+    }
+  }
+
+  /** Walks one run's steps from where it stands; resolves with where it goes next. */
+  async function advance(run: store.ClaimedRun): Promise<store.RunOutcome> {
+    const notificationIds: string[] = [];
+    const outcome = (state: store.RunState, stepIndex: number, dueAt: Date | null, endReason: string | null): store.RunOutcome => ({
+      id: run.id,
+      state,
+      stepIndex,
+      dueAt,
+      endReason,
+      notificationIds,
+    });
+    const steps = await stepsOf(run);
+    if (!steps) return outcome('cancelled', run.step_index, null, 'the flow was deleted');
+    try {
+      for (let index = run.step_index; index < steps.length; index += 1) {
+        const step = steps[index] as Step;
+        if (step.stepType === 'exit') return outcome('exited', index, null, null);
+        if (step.stepType === 'delay') return outcome('waiting', index + 1, new Date(Date.now() + delayMs(step)), null);
+        notificationIds.push(await send(run, index, step));
+      }
+      return outcome('completed', steps.length, null, null);
+    } catch (err) {
+      if (!(err instanceof RunEnded)) throw err;
+      return outcome(err.state, run.step_index, null, err.reason);
+    }
+  }
+
+  async function work(runs: store.ClaimedRun[], token: string): Promise<void> {
+    const now = Date.now();
+    for (const run of runs) if (run.due_at) lateness.record(Math.max(0, now - run.due_at.getTime()));
+    const outcomes: store.RunOutcome[] = [];
+    let failed: unknown;
+    // A few runs at a time: most steps are timers (no I/O); sends wait on the campaign service.
+    for (let start = 0; start < runs.length; start += SENDS_PER_BATCH) {
+      const settled = await Promise.allSettled(runs.slice(start, start + SENDS_PER_BATCH).map(advance));
+      for (const result of settled) {
+        if (result.status === 'fulfilled') outcomes.push(result.value);
+        else failed ??= result.reason;
+      }
+    }
+    // What could be worked is recorded; a run that failed stays claimed and is retried after the lease.
+    await store.recordOutcomes(pool, token, outcomes);
+    if (failed) throw failed;
+  }
+
+  return startWorkLoop<store.ClaimedRun>({
+    name: 'flow runs',
+    pool,
+    logger,
+    table: store.RUN_TIMERS,
+    leaseMs: LEASE_MS,
+    channel: store.RUNS_CHANNEL,
+    batchSize: deps.batchSize,
+    concurrency: deps.concurrency,
+    ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
+    work,
+  });
+}
