@@ -9,13 +9,14 @@ import { Name } from '../schemas/content.js';
 
 /** /flows: event-triggered automations and their runs (dashboard keys). docs/flows.md has the states and the rules of runs. */
 
-const literals = (values: readonly string[], description: string) => Type.Union(values.map((value) => Type.Literal(value)), { description });
+/** One of `values`: a plain string enum, so a wrong value is named as one (a union of literals would say "anyOf"). */
+const oneOf = <T extends string>(values: readonly T[], description: string) => Type.Unsafe<T>({ type: 'string', enum: [...values], description });
 
-const TriggerType = literals(
-  ['subscription', 'unsubscription', 'notification_click', 'notification_impression', 'notification_dismiss'],
+const TriggerType = oneOf(
+  ['subscription', 'unsubscription', 'notification_click', 'notification_impression', 'notification_dismiss'] as const,
   'What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push',
 );
-const Status = literals(['draft', 'active', 'paused', 'archived'], 'Only an active flow starts runs');
+const Status = oneOf(['draft', 'active', 'paused', 'archived'] as const, 'Only an active flow starts runs');
 const TriggerCampaignId = Type.String({ minLength: 1, maxLength: 64, description: 'Notification triggers only: only events about this campaign start runs' });
 
 const STEP_CONFIGS =
@@ -61,8 +62,8 @@ const RunRecord = Type.Object({
   subscriberId: Type.String(),
   triggerType: TriggerType,
   triggerEventId: Type.String({ description: 'The event that started it (one run per flow, subscriber and event)' }),
-  state: literals(
-    ['running', 'waiting', 'completed', 'exited', 'cancelled', 'failed'],
+  state: oneOf(
+    ['running', 'waiting', 'completed', 'exited', 'cancelled', 'failed'] as const,
     'running: a step is due now; waiting: parked on a delay; completed: past the last step; exited: an exit step; cancelled: the subscriber left; failed: a send was refused for good',
   ),
   currentStep: Nullable(Type.Integer({ description: 'The stepOrder it runs next; null once it ended' })),

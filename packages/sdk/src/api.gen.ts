@@ -2340,7 +2340,10 @@ export interface operations {
                             id: string;
                             name: string;
                             siteId: string;
-                            /** @description Only an active flow starts runs */
+                            /**
+                             * @description Only an active flow starts runs
+                             * @enum {string}
+                             */
                             status: "draft" | "active" | "paused" | "archived";
                             steps: {
                                 /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
@@ -2355,7 +2358,10 @@ export interface operations {
                                 stepType: string;
                             }[];
                             triggerCampaignId: string | null;
-                            /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                            /**
+                             * @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push
+                             * @enum {string}
+                             */
                             triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
                             updatedAt: string;
                         }[];
@@ -2395,7 +2401,10 @@ export interface operations {
                         stepType: string;
                     }[];
                     triggerCampaignId?: string | null;
-                    /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                    /**
+                     * @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push
+                     * @enum {string}
+                     */
                     triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
                 };
             };
@@ -2415,7 +2424,10 @@ export interface operations {
                         id: string;
                         name: string;
                         siteId: string;
-                        /** @description Only an active flow starts runs */
+                        /**
+                         * @description Only an active flow starts runs
+                         * @enum {string}
+                         */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
                             /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
@@ -2430,7 +2442,10 @@ export interface operations {
                             stepType: string;
                         }[];
                         triggerCampaignId: string | null;
-                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        /**
+                         * @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push
+                         * @enum {string}
+                         */
                         triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
                         updatedAt: string;
                     };
@@ -2470,7 +2485,10 @@ export interface operations {
                         id: string;
                         name: string;
                         siteId: string;
-                        /** @description Only an active flow starts runs */
+                        /**
+                         * @description Only an active flow starts runs
+                         * @enum {string}
+                         */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
                             /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
@@ -2485,7 +2503,10 @@ export interface operations {
                             stepType: string;
                         }[];
                         triggerCampaignId: string | null;
-                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        /**
+                         * @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push
+                         * @enum {string}
+                         */
                         triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
                         updatedAt: string;
                     };
@@ -2541,7 +2562,10 @@ export interface operations {
                 "application/json": {
                     description?: string;
                     name?: string;
-                    /** @description Only an active flow starts runs */
+                    /**
+                     * @description Only an active flow starts runs
+                     * @enum {string}
+                     */
                     status?: "draft" | "active" | "paused" | "archived";
                     /** @description Replaces the whole step list; runs in flight keep the steps they started with */
                     steps?: {
@@ -2553,7 +2577,10 @@ export interface operations {
                         stepType: string;
                     }[];
                     triggerCampaignId?: string | null;
-                    /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                    /**
+                     * @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push
+                     * @enum {string}
+                     */
                     triggerType?: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
                 };
             };
@@ -2573,7 +2600,10 @@ export interface operations {
                         id: string;
                         name: string;
                         siteId: string;
-                        /** @description Only an active flow starts runs */
+                        /**
+                         * @description Only an active flow starts runs
+                         * @enum {string}
+                         */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
                             /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
@@ -2588,7 +2618,10 @@ export interface operations {
                             stepType: string;
                         }[];
                         triggerCampaignId: string | null;
-                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        /**
+                         * @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push
+                         * @enum {string}
+                         */
                         triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
                         updatedAt: string;
                     };
@@ -2628,7 +2661,10 @@ export interface operations {
                         id: string;
                         name: string;
                         siteId: string;
-                        /** @description Only an active flow starts runs */
+                        /**
+                         * @description Only an active flow starts runs
+                         * @enum {string}
+                         */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
                             /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
@@ -2643,7 +2679,10 @@ export interface operations {
                             stepType: string;
                         }[];
                         triggerCampaignId: string | null;
-                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        /**
+                         * @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push
+                         * @enum {string}
+                         */
                         triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
                         updatedAt: string;
                     };
@@ -2683,7 +2722,10 @@ export interface operations {
                         id: string;
                         name: string;
                         siteId: string;
-                        /** @description Only an active flow starts runs */
+                        /**
+                         * @description Only an active flow starts runs
+                         * @enum {string}
+                         */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
                             /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
@@ -2698,7 +2740,10 @@ export interface operations {
                             stepType: string;
                         }[];
                         triggerCampaignId: string | null;
-                        /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                        /**
+                         * @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push
+                         * @enum {string}
+                         */
                         triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
                         updatedAt: string;
                     };
@@ -2745,12 +2790,18 @@ export interface operations {
                             nextWakeUpAt: string | null;
                             /** @description What its send steps queued (GET /notifications/{id} shows each delivery state) */
                             notificationIds: string[];
-                            /** @description running: a step is due now; waiting: parked on a delay; completed: past the last step; exited: an exit step; cancelled: the subscriber left; failed: a send was refused for good */
+                            /**
+                             * @description running: a step is due now; waiting: parked on a delay; completed: past the last step; exited: an exit step; cancelled: the subscriber left; failed: a send was refused for good
+                             * @enum {string}
+                             */
                             state: "running" | "waiting" | "completed" | "exited" | "cancelled" | "failed";
                             subscriberId: string;
                             /** @description The event that started it (one run per flow, subscriber and event) */
                             triggerEventId: string;
-                            /** @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push */
+                            /**
+                             * @description What starts a run for a subscriber: subscribing, unsubscribing, or an impression, click or dismiss of a push
+                             * @enum {string}
+                             */
                             triggerType: "subscription" | "unsubscription" | "notification_click" | "notification_impression" | "notification_dismiss";
                             updatedAt: string;
                         }[];

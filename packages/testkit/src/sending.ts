@@ -41,7 +41,32 @@ export async function startSendingHarness(options: StackOptions = {}): Promise<S
 export interface Audience {
   workspace: TestWorkspace;
   vapidPublicKey: string;
-  subscribers: Array<{ id: string; endpoint: string; keys: { p256dh: string; auth: string }; externalId: string; tags: string[] }>;
+  subscribers: Subscribed[];
+}
+
+export interface Subscribed {
+  id: string;
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+  externalId: string;
+  tags: string[];
+}
+
+/** One more browser of the strict peer subscribed to the audience's site through the public SDK endpoint. */
+export async function subscribeBrowser(
+  harness: SendingHarness,
+  audience: Pick<Audience, 'workspace' | 'vapidPublicKey'>,
+  { externalId, tags }: { externalId: string; tags: string[] },
+): Promise<Subscribed> {
+  const subscription = harness.peer.createSubscription({ applicationServerKey: audience.vapidPublicKey });
+  const response = await call<{ subscriberId: string }>(harness.stack.gatewayUrl, '/api/v1/subscribe', {
+    method: 'POST',
+    key: audience.workspace.siteKey,
+    headers: { origin: 'https://shop.example.test' },
+    body: { endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags },
+  });
+  if (response.status !== 201) throw new Error(`subscribe answered ${response.status}: ${JSON.stringify(response.body)}`);
+  return { id: response.body.subscriberId, endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags };
 }
 
 /** A workspace with `count` browser subscribers registered through the public SDK endpoint. */
@@ -54,19 +79,8 @@ export async function seedAudience(
   const workspace = await createWorkspace(plan, 'shop.example.test');
   const site = await call<{ vapidPublicKey: string }>(harness.stack.gatewayUrl, `${SERVER_API}/site`, { key: workspace.apiKey });
   const vapidPublicKey = site.body.vapidPublicKey;
-  const subscribers: Audience['subscribers'] = [];
-  for (let index = 0; index < count; index += 1) {
-    const subscription = harness.peer.createSubscription({ applicationServerKey: vapidPublicKey });
-    const { externalId, tags } = describe(index);
-    const response = await call<{ subscriberId: string }>(harness.stack.gatewayUrl, '/api/v1/subscribe', {
-      method: 'POST',
-      key: workspace.siteKey,
-      headers: { origin: 'https://shop.example.test' },
-      body: { endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags },
-    });
-    if (response.status !== 201) throw new Error(`subscribe answered ${response.status}: ${JSON.stringify(response.body)}`);
-    subscribers.push({ id: response.body.subscriberId, endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags });
-  }
+  const subscribers: Subscribed[] = [];
+  for (let index = 0; index < count; index += 1) subscribers.push(await subscribeBrowser(harness, { workspace, vapidPublicKey }, describe(index)));
   return { workspace, vapidPublicKey, subscribers };
 }
 
