@@ -1,0 +1,222 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, test } from 'node:test';
+
+import { createKafkaBus, EVENT_ID_HEADER, topics } from '@herald/bus';
+import { createLogger } from '@herald/logging';
+import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
+import {
+  call,
+  eventually,
+  infrastructureEnv,
+  seedAudience,
+  SERVER_API,
+  startSendingHarness,
+  subscribeBrowser,
+  type Audience,
+  type SendingHarness,
+  type Subscribed,
+} from '@herald/testkit';
+
+// Runs end to end: a browser subscribes through the public endpoint, the audience event reaches
+// the flow service over Kafka, the run sends through the campaign service and the delivery fleet
+// to the strict push peer, waits on its durable timer, and exits. Each test in a workspace of its own.
+
+let harness: SendingHarness;
+before(async () => {
+  harness = await startSendingHarness({ services: ['flow'], env: { FLOW_RUN_POLL_MS: '100' } });
+});
+after(() => harness.stop());
+
+interface FlowRecord {
+  id: string;
+  status: string;
+  executionCount: number;
+}
+interface RunRecord {
+  id: string;
+  flowId: string;
+  subscriberId: string;
+  triggerType: string;
+  triggerEventId: string;
+  state: string;
+  currentStep: number | null;
+  nextWakeUpAt: string | null;
+  endReason: string | null;
+  notificationIds: string[];
+  finishedAt: string | null;
+}
+
+type Step = { stepType: string; config: Record<string, unknown> };
+const send = (title: string): Step => ({ stepType: 'send_notification', config: { notification: { title, body: `${title} body` } } });
+const delay = (seconds: number): Step => ({ stepType: 'delay', config: { delay: { value: seconds, unit: 'seconds' } } });
+const exit: Step = { stepType: 'exit', config: {} };
+
+const api = <T>(audience: Audience, path: string, options: { method?: string; body?: unknown } = {}) =>
+  call<T & Record<string, unknown>>(harness.stack.gatewayUrl, `${SERVER_API}${path}`, { key: audience.workspace.apiKey, ...options });
+
+/** A flow created and activated in the audience's workspace. */
+async function activeFlow(audience: Audience, steps: Step[], triggerType = 'subscription'): Promise<FlowRecord> {
+  const created = await api<FlowRecord>(audience, '/flows', { method: 'POST', body: { name: 'Welcome', triggerType, steps } });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const activated = await api<FlowRecord>(audience, `/flows/${created.body.id}/activate`, { method: 'POST' });
+  assert.equal(activated.body.status, 'active');
+  return activated.body;
+}
+
+const runsOf = async (audience: Audience, flowId: string): Promise<RunRecord[]> => (await api<{ data: RunRecord[] }>(audience, `/flows/${flowId}/runs`)).body.data;
+const flowOf = async (audience: Audience, flowId: string): Promise<FlowRecord> => (await api<FlowRecord>(audience, `/flows/${flowId}`)).body;
+
+/** The run of `flowId` once `done` holds for it (exactly one run exists). */
+async function runWhen(audience: Audience, flowId: string, what: string, done: (run: RunRecord) => boolean, timeoutMs = 20_000): Promise<RunRecord> {
+  const runs = await eventually(what, () => runsOf(audience, flowId), (found) => found.length === 1 && done(found[0] as RunRecord), timeoutMs);
+  return runs[0] as RunRecord;
+}
+
+/** Titles the strict peer accepted for this browser, in arrival order. */
+const titlesTo = (subscriber: Subscribed): string[] =>
+  harness.peer.received(subscriber.endpoint).map((message) => (JSON.parse(message.plaintext.toString()) as { title: string }).title);
+
+/** A workspace with no subscriber yet: its flows are made before anyone subscribes. */
+const emptyAudience = () => seedAudience(harness, 0);
+const subscribe = (audience: Audience, externalId = 'user-1') => subscribeBrowser(harness, audience, { externalId, tags: [] });
+
+test('a welcome flow: the subscription sends at once, the delayed push after its delay, nothing after exit', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [send('Welcome'), delay(1), send('Your guide'), exit, send('Never')]);
+  const subscriber = await subscribe(audience);
+  await eventually('two pushes', async () => titlesTo(subscriber), (titles) => titles.length >= 2);
+  const run = await runWhen(audience, flow.id, 'the run exited', (found) => found.state === 'exited');
+  assert.deepEqual(titlesTo(subscriber), ['Welcome', 'Your guide']);
+  assert.deepEqual(
+    [run.flowId, run.subscriberId, run.triggerType, run.currentStep, run.nextWakeUpAt, run.endReason],
+    [flow.id, subscriber.id, 'subscription', null, null, null],
+  );
+  assert.ok(run.finishedAt);
+  assert.equal(run.notificationIds.length, 2);
+  // Each send is a notification with its delivery state, counted like any other.
+  const queuedAt: number[] = [];
+  for (const id of run.notificationIds) {
+    const notification = await eventually(
+      `notification ${id} delivered`,
+      () => api<{ createdAt: string; counts: { delivered: number; targeted: number } }>(audience, `/notifications/${id}`),
+      (answer) => answer.body.counts.delivered === 1,
+    );
+    assert.deepEqual([notification.status, notification.body.counts.targeted], [200, 1]);
+    queuedAt.push(Date.parse(notification.body.createdAt));
+  }
+  // The second send was queued a delay (1 s) after the first.
+  const waited = (queuedAt[1] ?? 0) - (queuedAt[0] ?? 0);
+  assert.ok(waited >= 1_000 && waited < 3_000, `the delay held ${waited} ms`);
+  assert.equal((await flowOf(audience, flow.id)).executionCount, 1);
+});
+
+test('GET /flows/{id}/runs shows a run parked on its delay: current step and next wake-up', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [send('Hello'), delay(60), send('Later')]);
+  const subscriber = await subscribe(audience);
+  const run = await runWhen(audience, flow.id, 'the run waiting', (found) => found.state === 'waiting');
+  assert.equal(run.currentStep, 2);
+  const wakeUpIn = Date.parse(run.nextWakeUpAt ?? '') - Date.now();
+  assert.ok(wakeUpIn > 50_000 && wakeUpIn <= 60_000, `wakes up in ${wakeUpIn} ms`);
+  assert.equal(run.notificationIds.length, 1);
+  await eventually('the first push', async () => titlesTo(subscriber), (titles) => titles.length === 1);
+  assert.deepEqual(titlesTo(subscriber), ['Hello']);
+});
+
+test('pause: no new runs start, and a run in flight finishes', async () => {
+  const audience = await emptyAudience();
+  const paused = await activeFlow(audience, [delay(1), send('Still delivered')]);
+  const first = await subscribe(audience, 'first');
+  await runWhen(audience, paused.id, 'the run waiting', (run) => run.state === 'waiting');
+  assert.equal((await api<FlowRecord>(audience, `/flows/${paused.id}/pause`, { method: 'POST' })).body.status, 'paused');
+  // The run in flight finishes.
+  await runWhen(audience, paused.id, 'the run completed', (run) => run.state === 'completed');
+  await eventually('the push of the run in flight', async () => titlesTo(first), (titles) => titles.length === 1);
+  // A flow still active witnesses the next subscription: once its run exists, the paused flow has seen the same event.
+  const witness = await activeFlow(audience, [exit]);
+  const second = await subscribe(audience, 'second');
+  await runWhen(audience, witness.id, 'the witness run', (run) => run.subscriberId === second.id);
+  assert.deepEqual((await runsOf(audience, paused.id)).map((run) => run.subscriberId), [first.id]);
+  assert.equal((await flowOf(audience, paused.id)).executionCount, 1);
+});
+
+test('a redelivered subscription event starts no second run', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [exit]);
+  const subscriber = await subscribe(audience);
+  const run = await runWhen(audience, flow.id, 'the run exited', (found) => found.state === 'exited');
+  const bus = createKafkaBus({ brokers: (infrastructureEnv().KAFKA_BROKERS ?? '').split(','), clientId: 'flow-test', logger: createLogger('flow-test'), topicPrefix: harness.stack.topicPrefix });
+  try {
+    const event = (eventId: string, subscriberId: string) => ({
+      topic: topics.audienceEvents.name,
+      key: audience.workspace.workspaceId,
+      headers: { [EVENT_ID_HEADER]: eventId },
+      value: Buffer.from(
+        AudienceEvent.encode({
+          eventId,
+          occurredAt: new Date().toISOString(),
+          workspaceId: audience.workspace.workspaceId,
+          siteId: '',
+          kind: { $case: 'subscribed', value: { subscriberId, externalId: '' } },
+        }).finish(),
+      ),
+    });
+    // The same event again (twice), then a new one behind it on the same partition: once the new
+    // one has its run, the copies have been handled.
+    await bus.publish([event(run.triggerEventId, subscriber.id), event(run.triggerEventId, subscriber.id), event(randomUUID(), 'sub_witness')]);
+    await eventually('the witness run', () => runsOf(audience, flow.id), (runs) => runs.some((found) => found.subscriberId === 'sub_witness'));
+  } finally {
+    await bus.close();
+  }
+  assert.deepEqual((await runsOf(audience, flow.id)).filter((found) => found.subscriberId === subscriber.id).map((found) => found.id), [run.id]);
+  assert.equal((await flowOf(audience, flow.id)).executionCount, 2);
+});
+
+test('an unsubscription mid-run ends the run: no further sends', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [send('Hello'), delay(1), send('Not after leaving')]);
+  const subscriber = await subscribe(audience);
+  await runWhen(audience, flow.id, 'the run waiting', (run) => run.state === 'waiting');
+  const left = await call(harness.stack.gatewayUrl, '/api/v1/unsubscribe', {
+    method: 'POST',
+    key: audience.workspace.siteKey,
+    headers: { origin: 'https://shop.example.test' },
+    body: { endpoint: subscriber.endpoint },
+  });
+  assert.equal(left.status, 200, JSON.stringify(left.body));
+  const run = await runWhen(audience, flow.id, 'the run cancelled', (found) => found.state === 'cancelled');
+  assert.deepEqual([run.endReason, run.nextWakeUpAt, run.currentStep], ['the subscriber left (unsubscribed)', null, null]);
+  await eventually('the first push', async () => titlesTo(subscriber), (titles) => titles.length === 1);
+  assert.deepEqual(titlesTo(subscriber), ['Hello']);
+});
+
+test('deleting a flow mid-run stops its runs at their next step', async () => {
+  const audience = await emptyAudience();
+  const deleted = await activeFlow(audience, [delay(1), send('From a deleted flow')]);
+  // Due later than the deleted flow's run: once its push arrived, the deleted run's time has passed.
+  const witness = await activeFlow(audience, [delay(1.5), send('Witness')]);
+  const subscriber = await subscribe(audience);
+  await runWhen(audience, deleted.id, 'the run waiting', (run) => run.state === 'waiting');
+  assert.equal((await api(audience, `/flows/${deleted.id}`, { method: 'DELETE' })).status, 204);
+  await runWhen(audience, witness.id, 'the witness run completed', (run) => run.state === 'completed');
+  await eventually('the witness push', async () => titlesTo(subscriber), (titles) => titles.includes('Witness'));
+  assert.deepEqual(titlesTo(subscriber), ['Witness']);
+});
+
+test('a kill -9 of the flow service mid-delay: the timer fires once after the restart', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [delay(2), send('After the restart')]);
+  const subscriber = await subscribe(audience);
+  await runWhen(audience, flow.id, 'the run waiting', (run) => run.state === 'waiting');
+  const service = harness.stack.services.find((running) => running.output().includes('flow service serving') && running.child.exitCode === null);
+  assert.ok(service);
+  service.child.kill('SIGKILL');
+  await service.exited;
+  await harness.stack.startService('flow', { FLOW_RUN_POLL_MS: '100' }, { replacing: true });
+  const run = await runWhen(audience, flow.id, 'the run completed', (found) => found.state === 'completed', 30_000);
+  assert.equal(run.notificationIds.length, 1);
+  await eventually('the push', async () => titlesTo(subscriber), (titles) => titles.length === 1);
+  assert.deepEqual(titlesTo(subscriber), ['After the restart']);
+  assert.equal((await flowOf(audience, flow.id)).executionCount, 1);
+});
