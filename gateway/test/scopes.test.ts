@@ -8,7 +8,7 @@ import { admin, call, createKey, createWorkspace, SERVER_API, startStack, type S
 
 let stack: Stack;
 before(async () => {
-  stack = await startStack({ sending: true });
+  stack = await startStack({ sending: true, services: ['flow'] });
 });
 after(() => stack.stop());
 
@@ -30,6 +30,8 @@ const endpoints: Record<string, Endpoint> = {
   countSubscribers: { method: 'GET', path: '/subscribers/count' },
   listTemplates: { method: 'GET', path: '/templates' },
   createTemplate: { method: 'POST', path: '/templates', body: { name: 'scope', title: 'scope', body: 'test' } },
+  listFlows: { method: 'GET', path: '/flows' },
+  createFlow: { method: 'POST', path: '/flows', body: { name: 'scope', triggerType: 'subscription' } },
 };
 
 /** Which endpoints each key origin may call, as the spec's table says. */
