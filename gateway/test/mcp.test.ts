@@ -248,7 +248,8 @@ test('send_notification sends through POST /send; the context is appended to the
       async () => harness.peer.received().filter((message) => (JSON.parse(message.plaintext.toString()) as { notificationId: string }).notificationId === sent.body.campaignId),
       (found) => found.length === 1,
     );
-    assert.deepEqual(JSON.parse(messages[0]?.plaintext.toString() ?? ''), {
+    assert.ok(messages[0]);
+    assert.deepEqual(harness.openPush(messages[0]).payload, {
       notificationId: sent.body.campaignId,
       title: 'Deploy finished',
       body: 'v2 is live.\n\nAll 412 checks passed.',
