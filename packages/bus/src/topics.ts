@@ -127,6 +127,8 @@ export const consumers = {
   audienceExpiry: { group: 'herald-audience', component: 'audience', topics: [topics.deliveryResults] },
   /** Starts flow runs on subscriptions and unsubscriptions (and ends the runs of those who leave). */
   flowTriggers: { group: 'herald-flow-triggers', component: 'flow', topics: [topics.audienceEvents] },
+  /** Starts flow runs on impressions, clicks and dismissals of pushes. */
+  flowEngagementTriggers: { group: 'herald-flow-engagement', component: 'flow', topics: [topics.engagementEvents] },
 } as const satisfies Record<string, ConsumerDeclaration>;
 
 /** The groups a send passes through after the campaign service queued it: its fan-out, then the delivery fleet. */

@@ -11,7 +11,7 @@ import { readConfig } from './config.js';
 import { flowHandlers } from './handlers.js';
 import { startRunLoop } from './runs.js';
 import { migrationsDir, SCHEMA } from './store.js';
-import { audienceTriggers } from './triggers.js';
+import { audienceTriggers, engagementTriggers } from './triggers.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('flow');
@@ -21,7 +21,10 @@ await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migratio
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-flow`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
-const subscriptions = await Promise.all([bus.subscribe({ consumer: consumers.flowTriggers, handle: audienceTriggers(pool, logger) })]);
+const subscriptions = await Promise.all([
+  bus.subscribe({ consumer: consumers.flowTriggers, handle: audienceTriggers(pool, logger) }),
+  bus.subscribe({ consumer: consumers.flowEngagementTriggers, handle: engagementTriggers(pool, logger) }),
+]);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[FlowServiceService, flowHandlers({ pool, logger, campaign })]]);
 const runs = startRunLoop({ pool, logger, campaign, account, pollMs: config.runPollMs, batchSize: config.runBatchSize, concurrency: config.runConcurrency });
 logger.info({ port: server.port }, 'flow service serving');

@@ -220,3 +220,44 @@ test('a kill -9 of the flow service mid-delay: the timer fires once after the re
   assert.deepEqual(titlesTo(subscriber), ['After the restart']);
   assert.equal((await flowOf(audience, flow.id)).executionCount, 1);
 });
+
+test('a click-triggered flow limited to one campaign runs for clicks on that campaign only', async () => {
+  const audience = await seedAudience(harness, 1);
+  const [subscriber] = audience.subscribers as [Subscribed];
+  const campaignNamed = async (name: string): Promise<string> => {
+    const created = await api<{ id: string }>(audience, '/campaigns', { method: 'POST', body: { name, title: name, body: `${name} body` } });
+    assert.equal(created.status, 201);
+    return created.body.id;
+  };
+  const [chosen, other] = [await campaignNamed('Chosen'), await campaignNamed('Other')];
+  const created = await api<FlowRecord>(audience, '/flows', {
+    method: 'POST',
+    body: { name: 'Thank clickers', triggerType: 'notification_click', triggerCampaignId: chosen, steps: [send('Thanks for clicking'), exit] },
+  });
+  assert.equal((await api<FlowRecord>(audience, `/flows/${created.body.id}/activate`, { method: 'POST' })).body.status, 'active');
+  /** Sends the campaign, then clicks its push the way the service worker reports it. */
+  const click = async (campaignId: string): Promise<void> => {
+    assert.equal((await api(audience, `/campaigns/${campaignId}/send`, { method: 'POST' })).status, 200);
+    const [push] = await eventually(
+      `the push of ${campaignId}`,
+      async () => harness.peer.received(subscriber.endpoint).filter((message) => harness.openPush(message).payload.notificationId === campaignId),
+      (found) => found.length === 1,
+    );
+    assert.ok(push);
+    const reported = await call(harness.stack.gatewayUrl, '/api/v1/events', {
+      method: 'POST',
+      headers: { origin: 'https://shop.example.test' },
+      body: { type: 'click', token: harness.openPush(push).token },
+    });
+    assert.equal(reported.status, 202, JSON.stringify(reported.body));
+  };
+  // The other campaign's click first: one subscriber's reports keep their order on Kafka, so once
+  // the chosen campaign's click started its run, the other's has been handled too.
+  await click(other);
+  await click(chosen);
+  const run = await runWhen(audience, created.body.id, 'the run exited', (found) => found.state === 'exited');
+  assert.deepEqual([run.subscriberId, run.triggerType, run.notificationIds.length], [subscriber.id, 'notification_click', 1]);
+  await eventually('the thank-you push', async () => titlesTo(subscriber), (titles) => titles.includes('Thanks for clicking'));
+  assert.deepEqual(titlesTo(subscriber), ['Other', 'Chosen', 'Thanks for clicking']);
+  assert.equal((await flowOf(audience, created.body.id)).executionCount, 1);
+});
