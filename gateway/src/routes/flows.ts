@@ -4,7 +4,7 @@ import { Type, type Static } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
+import { ErrorResponse, Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
 import { Name } from '../schemas/content.js';
 
 /** /flows: event-triggered automations and their runs (dashboard keys). docs/flows.md has the states and the rules of runs. */
@@ -211,7 +211,7 @@ export const flowRoutes =
           summary: 'Change a flow: only the fields given; steps replaces the whole list; status moves it (to active only with steps)',
           params: Params,
           body: PatchBody,
-          response: withErrors({ 200: FlowRecord }),
+          response: withErrors({ 200: FlowRecord, 409: ErrorResponse }),
         },
       },
       async (request) => {
@@ -256,7 +256,7 @@ export const flowRoutes =
     for (const [action, operationId, summary] of moves) {
       app.post(
         `/flows/:flowId/${action}`,
-        { config, schema: { tags, operationId, summary, params: Params, response: withErrors({ 200: FlowRecord }) } },
+        { config, schema: { tags, operationId, summary, params: Params, response: withErrors({ 200: FlowRecord, 409: ErrorResponse }) } },
         async (request) => toRecord((await clients.flow[operationId](ref(request))).flow),
       );
     }
