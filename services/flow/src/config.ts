@@ -13,6 +13,11 @@ export function readConfig(env: Env) {
     runPollMs: env.integer('FLOW_RUN_POLL_MS', 1_000, { min: 50, max: 60_000 }),
     /** Due runs claimed at once (one claim statement, one outcome statement per kind). */
     runBatchSize: env.integer('FLOW_RUN_BATCH_SIZE', 500, { min: 1, max: 5_000 }),
+    /**
+     * How long a claim of due runs holds: a process that dies leaves its claimed runs to another
+     * this long after it claimed them. A batch's sends take far less.
+     */
+    runLeaseMs: env.integer('FLOW_RUN_LEASE_MS', 30_000, { min: 1_000, max: 600_000 }),
     /** Runs in work at once in this process (across its batches). */
     runConcurrency: env.integer('FLOW_RUN_CONCURRENCY', 2_000, { min: 1, max: 20_000 }),
   };

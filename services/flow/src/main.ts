@@ -21,12 +21,13 @@ await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migratio
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-flow`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
+// Timers first: due runs need no Kafka, and joining a consumer group can take a session timeout.
+const runs = startRunLoop({ pool, logger, campaign, account, pollMs: config.runPollMs, leaseMs: config.runLeaseMs, batchSize: config.runBatchSize, concurrency: config.runConcurrency });
 const subscriptions = await Promise.all([
   bus.subscribe({ consumer: consumers.flowTriggers, handle: audienceTriggers(pool, logger) }),
   bus.subscribe({ consumer: consumers.flowEngagementTriggers, handle: engagementTriggers(pool, logger) }),
 ]);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[FlowServiceService, flowHandlers({ pool, logger, campaign })]]);
-const runs = startRunLoop({ pool, logger, campaign, account, pollMs: config.runPollMs, batchSize: config.runBatchSize, concurrency: config.runConcurrency });
 logger.info({ port: server.port }, 'flow service serving');
 
 drainOnSignal(

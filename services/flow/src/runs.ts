@@ -10,8 +10,6 @@ import { startWorkLoop, type WorkLoop } from '@herald/workloop';
 import { delayMs, type Step } from './steps.js';
 import * as store from './store.js';
 
-/** A batch's sends are a few RPCs each: far below this. */
-const LEASE_MS = 60_000;
 /** Sends in flight at once per batch: enough to keep the campaign service busy, not flooded. */
 const SENDS_PER_BATCH = 32;
 /** How long a workspace's allowance is reused before asking the account service again. */
@@ -43,7 +41,7 @@ class RunEnded extends Error {
  * meanwhile is left as it is, and a run whose process died is worked again after the lease: its
  * sends carry an idempotency key per (run, step), so working it again never sends twice.
  */
-export function startRunLoop(deps: RunDeps & { pollMs?: number; batchSize: number; concurrency: number }): WorkLoop {
+export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number; batchSize: number; concurrency: number }): WorkLoop {
   const { pool, logger, campaign, account } = deps;
   // Versions never change once written: each is read once per process.
   const versions = new Map<string, Promise<Step[] | undefined>>();
@@ -151,7 +149,7 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; batchSize: numbe
     pool,
     logger,
     table: store.RUN_TIMERS,
-    leaseMs: LEASE_MS,
+    leaseMs: deps.leaseMs,
     channel: store.RUNS_CHANNEL,
     batchSize: deps.batchSize,
     concurrency: deps.concurrency,
