@@ -151,6 +151,46 @@ test('every bad step is a 400 naming steps[i].config...', async () => {
   assert.deepEqual(longest.steps.map((step) => step.config), [{ delay: { value: 365, unit: 'days' } }, { delay: { value: 0.5, unit: 'seconds' } }, { notification: { title: 'x'.repeat(256), body: 'y' } }]);
 });
 
+test('a send may come from a template: its content copied with the variables filled when the flow is saved', async () => {
+  const workspace = await createWorkspace('growth');
+  const template = await call<{ id: string }>(stack.gatewayUrl, `${SERVER_API}/templates`, {
+    key: workspace.apiKey,
+    method: 'POST',
+    body: { name: 'Welcome', title: 'Hello {{firstName|friend}}', body: 'Your {{plan}} plan is ready', actionUrl: 'https://shop.example.test/{{plan}}', iconUrl: 'https://shop.example.test/i.png' },
+  });
+  assert.equal(template.status, 201);
+  const fromTemplate = (config: Record<string, unknown>) => [{ stepType: 'send_notification', config: { templateId: template.body.id, ...config } }];
+  const flow = await create(workspace, { steps: fromTemplate({ variables: { plan: 'Pro' } }) });
+  assert.deepEqual(flow.steps[0]?.config, {
+    templateId: template.body.id,
+    variables: { plan: 'Pro' },
+    notification: { title: 'Hello friend', body: 'Your Pro plan is ready', iconUrl: 'https://shop.example.test/i.png', actionUrl: 'https://shop.example.test/Pro' },
+  });
+  // Reading the flow and writing its steps back keeps them: a notification sent along is the template's again.
+  const rewritten = await flows(workspace, `/${flow.id}`, { method: 'PATCH', body: { steps: flow.steps.map(({ stepType, config }) => ({ stepType, config })) } });
+  assert.deepEqual(rewritten.body.steps[0]?.config, flow.steps[0]?.config);
+
+  const post = (steps: unknown) => flows(workspace, '', { method: 'POST', body: { name: 'x', triggerType: 'subscription', steps } });
+  await assertInvalid(post(fromTemplate({})), [
+    { field: 'steps[0].config.variables.plan', problem: "is required by the template's body ({{plan}} has no default)" },
+    { field: 'steps[0].config.variables.plan', problem: "is required by the template's actionUrl ({{plan}} has no default)" },
+  ]);
+  await assertInvalid(post(fromTemplate({ templateId: 'tpl_missing' })), [{ field: 'steps[0].config.templateId', problem: 'names no template of this workspace' }]);
+  await assertInvalid(post(fromTemplate({ variables: { plan: 3, 'bad name': 'x' } })), [
+    { field: 'steps[0].config.variables.plan', problem: 'must be a string' },
+    { field: 'steps[0].config.variables.bad name', problem: 'is not a placeholder name (a letter or _, then letters, digits, _ or .)' },
+  ]);
+  await assertInvalid(post(fromTemplate({ variables: [] })), [{ field: 'steps[0].config.variables', problem: 'must be an object' }]);
+  await assertInvalid(post(fromTemplate({ templateId: '', colour: 'red' })), [
+    { field: 'steps[0].config.colour', problem: 'is not allowed' },
+    { field: 'steps[0].config.templateId', problem: 'must not be empty' },
+  ]);
+  const other = await createWorkspace('growth');
+  await assertInvalid(flows(other, '', { method: 'POST', body: { name: 'x', triggerType: 'subscription', steps: fromTemplate({ variables: { plan: 'Pro' } }) } }), [
+    { field: 'steps[0].config.templateId', problem: 'names no template of this workspace' },
+  ]);
+});
+
 test('the request shape: name and triggerType required, known fields only, limits', async () => {
   const workspace = await createWorkspace('growth');
   const post = (body: unknown) => flows(workspace, '', { method: 'POST', body });

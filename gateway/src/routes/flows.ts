@@ -20,7 +20,8 @@ const Status = oneOf(['draft', 'active', 'paused', 'archived'] as const, 'Only a
 const TriggerCampaignId = Type.String({ minLength: 1, maxLength: 64, description: 'Notification triggers only: only events about this campaign start runs' });
 
 const STEP_CONFIGS =
-  'send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); ' +
+  'send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)), ' +
+  'or {"templateId", "variables"?} (the notification is copied from the template when the flow is saved, its placeholders filled from variables); ' +
   'delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. ' +
   'A bad config is a 400 naming steps[i].config...';
 const StepConfig = Type.Record(Type.String(), Type.Unknown(), { description: STEP_CONFIGS });

@@ -2404,7 +2404,7 @@ export interface operations {
                              */
                             status: "draft" | "active" | "paused" | "archived";
                             steps: {
-                                /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                                /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)), or {"templateId", "variables"?} (the notification is copied from the template when the flow is saved, its placeholders filled from variables); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
                                 config: {
                                     [key: string]: unknown;
                                 };
@@ -2451,7 +2451,7 @@ export interface operations {
                     name: string;
                     /** @description In order; at most 50 */
                     steps?: {
-                        /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                        /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)), or {"templateId", "variables"?} (the notification is copied from the template when the flow is saved, its placeholders filled from variables); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
                         config: {
                             [key: string]: unknown;
                         };
@@ -2488,7 +2488,7 @@ export interface operations {
                          */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
-                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)), or {"templateId", "variables"?} (the notification is copied from the template when the flow is saved, its placeholders filled from variables); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
                             config: {
                                 [key: string]: unknown;
                             };
@@ -2549,7 +2549,7 @@ export interface operations {
                          */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
-                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)), or {"templateId", "variables"?} (the notification is copied from the template when the flow is saved, its placeholders filled from variables); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
                             config: {
                                 [key: string]: unknown;
                             };
@@ -2627,7 +2627,7 @@ export interface operations {
                     status?: "draft" | "active" | "paused" | "archived";
                     /** @description Replaces the whole step list; runs in flight keep the steps they started with */
                     steps?: {
-                        /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                        /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)), or {"templateId", "variables"?} (the notification is copied from the template when the flow is saved, its placeholders filled from variables); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
                         config: {
                             [key: string]: unknown;
                         };
@@ -2664,7 +2664,7 @@ export interface operations {
                          */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
-                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)), or {"templateId", "variables"?} (the notification is copied from the template when the flow is saved, its placeholders filled from variables); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
                             config: {
                                 [key: string]: unknown;
                             };
@@ -2726,7 +2726,7 @@ export interface operations {
                          */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
-                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)), or {"templateId", "variables"?} (the notification is copied from the template when the flow is saved, its placeholders filled from variables); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
                             config: {
                                 [key: string]: unknown;
                             };
@@ -2788,7 +2788,7 @@ export interface operations {
                          */
                         status: "draft" | "active" | "paused" | "archived";
                         steps: {
-                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
+                            /** @description send_notification: {"notification": {"title", "body", "iconUrl"?, "imageUrl"?, "actionUrl"?}} (title up to 256 characters, body up to 2048, URLs http(s)), or {"templateId", "variables"?} (the notification is copied from the template when the flow is saved, its placeholders filled from variables); delay: {"delay": {"value": > 0, "unit": "seconds" | "minutes" | "hours" | "days"}} (at most 365 days); exit: {}. A bad config is a 400 naming steps[i].config... */
                             config: {
                                 [key: string]: unknown;
                             };

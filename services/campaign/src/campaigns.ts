@@ -1,5 +1,5 @@
 import { pageRequest } from '@herald/db';
-import { randomId } from '@herald/domain';
+import { fillPlaceholders, randomId } from '@herald/domain';
 import { HeraldError, invalidFields, type FieldProblem } from '@herald/errors';
 import type { Logger } from '@herald/logging';
 import type {
@@ -20,7 +20,7 @@ import { assertFits } from './payload.js';
 import { contentOf, startCampaign, type StartDeps } from './starts.js';
 import { ACTIONS, EDITABLE, notAllowed, patchMove, type CampaignAction } from './states.js';
 import * as store from './store.js';
-import { fillPlaceholders, orNull } from './templates.js';
+import { orNull } from './templates.js';
 
 /** /campaigns: create, read, change, delete, and the send/pause/resume moves of the state machine (states.ts). */
 

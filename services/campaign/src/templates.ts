@@ -1,5 +1,5 @@
 import { pageRequest, type Pool } from '@herald/db';
-import { randomId } from '@herald/domain';
+import { placeholderProblem, randomId } from '@herald/domain';
 import { HeraldError, invalidFields, type FieldProblem } from '@herald/errors';
 import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
@@ -8,45 +8,6 @@ import { TemplateServiceService, type Template } from '@herald/proto/herald/camp
 import * as store from './store.js';
 
 /** /templates: reusable content with {{placeholders}}, newest-first pages of a workspace's own. */
-
-/**
- * A placeholder: `{{name}}`, or `{{name|fallback}}` whose fallback is used when no value is given.
- * Names are letters, digits, `_` and `.` (e.g. `{{firstName}}`, `{{subscriber.externalId}}`); a
- * fallback is up to 200 characters without `|`, `{` or `}`.
- */
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.]{0,63})\s*(?:\|([^|{}]{0,200}))?\}\}/g;
-
-/** Problems of the `{{...}}` in `text`: every `{{` must open a well-formed placeholder. */
-export function placeholderProblem(text: string): string | undefined {
-  const rest = text.replace(PLACEHOLDER, '');
-  if (rest.includes('{{') || rest.includes('}}')) return 'has a malformed placeholder: write {{name}} or {{name|fallback}}';
-  return undefined;
-}
-
-/** Placeholders filled for each recipient at delivery, from the subscriber record. */
-const PER_SUBSCRIBER = 'subscriber.';
-
-/**
- * A template's text with its placeholders filled from `variables` (a campaign copies the result).
- * A placeholder with no value takes its fallback; one with neither is a problem naming it.
- * Per-subscriber placeholders are not filled per recipient yet: they take their fallback, and one
- * without a fallback is refused rather than sent as literal braces.
- */
-export function fillPlaceholders(text: string, variables: Readonly<Record<string, string>>, field: string, problems: FieldProblem[]): string {
-  return text.replace(PLACEHOLDER, (whole, name: string, fallback: string | undefined) => {
-    const value = name.startsWith(PER_SUBSCRIBER) ? undefined : variables[name];
-    if (value !== undefined) return value;
-    if (fallback !== undefined) return fallback.trim();
-    problems.push({
-      field: name.startsWith(PER_SUBSCRIBER) ? field : `variables.${name}`,
-      in: 'body',
-      problem: name.startsWith(PER_SUBSCRIBER)
-        ? `holds ${whole}: per-subscriber placeholders need a fallback ({{${name}|...}}) until they are filled per recipient`
-        : `is required by the template's ${field} ({{${name}}} has no default)`,
-    });
-    return whole;
-  });
-}
 
 const notFound = (id: string): HeraldError => new HeraldError('not_found', `No template ${id}.`, { title: 'Not found' });
 

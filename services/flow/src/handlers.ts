@@ -4,9 +4,10 @@ import { HeraldError, invalidFields } from '@herald/errors';
 import { implementService, type PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
-import { FlowServiceService, type Flow, type Run } from '@herald/proto/herald/flow/v1/flow';
+import type { Template, TemplateServiceClient } from '@herald/proto/herald/campaign/v1/templates';
+import { FlowServiceService, type Flow, type Run, type StepInput } from '@herald/proto/herald/flow/v1/flow';
 
-import { parseSteps } from './steps.js';
+import { fillTemplates, parseSteps, type Step } from './steps.js';
 import * as store from './store.js';
 
 /**
@@ -21,6 +22,8 @@ export interface FlowDeps {
   pool: Pool;
   logger: Logger;
   campaign: PromiseClient<CampaignServiceClient>;
+  /** Served by the campaign service. */
+  templates: PromiseClient<TemplateServiceClient>;
 }
 
 const ACTIVATABLE: readonly store.FlowStatus[] = ['draft', 'paused', 'archived'];
@@ -94,7 +97,20 @@ function statusOf(value: string, field: string, location: string): store.FlowSta
   return value as store.FlowStatus;
 }
 
-export function flowHandlers({ pool, logger, campaign }: FlowDeps) {
+export function flowHandlers({ pool, logger, campaign, templates }: FlowDeps) {
+  /** The steps as written, checked, with the sends that name a template filled from it. */
+  async function stepsOf(workspaceId: string, inputs: readonly StepInput[]): Promise<Step[]> {
+    const templateOf = async (templateId: string): Promise<Template | undefined> => {
+      try {
+        return (await templates.getTemplate({ workspaceId, templateId })).template;
+      } catch (err) {
+        if (err instanceof HeraldError && err.code === 'not_found') return undefined;
+        throw err;
+      }
+    };
+    return fillTemplates(parseSteps(inputs, newStepId), templateOf);
+  }
+
   /** A trigger campaign only limits a notification trigger, and must be one of the workspace's campaigns. */
   async function checkTriggerCampaign(workspaceId: string, triggerType: store.TriggerType, campaignId: string | null): Promise<void> {
     if (campaignId === null) return;
@@ -138,7 +154,7 @@ export function flowHandlers({ pool, logger, campaign }: FlowDeps) {
 
       async createFlow(request) {
         const triggerType = triggerTypeOf(request.triggerType);
-        const steps = parseSteps(request.steps, newStepId);
+        const steps = await stepsOf(request.workspaceId, request.steps);
         const triggerCampaignId = request.triggerCampaignId || null;
         await checkTriggerCampaign(request.workspaceId, triggerType, triggerCampaignId);
         const id = `flw_${randomId(24)}`;
@@ -161,7 +177,7 @@ export function flowHandlers({ pool, logger, campaign }: FlowDeps) {
         const { workspaceId, flowId } = request;
         const triggerType = request.triggerType !== undefined ? triggerTypeOf(request.triggerType) : undefined;
         const status = request.status !== undefined ? statusOf(request.status, 'status', 'body') : undefined;
-        const steps = request.setSteps ? parseSteps(request.steps, newStepId) : undefined;
+        const steps = request.setSteps ? await stepsOf(workspaceId, request.steps) : undefined;
         const current = await store.findFlow(pool, workspaceId, flowId);
         if (!current) throw notFound(flowId);
         const triggerCampaignId = request.triggerCampaignId !== undefined ? request.triggerCampaignId || null : undefined;

@@ -5,6 +5,7 @@ import { createClient, startGrpcServer } from '@herald/grpc';
 import { createLogger } from '@herald/logging';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
+import { TemplateServiceClient } from '@herald/proto/herald/campaign/v1/templates';
 import { FlowServiceService } from '@herald/proto/herald/flow/v1/flow';
 
 import { readConfig } from './config.js';
@@ -21,13 +22,14 @@ await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migratio
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-flow`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
+const templates = createClient(TemplateServiceClient, config.campaignGrpcUrl);
 // Timers first: due runs need no Kafka, and joining a consumer group can take a session timeout.
 const runs = startRunLoop({ pool, logger, campaign, account, pollMs: config.runPollMs, leaseMs: config.runLeaseMs, batchSize: config.runBatchSize, concurrency: config.runConcurrency });
 const subscriptions = await Promise.all([
   bus.subscribe({ consumer: consumers.flowTriggers, handle: audienceTriggers(pool, logger) }),
   bus.subscribe({ consumer: consumers.flowEngagementTriggers, handle: engagementTriggers(pool, logger) }),
 ]);
-const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[FlowServiceService, flowHandlers({ pool, logger, campaign })]]);
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[FlowServiceService, flowHandlers({ pool, logger, campaign, templates })]]);
 logger.info({ port: server.port }, 'flow service serving');
 
 drainOnSignal(
@@ -38,6 +40,7 @@ drainOnSignal(
     await bus.close();
     campaign.close();
     account.close();
+    templates.close();
     await pool.end();
   },
   config.shutdownGraceMs,

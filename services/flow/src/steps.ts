@@ -1,4 +1,6 @@
+import { fillPlaceholders } from '@herald/domain';
 import { invalidFields, type FieldProblem } from '@herald/errors';
+import type { Template } from '@herald/proto/herald/campaign/v1/templates';
 import type { StepInput } from '@herald/proto/herald/flow/v1/flow';
 
 /**
@@ -23,12 +25,20 @@ export interface NotificationConfig {
   actionUrl?: string;
 }
 
+/** A send's content: given, or copied from a template (its placeholders filled from `variables`) when the flow is saved. */
+export interface SendConfig {
+  notification: NotificationConfig;
+  templateId?: string;
+  variables?: Record<string, string>;
+}
+
 export type Step =
-  | { id: string; stepType: 'send_notification'; config: { notification: NotificationConfig } }
+  | { id: string; stepType: 'send_notification'; config: SendConfig }
   | { id: string; stepType: 'delay'; config: { delay: { value: number; unit: DelayUnit } } }
   | { id: string; stepType: 'exit'; config: Record<string, never> };
 
-const LIMITS = { title: 256, body: 2_048, url: 2_048 } as const;
+const LIMITS = { title: 256, body: 2_048, url: 2_048, templateId: 64, variables: 50, variable: 1_000 } as const;
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]{0,63}$/;
 const HTTP_URL = /^https?:\/\/\S+$/;
 
 type Json = unknown;
@@ -69,6 +79,32 @@ function checkNotification(checker: Checker, config: Record<string, Json>, at: s
   for (const key of ['iconUrl', 'imageUrl', 'actionUrl'] as const) checker.text(notification[key], `${path}.${key}`, LIMITS.url, HTTP_URL);
 }
 
+/** `{templateId, variables?}`: the notification comes from the template (a `notification` given along is replaced). */
+function checkTemplate(checker: Checker, config: Record<string, Json>, at: string): void {
+  checker.text(config.templateId, `${at}.templateId`, LIMITS.templateId);
+  const variables = config.variables;
+  if (variables === undefined) return;
+  if (!isObject(variables)) {
+    checker.problem(`${at}.variables`, 'must be an object');
+    return;
+  }
+  const entries = Object.entries(variables);
+  if (entries.length > LIMITS.variables) checker.problem(`${at}.variables`, `must have at most ${LIMITS.variables} variables`);
+  for (const [name, value] of entries) {
+    if (!VARIABLE_NAME.test(name)) checker.problem(`${at}.variables.${name}`, 'is not a placeholder name (a letter or _, then letters, digits, _ or .)');
+    else if (typeof value !== 'string') checker.problem(`${at}.variables.${name}`, 'must be a string');
+    else if (value.length > LIMITS.variable) checker.problem(`${at}.variables.${name}`, `must be at most ${LIMITS.variable} characters`);
+  }
+}
+
+function checkSend(checker: Checker, config: Json, at: string): void {
+  if (isObject(config) && config.templateId !== undefined) {
+    if (checker.object(config, at, ['templateId'], ['variables', 'notification'])) checkTemplate(checker, config, at);
+  } else if (checker.object(config, at, ['notification'])) {
+    checkNotification(checker, config, at);
+  }
+}
+
 function checkDelay(checker: Checker, config: Record<string, Json>, at: string): void {
   const delay = config.delay;
   if (delay === undefined) return;
@@ -107,7 +143,7 @@ export function parseSteps(inputs: readonly StepInput[], newId: () => string): S
       return;
     }
     if (stepType === 'send_notification') {
-      if (checker.object(config, at, ['notification'])) checkNotification(checker, config, at);
+      checkSend(checker, config, at);
     } else if (stepType === 'delay') {
       if (checker.object(config, at, ['delay'])) checkDelay(checker, config, at);
     } else {
@@ -122,4 +158,34 @@ export function parseSteps(inputs: readonly StepInput[], newId: () => string): S
 /** How long a delay step waits, in milliseconds. */
 export function delayMs(step: Extract<Step, { stepType: 'delay' }>): number {
   return Math.round(step.config.delay.value * DELAY_UNITS[step.config.delay.unit] * 1_000);
+}
+
+/**
+ * Fills the sends that name a template: each copies the template's content with its placeholders
+ * filled from the step's `variables` (later edits of the template do not change the flow). A
+ * template that is not the workspace's, or a placeholder without a value or default, is a 400
+ * naming the step.
+ */
+export async function fillTemplates(steps: Step[], templateOf: (templateId: string) => Promise<Template | undefined>): Promise<Step[]> {
+  const problems: FieldProblem[] = [];
+  const filled = await Promise.all(
+    steps.map(async (step, index): Promise<Step> => {
+      if (step.stepType !== 'send_notification' || step.config.templateId === undefined) return step;
+      const at = `steps[${index}].config`;
+      const variables = step.config.variables ?? {};
+      const template = await templateOf(step.config.templateId);
+      if (!template) {
+        problems.push({ field: `${at}.templateId`, in: 'body', problem: 'names no template of this workspace' });
+        return step;
+      }
+      const fill = (text: string, field: string) => fillPlaceholders(text, variables, field, problems, { variables: `${at}.variables`, text: `${at}.templateId` });
+      const notification: NotificationConfig = { title: fill(template.title, 'title'), body: fill(template.body, 'body') };
+      if (template.iconUrl) notification.iconUrl = template.iconUrl;
+      if (template.imageUrl) notification.imageUrl = template.imageUrl;
+      if (template.actionUrl) notification.actionUrl = fill(template.actionUrl, 'actionUrl');
+      return { ...step, config: { templateId: step.config.templateId, variables, notification } };
+    }),
+  );
+  if (problems.length > 0) throw invalidFields('body', problems);
+  return filled;
 }
