@@ -10,7 +10,7 @@ import { startWorkLoop, type WorkLoop } from '@herald/workloop';
 import { delayMs, type Step } from './steps.js';
 import * as store from './store.js';
 
-/** Sends in flight at once per batch: enough to keep the campaign service busy, not flooded. */
+/** Runs worked at once per batch (their sends in flight): enough to keep the campaign service busy, not flooded. */
 const SENDS_PER_BATCH = 32;
 /** How long a workspace's allowance is reused before asking the account service again. */
 const FACTS_TTL_MS = 5_000;
@@ -131,14 +131,19 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
     for (const run of runs) if (run.due_at) lateness.record(Math.max(0, now - run.due_at.getTime()));
     const outcomes: store.RunOutcome[] = [];
     let failed: unknown;
-    // A few runs at a time: most steps are timers (no I/O); sends wait on the campaign service.
-    for (let start = 0; start < runs.length; start += SENDS_PER_BATCH) {
-      const settled = await Promise.allSettled(runs.slice(start, start + SENDS_PER_BATCH).map(advance));
-      for (const result of settled) {
-        if (result.status === 'fulfilled') outcomes.push(result.value);
-        else failed ??= result.reason;
+    // A few runs at a time, each taking the next as it finishes: most steps are timers (no I/O);
+    // sends wait on the campaign service.
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      for (let run = runs[next++]; run !== undefined; run = runs[next++]) {
+        try {
+          outcomes.push(await advance(run));
+        } catch (err) {
+          failed ??= err;
+        }
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(SENDS_PER_BATCH, runs.length) }, worker));
     // What could be worked is recorded; a run that failed stays claimed and is retried after the lease.
     await store.recordOutcomes(pool, token, outcomes);
     if (failed) throw failed;
