@@ -7,6 +7,7 @@ import { createLogger } from '@herald/logging';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 import {
   call,
+  connectDatabase,
   eventually,
   infrastructureEnv,
   seedAudience,
@@ -124,12 +125,14 @@ test('GET /flows/{id}/runs shows a run parked on its delay: current step and nex
   assert.deepEqual(titlesTo(subscriber), ['Hello']);
 });
 
-test('pause: no new runs start, and a run in flight finishes', async () => {
+test('pause and archive: no new runs start, and a run in flight finishes', async () => {
   const audience = await emptyAudience();
   const paused = await activeFlow(audience, [delay(1), send('Still delivered')]);
+  const archived = await activeFlow(audience, [exit]);
   const first = await subscribe(audience, 'first');
   await runWhen(audience, paused.id, 'the run waiting', (run) => run.state === 'waiting');
   assert.equal((await api<FlowRecord>(audience, `/flows/${paused.id}/pause`, { method: 'POST' })).body.status, 'paused');
+  assert.equal((await api<FlowRecord>(audience, `/flows/${archived.id}`, { method: 'PATCH', body: { status: 'archived' } })).body.status, 'archived');
   // The run in flight finishes.
   await runWhen(audience, paused.id, 'the run completed', (run) => run.state === 'completed');
   await eventually('the push of the run in flight', async () => titlesTo(first), (titles) => titles.length === 1);
@@ -139,38 +142,97 @@ test('pause: no new runs start, and a run in flight finishes', async () => {
   await runWhen(audience, witness.id, 'the witness run', (run) => run.subscriberId === second.id);
   assert.deepEqual((await runsOf(audience, paused.id)).map((run) => run.subscriberId), [first.id]);
   assert.equal((await flowOf(audience, paused.id)).executionCount, 1);
+  // Archived: the same, no new runs.
+  assert.deepEqual((await runsOf(audience, archived.id)).map((run) => run.subscriberId), [first.id]);
+  assert.equal((await flowOf(audience, archived.id)).executionCount, 1);
 });
+
+/** Publishes audience `subscribed` events to the stack's topic, as the audience service's relay does (same key: the workspace). */
+async function publishSubscribed(audience: Audience, events: Array<{ eventId: string; subscriberId: string }>): Promise<void> {
+  const bus = createKafkaBus({ brokers: (infrastructureEnv().KAFKA_BROKERS ?? '').split(','), clientId: 'flow-test', logger: createLogger('flow-test'), topicPrefix: harness.stack.topicPrefix });
+  try {
+    await bus.publish(
+      events.map(({ eventId, subscriberId }) => ({
+        topic: topics.audienceEvents.name,
+        key: audience.workspace.workspaceId,
+        headers: { [EVENT_ID_HEADER]: eventId },
+        value: Buffer.from(
+          AudienceEvent.encode({
+            eventId,
+            occurredAt: new Date().toISOString(),
+            workspaceId: audience.workspace.workspaceId,
+            siteId: '',
+            kind: { $case: 'subscribed', value: { subscriberId, externalId: '' } },
+          }).finish(),
+        ),
+      })),
+    );
+  } finally {
+    await bus.close();
+  }
+}
 
 test('a redelivered subscription event starts no second run', async () => {
   const audience = await emptyAudience();
   const flow = await activeFlow(audience, [exit]);
   const subscriber = await subscribe(audience);
   const run = await runWhen(audience, flow.id, 'the run exited', (found) => found.state === 'exited');
-  const bus = createKafkaBus({ brokers: (infrastructureEnv().KAFKA_BROKERS ?? '').split(','), clientId: 'flow-test', logger: createLogger('flow-test'), topicPrefix: harness.stack.topicPrefix });
-  try {
-    const event = (eventId: string, subscriberId: string) => ({
-      topic: topics.audienceEvents.name,
-      key: audience.workspace.workspaceId,
-      headers: { [EVENT_ID_HEADER]: eventId },
-      value: Buffer.from(
-        AudienceEvent.encode({
-          eventId,
-          occurredAt: new Date().toISOString(),
-          workspaceId: audience.workspace.workspaceId,
-          siteId: '',
-          kind: { $case: 'subscribed', value: { subscriberId, externalId: '' } },
-        }).finish(),
-      ),
-    });
-    // The same event again (twice), then a new one behind it on the same partition: once the new
-    // one has its run, the copies have been handled.
-    await bus.publish([event(run.triggerEventId, subscriber.id), event(run.triggerEventId, subscriber.id), event(randomUUID(), 'sub_witness')]);
-    await eventually('the witness run', () => runsOf(audience, flow.id), (runs) => runs.some((found) => found.subscriberId === 'sub_witness'));
-  } finally {
-    await bus.close();
-  }
+  // The same event again (twice), then a new one behind it on the same partition: once the new
+  // one has its run, the copies have been handled.
+  const copy = { eventId: run.triggerEventId, subscriberId: subscriber.id };
+  await publishSubscribed(audience, [copy, copy, { eventId: randomUUID(), subscriberId: 'sub_witness' }]);
+  await eventually('the witness run', () => runsOf(audience, flow.id), (runs) => runs.some((found) => found.subscriberId === 'sub_witness'));
   assert.deepEqual((await runsOf(audience, flow.id)).filter((found) => found.subscriberId === subscriber.id).map((found) => found.id), [run.id]);
   assert.equal((await flowOf(audience, flow.id)).executionCount, 2);
+});
+
+test('no re-entry: a new trigger event for a subscriber in a run of the flow starts no second one', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [delay(60), exit]);
+  const subscriber = await subscribe(audience);
+  const run = await runWhen(audience, flow.id, 'the run waiting', (found) => found.state === 'waiting');
+  await publishSubscribed(audience, [
+    { eventId: randomUUID(), subscriberId: subscriber.id },
+    { eventId: randomUUID(), subscriberId: 'sub_witness' },
+  ]);
+  await eventually('the witness run', () => runsOf(audience, flow.id), (runs) => runs.some((found) => found.subscriberId === 'sub_witness'));
+  assert.deepEqual((await runsOf(audience, flow.id)).filter((found) => found.subscriberId === subscriber.id).map((found) => found.id), [run.id]);
+  assert.equal((await flowOf(audience, flow.id)).executionCount, 2);
+});
+
+test('edited mid-run: a run in flight follows the steps it started with; runs started later follow the new ones', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [delay(1), send('Before the edit')]);
+  const first = await subscribe(audience, 'first');
+  await runWhen(audience, flow.id, 'the run waiting', (run) => run.state === 'waiting');
+  const edited = await api<FlowRecord>(audience, `/flows/${flow.id}`, { method: 'PATCH', body: { steps: [send('After the edit')] } });
+  assert.equal(edited.status, 200);
+  const second = await subscribe(audience, 'second');
+  await eventually('both runs completed', () => runsOf(audience, flow.id), (runs) => runs.length === 2 && runs.every((run) => run.state === 'completed'));
+  await eventually('both pushes', async () => [...titlesTo(first), ...titlesTo(second)], (titles) => titles.length === 2);
+  assert.deepEqual([titlesTo(first), titlesTo(second)], [['Before the edit'], ['After the edit']]);
+});
+
+test('a send refused for good (the monthly allowance spent) ends the run as failed, saying why', async () => {
+  const audience = await seedAudience(harness, 0, 'starter');
+  const db = await connectDatabase();
+  try {
+    await db.query(
+      `INSERT INTO campaign.monthly_usage (workspace_id, month, sent) VALUES ($1, date_trunc('month', now() AT TIME ZONE 'UTC')::date, 49999)`,
+      [audience.workspace.workspaceId],
+    );
+  } finally {
+    await db.end();
+  }
+  const flow = await activeFlow(audience, [send('The last one allowed'), send('Over the allowance'), exit]);
+  const subscriber = await subscribe(audience);
+  const run = await runWhen(audience, flow.id, 'the run failed', (found) => found.state === 'failed');
+  assert.deepEqual(
+    [run.endReason, run.currentStep, run.notificationIds.length],
+    ["plan_limit_exceeded: This send would exceed the plan's monthly allowance of 50000 notifications.", null, 1],
+  );
+  await eventually('the allowed push', async () => titlesTo(subscriber), (titles) => titles.length === 1);
+  assert.deepEqual(titlesTo(subscriber), ['The last one allowed']);
 });
 
 test('an unsubscription mid-run ends the run: no further sends', async () => {
