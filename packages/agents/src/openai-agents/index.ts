@@ -1,5 +1,5 @@
 import type { Herald } from '@herald/sdk';
-import { tool, type FunctionTool, type RunContext, type RunState, type RunToolApprovalItem } from '@openai/agents';
+import { tool, type FunctionTool, type RunContext, type RunState, type RunToolApprovalItem, type ToolInputParameters } from '@openai/agents';
 
 import { HeraldGate, ToolCallRefusedError, type ToolCall } from '../gate.js';
 import { ASK_USER, askUser, SEND_NOTIFICATION, sendNotification } from '../tools.js';
@@ -35,7 +35,7 @@ export function heraldTools(herald: Herald) {
  * gate checks again that Herald's decision is a yes to these arguments; a refusal becomes the
  * text the model sees, and an error from Herald is thrown as the SDK's typed error.
  */
-export function gateTool<Context, Parameters extends FunctionTool<Context>['parameters'], Result>(
+export function gateTool<Context, Parameters extends ToolInputParameters, Result>(
   gate: HeraldGate,
   original: FunctionTool<Context, Parameters, Result>,
 ): FunctionTool<Context, Parameters, Result> {
