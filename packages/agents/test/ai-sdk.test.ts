@@ -188,6 +188,17 @@ test('with the SDK\'s tool approval the run ends while the person decides, and r
   });
   assert.equal(resumed.text, 'done');
   assert.deepEqual(ran, [DEPLOY]);
+
+  // Beside the gated tools, Herald's own tools run without asking it (the policy permits no send_notification).
+  const gated = gateTools(secondProcess, agentTools(ran));
+  const notified = await generateText({
+    model: scriptedModel('send_notification', { title: 'Deployed', body: 'api, 3 replicas' }, 'call-2'),
+    tools: { ...heraldTools(herald), ...gated },
+    toolApproval: heraldToolApproval(secondProcess, gated),
+    stopWhen: isStepCount(3),
+    prompt: 'Tell them.',
+  });
+  assert.equal((outputOf(outcomes(notified)[0]) as SendResult).status, 'queued');
 });
 
 test('with the SDK\'s tool approval: no, expiry and a forged approval run nothing', async () => {

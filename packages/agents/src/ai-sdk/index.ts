@@ -49,10 +49,13 @@ export function gateTools<TOOLS extends ToolSet>(gate: HeraldGate, tools: TOOLS)
  * `toolApproval` for generateText/streamText: allow runs, deny is denied with the policy's reason,
  * requires_human opens the decision and asks for the SDK's user approval (the run ends with a
  * tool-approval-request; answer it with `answerApprovals`). The SDK asks again when the run is
- * resumed: the decision's answer then approves or denies it.
+ * resumed: the decision's answer then approves or denies it. `gated`: the tool set given to
+ * `gateTools`, when other tools (e.g. heraldTools) run beside it without Herald's approval.
  */
-export function heraldToolApproval<TOOLS extends ToolSet, RUNTIME_CONTEXT = unknown>(gate: HeraldGate): ToolApprovalConfiguration<TOOLS, RUNTIME_CONTEXT> {
-  return async ({ toolCall }) => statusOf(gate, { toolName: toolCall.toolName, input: toolCall.input, callId: toolCall.toolCallId });
+export function heraldToolApproval<TOOLS extends ToolSet, RUNTIME_CONTEXT = unknown>(gate: HeraldGate, gated?: ToolSet): ToolApprovalConfiguration<TOOLS, RUNTIME_CONTEXT> {
+  const names = gated === undefined ? undefined : new Set(Object.keys(gated));
+  return async ({ toolCall }) =>
+    names !== undefined && !names.has(toolCall.toolName) ? 'not-applicable' : statusOf(gate, { toolName: toolCall.toolName, input: toolCall.input, callId: toolCall.toolCallId });
 }
 
 async function statusOf(gate: HeraldGate, call: ToolCall): Promise<ToolApprovalStatus> {
