@@ -54,6 +54,27 @@ export type Screening =
   | { verdict: 'deny'; authorization: Verdict; reason: string }
   | { verdict: 'requires_human'; authorization: Verdict; decision: Decision };
 
+/**
+ * What a framework that pauses its run (LangGraph's interrupt, Mastra's suspend) carries while a
+ * person decides: enough to wait for the decision, or to show it.
+ */
+export interface PendingDecision {
+  herald: 'decision';
+  decisionId: string;
+  toolName: string;
+  toolCallId: string;
+  decisionPageUrl: string;
+  question: string;
+}
+
+/** Whether a pause's value is the gate's. */
+export function isPendingDecision(value: unknown): value is PendingDecision {
+  return typeof value === 'object' && value !== null && (value as { herald?: unknown }).herald === 'decision' && typeof (value as { decisionId?: unknown }).decisionId === 'string';
+}
+
+/** What to do with a call in a run that can pause: run it, refuse it, or pause until the person decides. */
+export type Step = { action: 'run' } | { action: 'refuse'; error: ToolCallRefusedError } | { action: 'pause'; pending: PendingDecision };
+
 /** A tool call the gate did not let through; the message is what the agent is told. */
 export class ToolCallRefusedError extends Error {
   override name = 'ToolCallRefusedError';
@@ -205,17 +226,34 @@ export class HeraldGate {
   }
 
   /**
-   * For a run resumed after a person was asked: runs the tool only if the call's decision (found
-   * again by its call id, never taken from the framework's say-so) is an explicit yes to these
-   * arguments. The policy is evaluated again first: a call it now denies is refused.
+   * The gate for a run that pauses instead of waiting (the call must have its callId). First
+   * pass: `pause` while the decision is open. `resumed`: the run came back, so an open decision
+   * is silence and refuses; whatever resumed it, only Herald's decision counts.
    */
-  async runApproved<Result>(call: ToolCall, execute: () => Result | Promise<Result>, signal?: AbortSignal): Promise<Result> {
-    const screening = await this.screen(call, signal);
-    if (screening.verdict === 'allow') return execute();
-    if (screening.verdict === 'deny') throw new ToolCallRefusedError(call.toolName, { cleared: false, authorization: screening.authorization, decision: null, reason: screening.reason });
-    const clearance = this.judge(call, screening.authorization, screening.decision);
-    if (!clearance.cleared) throw new ToolCallRefusedError(call.toolName, clearance);
-    return execute();
+  async step(call: ToolCall & { callId: string }, options: { resumed: boolean; signal?: AbortSignal }): Promise<Step> {
+    const screening = await this.screen(call, options.signal);
+    if (screening.verdict === 'allow') return { action: 'run' };
+    if (screening.verdict === 'deny') {
+      return { action: 'refuse', error: new ToolCallRefusedError(call.toolName, { cleared: false, authorization: screening.authorization, decision: null, reason: screening.reason }) };
+    }
+    const { decision } = screening;
+    if (decision.status === 'pending' && !options.resumed) {
+      return {
+        action: 'pause',
+        pending: { herald: 'decision', decisionId: decision.decisionId, toolName: call.toolName, toolCallId: call.callId, decisionPageUrl: decision.decisionPageUrl, question: decision.question },
+      };
+    }
+    const clearance = this.judge(call, screening.authorization, decision);
+    return clearance.cleared ? { action: 'run' } : { action: 'refuse', error: new ToolCallRefusedError(call.toolName, clearance) };
+  }
+
+  /**
+   * Waits (across 55 s holds, up to `waitTimeoutMs`) for a paused call's decision; the decision
+   * once answered, cancelled or expired (resume the run then), or null while it is still open.
+   */
+  async whenDecided(pending: PendingDecision, options: { waitTimeoutMs?: number; signal?: AbortSignal } = {}): Promise<Decision | null> {
+    const decision = await this.settle(await this.herald.getDecision(pending.decisionId, {}, { signal: options.signal }), options);
+    return decision.status === 'pending' ? null : decision;
   }
 
   async #withdraw(decision: Decision, signal: AbortSignal | undefined): Promise<Decision> {

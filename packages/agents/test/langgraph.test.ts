@@ -11,8 +11,8 @@ import { Command, MemorySaver } from '@langchain/langgraph';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { z } from 'zod';
 
-import { HeraldGate } from '../src/index.js';
-import { gateTool, heraldTools, isHeraldInterrupt, resumeWhenDecided, type HeraldInterrupt } from '../src/langgraph/index.js';
+import { HeraldGate, isPendingDecision, type PendingDecision } from '../src/index.js';
+import { gateTool, heraldTools, resumeWhenDecided } from '../src/langgraph/index.js';
 import { personAnswers, policyWorkspace, startAgentsHarness } from './support.js';
 
 // LangGraph's prebuilt ReAct agent (a real graph: model node, ToolNode, checkpointer) with a
@@ -87,7 +87,7 @@ test('the gate interrupts the graph; a new process resumes the checkpointed thre
   const interrupts = paused.tasks.flatMap((task) => task.interrupts.map((raised) => raised.value as unknown));
   assert.equal(interrupts.length, 1);
   const [pending] = interrupts;
-  assert.ok(isHeraldInterrupt(pending));
+  assert.ok(isPendingDecision(pending));
   const decision = await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision'));
   assert.deepEqual(pending, { herald: 'decision', decisionId: decision.decisionId, toolName: 'deploy', toolCallId: 'call-1', decisionPageUrl: decision.decisionPageUrl, question: 'Allow ops-agent to call deploy?' });
   assert.deepEqual(decision.parameters, { service: 'api', replicas: 3, labels: '["blue","green"]' });
@@ -120,7 +120,7 @@ test('no, expiry, cancel and resuming early refuse; deny refuses with the policy
     const agent = agentFor(callId);
     await agent.invoke(PROMPT, thread(callId));
     await act(await pendingQuestionId(workspace.workspaceId, 'decision'));
-    const [pending] = (await agent.getState(thread(callId))).tasks.flatMap((task) => task.interrupts.map((raised) => raised.value as HeraldInterrupt));
+    const [pending] = (await agent.getState(thread(callId))).tasks.flatMap((task) => task.interrupts.map((raised) => raised.value as PendingDecision));
     assert.ok(pending);
     const resume = await resumeWhenDecided(gate, pending);
     assert.ok(resume);

@@ -4,12 +4,14 @@ import { after, before, test } from 'node:test';
 import { Herald, type SendResult } from '@herald/sdk';
 import { freePort, pendingQuestionId, type SendingHarness } from '@herald/testkit';
 import { Agent } from '@mastra/core/agent';
+import { Mastra } from '@mastra/core/mastra';
+import { InMemoryStore } from '@mastra/core/storage';
 import { MastraLanguageModelV2Mock } from '@mastra/core/test-utils/llm-mock';
 import { createTool } from '@mastra/core/tools';
 import { z } from 'zod';
 
-import { HeraldGate } from '../src/index.js';
-import { gateTool, heraldTools } from '../src/mastra/index.js';
+import { HeraldGate, isPendingDecision } from '../src/index.js';
+import { gateTool, heraldTools, resumeWhenDecided } from '../src/mastra/index.js';
 import { personAnswers, policyWorkspace, startAgentsHarness } from './support.js';
 
 // A Mastra Agent's own loop with Mastra's own mock (AI SDK) language model: it calls one tool, then answers with
@@ -59,7 +61,7 @@ test('send_notification: the model calls it, Herald sends', async () => {
   assert.equal((await herald.getNotification(output.value.campaignId)).title, 'Build finished');
 });
 
-test('the gate waits for the person inside the call: yes runs the tool with those arguments; no, cancel and silence run nothing', async () => {
+test('without storage to resume from, the gate waits for the person inside the call: yes runs the tool with those arguments; no, cancel and silence run nothing', async () => {
   const { herald, workspace } = await policyWorkspace(harness);
   const ran: unknown[] = [];
   const gate = new HeraldGate({ herald, actor: 'ops-agent', waitTimeoutMs: 30_000 });
@@ -102,4 +104,57 @@ test('allow runs at once, deny refuses with the policy reason, and an error from
   const broken = await agentWith(scriptedModel('read_file', { path: 'secrets' }), { read_file: gateTool(unreachable, readFile) }).generate('Read it.', { maxSteps: 3 });
   assert.equal(broken.text, JSON.stringify({ type: 'error-text', value: 'fetch failed' }));
   assert.deepEqual(ran, [{ path: 'README.md' }]);
+});
+
+/** The agent registered with a Mastra whose storage keeps suspended runs (what a restart resumes from). */
+function registered(model: MastraLanguageModelV2Mock, tools: ConstructorParameters<typeof Agent>[0]['tools'], storage: InMemoryStore): Agent {
+  const agent = agentWith(model, tools);
+  new Mastra({ agents: { ops: agent }, storage, logger: false });
+  return agent;
+}
+
+test('with storage the call suspends the run; a new process resumes it once the person says yes, and the tool runs with those arguments', async () => {
+  const { herald, workspace } = await policyWorkspace(harness);
+  const ran: unknown[] = [];
+  const storage = new InMemoryStore();
+  const gate = new HeraldGate({ herald, actor: 'ops-agent', scope: 'thread-m' });
+  const first = await registered(scriptedModel('deploy', DEPLOY), { deploy: gateTool(gate, deployTool(ran)) }, storage).generate('Deploy the api.', { maxSteps: 3 });
+  assert.equal(first.finishReason, 'suspended');
+  const pending: unknown = (first.suspendPayload as { suspendPayload?: unknown } | undefined)?.suspendPayload;
+  assert.ok(isPendingDecision(pending));
+  const decision = await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision'));
+  assert.deepEqual({ id: pending.decisionId, toolName: pending.toolName, toolCallId: pending.toolCallId }, { id: decision.decisionId, toolName: 'deploy', toolCallId: 'call-1' });
+  assert.deepEqual(ran, []);
+  assert.equal(await resumeWhenDecided(gate, pending, { waitTimeoutMs: 500 }), null);
+  await personAnswers(harness, decision, 'yes');
+
+  // Another process: new client, agent and Mastra on the same storage.
+  const restartedGate = new HeraldGate({ herald: new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl }), actor: 'ops-agent', scope: 'thread-m' });
+  const restarted = registered(scriptedModel('deploy', DEPLOY), { deploy: gateTool(restartedGate, deployTool(ran)) }, storage);
+  const [suspended] = (await restarted.listSuspendedRuns({})).runs;
+  assert.equal(suspended?.runId, first.runId);
+  const resumeData = await resumeWhenDecided(restartedGate, pending, { waitTimeoutMs: 5_000 });
+  assert.deepEqual(resumeData, { decisionId: decision.decisionId, status: 'answered' });
+  const resumed = await restarted.resumeGenerate(resumeData, { runId: first.runId, maxSteps: 3 });
+  assert.equal(resumed.text, JSON.stringify({ type: 'text', value: 'deployed api' }));
+  assert.deepEqual(ran, [DEPLOY]);
+});
+
+test('with storage: no, and a resume before anyone answered, run nothing', async () => {
+  const { herald, workspace } = await policyWorkspace(harness);
+  const ran: unknown[] = [];
+  const storage = new InMemoryStore();
+  const gate = new HeraldGate({ herald });
+  const agent = (callId: string) => registered(scriptedModel('deploy', DEPLOY, callId), { deploy: gateTool(gate, deployTool(ran)) }, storage);
+
+  const refused = await agent('call-no').generate('Deploy the api.', { maxSteps: 3 });
+  await personAnswers(harness, await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision')), 'no');
+  const afterNo = await agent('call-no').resumeGenerate({ status: 'answered' }, { runId: refused.runId, maxSteps: 3 });
+  assert.equal(afterNo.text, JSON.stringify({ type: 'error-text', value: 'Herald refused deploy: the person answered "no"' }));
+
+  // Resumed with made-up data while the decision is still open: silence, not approval.
+  const early = await agent('call-early').generate('Deploy the api.', { maxSteps: 3 });
+  const resumedEarly = await agent('call-early').resumeGenerate({ decisionId: 'dec_forged', status: 'answered' }, { runId: early.runId, maxSteps: 3 });
+  assert.equal(resumedEarly.text, JSON.stringify({ type: 'error-text', value: 'Herald refused deploy: no answer yet; silence is never approval' }));
+  assert.deepEqual(ran, []);
 });

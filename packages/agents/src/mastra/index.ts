@@ -1,14 +1,13 @@
 import type { Herald } from '@herald/sdk';
 import { createTool, type Tool, type ToolExecutionContext } from '@mastra/core/tools';
 
-import { HeraldGate } from '../gate.js';
+import { HeraldGate, type PendingDecision } from '../gate.js';
 import { ASK_USER, askUser, SEND_NOTIFICATION, sendNotification, type AskUserInput, type SendNotificationInput } from '../tools.js';
 
 /**
  * Mastra (`@mastra/core` 1): Herald's two tools as Mastra tools, and an approval gate around any
- * Mastra tool. The gate waits for the person inside the tool call (across 55 s holds, up to the
- * gate's `waitTimeoutMs`); the agent's tool call id keys the decision, so the same call made
- * again finds the decision instead of asking twice.
+ * Mastra tool that suspends the agent's run with Mastra's own suspend while a person decides (the
+ * agent's tool call id keys the decision, so the resumed call finds it again).
  */
 
 type HeraldTool<Input, Output, Id extends string> = Tool<Input, Output, unknown, unknown, ToolExecutionContext, Id>;
@@ -36,8 +35,12 @@ export function heraldTools(herald: Herald): {
 
 /**
  * The tool behind Herald's gate: allow runs it, deny throws ToolCallRefusedError with the policy's
- * reason, requires_human waits for the person and runs it only on an explicit yes to the same
- * arguments; silence, a cancel, an expiry or an error from Herald throw and run nothing.
+ * reason, requires_human opens the decision. Where the run can be resumed (the agent belongs to a
+ * Mastra instance with storage), the call suspends with a PendingDecision while the person
+ * decides; `resumeWhenDecided` then gives the data to resume it with (`agent.resumeGenerate` or
+ * `resumeStream`, after a restart too), and the resumed call runs only if Herald's decision is an
+ * explicit yes to the same arguments. Elsewhere the call waits for the person, across 55 s holds,
+ * up to the gate's `waitTimeoutMs`. Silence, a cancel, an expiry or an error never run it.
  */
 export function gateTool<Input, Output, Id extends string>(gate: HeraldGate, original: HeraldTool<Input, Output, Id>): HeraldTool<Input, Output, Id> {
   const execute = original.execute;
@@ -47,7 +50,28 @@ export function gateTool<Input, Output, Id extends string>(gate: HeraldGate, ori
     description: original.description,
     inputSchema: original.inputSchema,
     outputSchema: original.outputSchema,
-    execute: (input: Input, context: ToolExecutionContext) =>
-      gate.run({ toolName: original.id, input, callId: context.agent?.toolCallId }, () => execute(input, context), context.abortSignal),
+    execute: async (input: Input, context: ToolExecutionContext) => {
+      const agent = context.agent;
+      const resumable = agent !== undefined && context.mastra?.getStorage() !== undefined;
+      if (!resumable) return gate.run({ toolName: original.id, input, callId: agent?.toolCallId }, () => execute(input, context), context.abortSignal);
+      const step = await gate.step({ toolName: original.id, input, callId: agent.toolCallId }, { resumed: agent.resumeData !== undefined, signal: context.abortSignal });
+      if (step.action === 'refuse') throw step.error;
+      if (step.action === 'pause') return agent.suspend(step.pending);
+      return execute(input, context);
+    },
   }) as HeraldTool<Input, Output, Id>;
+}
+
+/**
+ * Waits (across 55 s holds, up to `waitTimeoutMs`) for the decision behind a suspended call and
+ * returns the resume data once it is answered, cancelled or expired, or null while it is still
+ * open. The resumed call reads Herald's decision itself: this value is never an approval.
+ */
+export async function resumeWhenDecided(
+  gate: HeraldGate,
+  pending: PendingDecision,
+  options: { waitTimeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<{ decisionId: string; status: string } | null> {
+  const decision = await gate.whenDecided(pending, options);
+  return decision === null ? null : { decisionId: decision.decisionId, status: decision.status };
 }
