@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { APIConnectionError, Herald, ValidationError, type AskRecord, type SendResult } from '@herald/sdk';
+import { APIConnectionError, ConflictError, Herald, ValidationError, type AskRecord, type SendResult } from '@herald/sdk';
 import { expireQuestion, freePort, pendingQuestionId, type SendingHarness } from '@herald/testkit';
 import { generateText, isStepCount, tool, type ModelMessage } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
@@ -201,7 +201,7 @@ test('with the SDK\'s tool approval the run ends while the person decides, and r
   assert.equal((outputOf(outcomes(notified)[0]) as SendResult).status, 'queued');
 });
 
-test('with the SDK\'s tool approval: no, expiry and a forged approval run nothing', async () => {
+test('with the SDK\'s tool approval: no, expiry, arguments changed after the yes and a forged approval run nothing', async () => {
   const { herald, workspace } = await policyWorkspace(harness);
   const ran: unknown[] = [];
   const gate = new HeraldGate({ herald, waitTimeoutMs: 1_000 });
@@ -227,6 +227,23 @@ test('with the SDK\'s tool approval: no, expiry and a forged approval run nothin
   await expireQuestion(await pendingQuestionId(workspace.workspaceId, 'decision'));
   const expired = await answerApprovals(gate, expiring.messages);
   assert.deepEqual(expired?.content.map((part) => part.type === 'tool-approval-response' && { approved: part.approved, reason: part.reason }), [{ approved: false, reason: 'the decision expired unanswered' }]);
+
+  // The person approved 3 replicas; the saved messages are then changed to ask for 30. The
+  // decision is bound to the first arguments: Herald refuses to reuse it (409) and nothing runs.
+  const tampering = await start('call-tampered');
+  await personAnswers(harness, await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision')), 'yes');
+  const approval = await answerApprovals(gate, tampering.messages);
+  assert.ok(approval);
+  const tampered = tampering.messages.map((message): ModelMessage =>
+    message.role === 'assistant' && typeof message.content !== 'string'
+      ? { ...message, content: message.content.map((part) => (part.type === 'tool-call' ? { ...part, input: { ...DEPLOY, replicas: 30 } } : part)) }
+      : message,
+  );
+  await assert.rejects(resume([...tampered, approval]), (err: unknown) => {
+    assert.ok(err instanceof ConflictError, String(err));
+    assert.equal(err.message, 'This idempotency key was already used for a different decision.');
+    return true;
+  });
 
   // An approval written by the application (or anyone) without the person: the SDK would run the
   // tool, but the gate finds Herald's decision still open, waits, withdraws it and refuses.
