@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { Herald, type SendResult } from '@herald/sdk';
+import { Herald, type AskRecord, type SendResult } from '@herald/sdk';
 import { expireQuestion, freePort, pendingQuestionId, type SendingHarness } from '@herald/testkit';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { AIMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
@@ -68,12 +68,15 @@ function answerOf(state: { messages: BaseMessage[] }): unknown {
   return state.messages.at(-1)?.content;
 }
 
-test('send_notification: the model calls it, Herald sends', async () => {
+test('send_notification and ask_user: the model calls them, Herald sends and asks', async () => {
   const { herald } = await policyWorkspace(harness);
   const agent = createReactAgent({ llm: new ScriptedChatModel('send_notification', { title: 'Build finished', body: 'All green' }), tools: heraldTools(herald) });
   const sent = JSON.parse(String(answerOf(await agent.invoke({ messages: [{ role: 'user', content: 'Tell them.' }] })))) as SendResult;
   assert.deepEqual({ success: sent.success, status: sent.status, sent: sent.sent }, { success: true, status: 'queued', sent: 1 });
   assert.equal((await herald.getNotification(sent.campaignId)).title, 'Build finished');
+  const asker = createReactAgent({ llm: new ScriptedChatModel('ask_user', { question: 'Ship it?', wait: false }), tools: heraldTools(herald) });
+  const asked = JSON.parse(String(answerOf(await asker.invoke({ messages: [{ role: 'user', content: 'Ask them.' }] })))) as AskRecord;
+  assert.deepEqual({ question: asked.question, status: asked.status }, { question: 'Ship it?', status: 'pending' });
 });
 
 test('the gate interrupts the graph; a new process resumes the checkpointed thread once the person says yes, and the tool runs with those arguments', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { Herald, type SendResult } from '@herald/sdk';
+import { Herald, type AskRecord, type SendResult } from '@herald/sdk';
 import { freePort, pendingQuestionId, type SendingHarness } from '@herald/testkit';
 import { Agent } from '@mastra/core/agent';
 import { Mastra } from '@mastra/core/mastra';
@@ -53,12 +53,15 @@ function deployTool(ran: unknown[]) {
 
 const agentWith = (model: MastraLanguageModelV2Mock, tools: ConstructorParameters<typeof Agent>[0]['tools']) => new Agent({ id: 'ops-agent', name: 'ops-agent', instructions: 'Operate.', model, tools });
 
-test('send_notification: the model calls it, Herald sends', async () => {
+test('send_notification and ask_user: the model calls them, Herald sends and asks', async () => {
   const { herald } = await policyWorkspace(harness);
   const result = await agentWith(scriptedModel('send_notification', { title: 'Build finished', body: 'All green' }), heraldTools(herald)).generate('Tell them.', { maxSteps: 3 });
   const output = JSON.parse(result.text) as { type: string; value: SendResult };
   assert.deepEqual({ success: output.value.success, status: output.value.status, sent: output.value.sent }, { success: true, status: 'queued', sent: 1 });
   assert.equal((await herald.getNotification(output.value.campaignId)).title, 'Build finished');
+  const asked = await agentWith(scriptedModel('ask_user', { question: 'Ship it?', wait: false }), heraldTools(herald)).generate('Ask them.', { maxSteps: 3 });
+  const record = (JSON.parse(asked.text) as { value: AskRecord }).value;
+  assert.deepEqual({ question: record.question, status: record.status }, { question: 'Ship it?', status: 'pending' });
 });
 
 test('without storage to resume from, the gate waits for the person inside the call: yes runs the tool with those arguments; no, cancel and silence run nothing', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { APIConnectionError, Herald, type SendResult } from '@herald/sdk';
+import { APIConnectionError, Herald, type AskRecord, type SendResult } from '@herald/sdk';
 import { expireQuestion, freePort, pendingQuestionId, type SendingHarness } from '@herald/testkit';
 import { Agent, run, RunState, setTracingDisabled, tool, ToolCallError, Usage, type AgentInputItem, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
 import { z } from 'zod';
@@ -57,7 +57,7 @@ function deployTool(ran: unknown[]) {
   });
 }
 
-test('send_notification: the model calls it, Herald sends', async () => {
+test('send_notification and ask_user: the model calls them, Herald sends and asks', async () => {
   const { herald } = await policyWorkspace(harness);
   const agent = new Agent({ name: 'notifier', model: new ScriptedModel('send_notification', { title: 'Build finished', body: 'All green', url: null, context: null }), tools: heraldTools(herald) });
   const result = await run(agent, 'Tell them the build finished.');
@@ -65,6 +65,11 @@ test('send_notification: the model calls it, Herald sends', async () => {
   assert.deepEqual({ success: sent.success, status: sent.status, sent: sent.sent }, { success: true, status: 'queued', sent: 1 });
   const notification = await herald.getNotification(sent.campaignId);
   assert.deepEqual({ title: notification.title, body: notification.body }, { title: 'Build finished', body: 'All green' });
+
+  // A strict-mode model sends null for every argument it leaves out.
+  const asker = new Agent({ name: 'asker', model: new ScriptedModel('ask_user', { question: 'Ship it?', type: null, options: null, context: null, placeholder: null, agentName: null, wait: false, timeoutMs: null }), tools: heraldTools(herald) });
+  const asked = JSON.parse(String((await run(asker, 'Ask them.')).finalOutput)) as AskRecord;
+  assert.deepEqual({ question: asked.question, type: asked.type, status: asked.status }, { question: 'Ship it?', type: 'confirm', status: 'pending' });
 });
 
 test('the gate interrupts the run; the state is saved, restored in a new process, answered from Herald, and the tool runs with the approved arguments', async () => {
