@@ -19,6 +19,7 @@ const DOCS_DIR = new URL('../../../docs/', import.meta.url);
 /** Where each page is listed in llms.txt and the navigation; a page not named here goes last. */
 const SECTIONS: Array<{ name: string; pages: string[] }> = [
   { name: 'Guides', pages: ['quick-start', 'authentication', 'approval-flow', 'mcp'] },
+  { name: 'Agent frameworks', pages: ['agents-vercel-ai-sdk', 'agents-mastra', 'agents-langgraph-js', 'agents-openai-agents-js'] },
   {
     name: 'Reference',
     pages: [

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 
 import { topics, type Bus, type IncomingMessage, type OutgoingMessage } from '@herald/bus';
 import type { Pool } from '@herald/db';
+import { hasSubscriberPlaceholders } from '@herald/domain';
 import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
@@ -65,6 +66,8 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
     const started = Date.now();
     const step = notification.throttle_per_minute ? throttleStep(notification.throttle_per_minute, batchSize) : undefined;
     const payload = notificationPayload(queued.notificationId, queued.content);
+    // Per-subscriber placeholders: the targets come with their profiles and the fleet fills them.
+    const personalized = hasSubscriberPlaceholders(queued.content.title, queued.content.body, queued.content.url);
     const topic = pushTopic(queued.notificationId);
     let sequence = notification.fanout_batches;
     const targets = audience.streamTargets({
@@ -72,6 +75,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
       targeting: queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [] },
       batchSize: Math.min(batchSize, step?.recipients ?? batchSize),
       after: notification.fanout_cursor,
+      withProfile: personalized,
     });
     // Jobs go to Kafka a few at a time (one round trip), then the resume point is saved.
     let pending: OutgoingMessage[] = [];
@@ -102,6 +106,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
         urgency: 'normal',
         topic,
         targets: batch.targets,
+        personalized,
       }).finish();
       pending.push({ topic: topics.deliveryJobs.name, key: jobId, value: Buffer.from(job) });
       pendingRecipients += batch.targets.length;
