@@ -28,7 +28,7 @@ let audience: Audience;
 let gateway: string;
 
 before(async () => {
-  harness = await startSendingHarness({ decisions: true });
+  harness = await startSendingHarness({ decisions: true, services: ['flow'] });
   gateway = harness.stack.gatewayUrl;
   audience = await seedAudience(harness, 1);
 });
@@ -36,7 +36,7 @@ after(() => harness.stop());
 
 const ORIGIN = 'http://localhost:8080';
 const RESOURCE_METADATA = `${ORIGIN}/.well-known/oauth-protected-resource`;
-const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question', 'create_campaign', 'send_campaign', 'get_campaign_stats'];
+const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question', 'create_campaign', 'send_campaign', 'get_campaign_stats', 'create_flow', 'list_flow_runs'];
 
 interface Connection {
   client: Client;
@@ -181,7 +181,7 @@ test('a tool call without a valid key is a 401 with the OAuth challenge; the met
     resource: ORIGIN,
     authorization_servers: [ORIGIN],
     bearer_methods_supported: ['header'],
-    scopes_supported: ['notifications:send', 'ask', 'campaigns'],
+    scopes_supported: ['notifications:send', 'ask', 'campaigns', 'flows'],
     resource_name: 'Herald',
   });
 });
@@ -216,6 +216,8 @@ test('the manifest at /.well-known/mcp', async () => {
       ['create_campaign', 'campaigns'],
       ['send_campaign', 'campaigns'],
       ['get_campaign_stats', 'campaigns'],
+      ['create_flow', 'flows'],
+      ['list_flow_runs', 'flows'],
     ],
   );
   // The catalogue the manifest shows is the one tools/list serves.
@@ -335,6 +337,39 @@ test('campaign tools: create (and send at once), send, read the figures; REST er
   try {
     const refused = await callTool(limited, 'create_campaign', { name: 'x', title: 't', body: 'b' });
     assert.deepEqual([refused.isError, refused.body.code, refused.body.message], [true, 'forbidden', 'This key cannot access this endpoint']);
+  } finally {
+    await limited.close();
+  }
+});
+
+test('flow tools: create (and activate at once), list the runs; REST errors and scopes come through', async () => {
+  const { workspace } = audience;
+  const connection = await connect(workspace.apiKey);
+  try {
+    const steps = [{ stepType: 'send_notification', config: { notification: { title: 'Welcome', body: 'Glad you are here' } } }, { stepType: 'exit', config: {} }];
+    const draft = await callTool(connection, 'create_flow', { name: 'Welcome', triggerType: 'subscription', steps });
+    assert.equal(draft.isError, false, JSON.stringify(draft.body));
+    assert.deepEqual([draft.body.status, draft.body.name, (draft.body.steps as unknown[]).length], ['draft', 'Welcome', 2]);
+    const active = await callTool(connection, 'create_flow', { name: 'Welcome now', triggerType: 'subscription', steps, activate: true });
+    assert.deepEqual([active.isError, active.body.status], [false, 'active']);
+    const runs = await callTool(connection, 'list_flow_runs', { flowId: active.body.id });
+    assert.deepEqual([runs.isError, runs.body], [false, { data: [], hasMore: false, nextCursor: null }]);
+
+    const empty = await callTool(connection, 'create_flow', { name: 'Empty', triggerType: 'subscription', activate: true });
+    assert.deepEqual([empty.isError, empty.body.code], [true, 'conflict']);
+    const bad = await callTool(connection, 'create_flow', { name: 'Bad', triggerType: 'subscription', steps: [{ stepType: 'delay', config: { delay: { value: 0, unit: 'days' } } }] });
+    assert.deepEqual([bad.isError, bad.body.code, bad.body.fields], [true, 'invalid_request', [{ field: 'steps[0].config.delay.value', in: 'arguments', problem: 'must be greater than 0' }]]);
+    const unknown = await callTool(connection, 'list_flow_runs', { flowId: 'flw_nope' });
+    assert.deepEqual([unknown.isError, unknown.body.code], [true, 'not_found']);
+  } finally {
+    await connection.close();
+  }
+  // Flows are for dashboard keys: a runtime key is refused as REST refuses it.
+  const runtime = await createKey(workspace.workspaceId, 'runtime');
+  const limited = await connect(runtime.apiKey);
+  try {
+    const refused = await callTool(limited, 'list_flow_runs', { flowId: 'flw_nope' });
+    assert.deepEqual([refused.isError, refused.body.code], [true, 'forbidden']);
   } finally {
     await limited.close();
   }

@@ -7,6 +7,7 @@ import { Ajv } from 'ajv';
 import { validationError } from '../errors.js';
 import { MAX_WAIT_SECONDS, QuestionFields } from '../questions.js';
 import { CreateCampaignBody } from '../routes/campaigns.js';
+import { CreateFlowBody } from '../routes/flows.js';
 import { SendBody } from '../routes/notifications.js';
 import { isJsonObject, type Json, type RestAnswer, type RestExchange } from './rest.js';
 
@@ -60,6 +61,8 @@ const SEND_BODY_MAX = SendBody.properties.body.maxLength ?? 2_048;
 
 const CampaignId = Type.String({ minLength: 1, maxLength: 64, description: 'The id create_campaign (or send_notification, as campaignId) returned' });
 const campaignPath = (campaignId: string, action = '') => `/campaigns/${encodeURIComponent(campaignId)}${action}`;
+const FlowId = Type.String({ minLength: 1, maxLength: 64, description: 'The id create_flow returned' });
+const flowPath = (flowId: string, action = '') => `/flows/${encodeURIComponent(flowId)}${action}`;
 
 export const TOOLS: readonly HeraldTool[] = [
   tool({
@@ -192,6 +195,49 @@ export const TOOLS: readonly HeraldTool[] = [
     inputSchema: Type.Object({ campaignId: CampaignId }, { additionalProperties: false }),
     async run({ campaignId }, rest) {
       return rest.call('GET', campaignPath(campaignId, '/stats'));
+    },
+  }),
+  tool({
+    name: 'create_flow',
+    title: 'Create a flow',
+    description:
+      'Create an automation that runs for each subscriber its trigger fires for (subscription, unsubscription, or a click, impression or dismiss of a push, ' +
+      'optionally of one campaign: triggerCampaignId): its steps, in order, send a notification to that subscriber ({stepType: "send_notification", config: {notification: {title, body}}} ' +
+      'or {templateId, variables}), wait ({stepType: "delay", config: {delay: {value, unit: "seconds" | "minutes" | "hours" | "days"}}}, at most 365 days) or end it ({stepType: "exit", config: {}}). ' +
+      'It is a draft; with activate: true it starts running at once (it needs at least one step). Returns the flow {id, status, steps, ...}; follow its runs with list_flow_runs.',
+    scope: 'flows',
+    annotations: { title: 'Create a flow', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    inputSchema: Type.Object(
+      {
+        ...CreateFlowBody.properties,
+        activate: Type.Optional(Type.Boolean({ default: false, description: 'Activate it at once: its trigger starts runs' })),
+      },
+      { additionalProperties: false },
+    ),
+    async run({ activate, ...flow }, rest) {
+      const created = await rest.call('POST', '/flows', flow);
+      if (!activate || created.status !== 201 || typeof created.body.id !== 'string') return created;
+      return rest.call('POST', flowPath(created.body.id, '/activate'));
+    },
+  }),
+  tool({
+    name: 'list_flow_runs',
+    title: "List a flow's runs",
+    description:
+      "A flow's runs, newest first: {data: [{subscriberId, state (running | waiting | completed | exited | cancelled | failed), currentStep, nextWakeUpAt, endReason, notificationIds}], hasMore, nextCursor}.",
+    scope: 'flows',
+    annotations: { title: "List a flow's runs", readOnlyHint: true, openWorldHint: false },
+    inputSchema: Type.Object(
+      {
+        flowId: FlowId,
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+        cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: 'nextCursor of the previous page' })),
+      },
+      { additionalProperties: false },
+    ),
+    async run({ flowId, limit, cursor }, rest) {
+      const query = new URLSearchParams({ limit: String(limit ?? 20), ...(cursor ? { cursor } : {}) });
+      return rest.call('GET', `${flowPath(flowId, '/runs')}?${query.toString()}`);
     },
   }),
 ];

@@ -76,7 +76,7 @@ const RunRecord = Type.Object({
   finishedAt: Nullable(Type.String()),
 });
 
-const CreateBody = Type.Object(
+export const CreateFlowBody = Type.Object(
   {
     name: Name,
     description: Type.Optional(Type.String({ maxLength: 1_000 })),
@@ -179,7 +179,7 @@ export const flowRoutes =
 
     app.post(
       '/flows',
-      { config, schema: { tags, operationId: 'createFlow', summary: 'Create a flow (in draft: it starts no runs until activated)', body: CreateBody, response: withErrors({ 201: FlowRecord }) } },
+      { config, schema: { tags, operationId: 'createFlow', summary: 'Create a flow (in draft: it starts no runs until activated)', body: CreateFlowBody, response: withErrors({ 201: FlowRecord }) } },
       async (request, reply) => {
         const principal = principalOf(request);
         const body = request.body;
