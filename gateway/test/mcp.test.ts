@@ -303,6 +303,18 @@ test('arguments are checked as REST checks bodies: invalid_request naming each a
   }
 });
 
+/** A runtime key calling a dashboard-only tool is refused as REST refuses it. */
+async function assertRuntimeRefused(name: string, args: Record<string, unknown>): Promise<void> {
+  const runtime = await createKey(audience.workspace.workspaceId, 'runtime');
+  const limited = await connect(runtime.apiKey);
+  try {
+    const refused = await callTool(limited, name, args);
+    assert.deepEqual([refused.isError, refused.body.code, refused.body.message], [true, 'forbidden', 'This key cannot access this endpoint']);
+  } finally {
+    await limited.close();
+  }
+}
+
 test('campaign tools: create (and send at once), send, read the figures; REST errors and scopes come through', async () => {
   const { workspace } = audience;
   const connection = await connect(workspace.apiKey);
@@ -332,14 +344,7 @@ test('campaign tools: create (and send at once), send, read the figures; REST er
     await connection.close();
   }
   // Campaigns are for dashboard keys: a runtime key is refused as REST refuses it.
-  const runtime = await createKey(workspace.workspaceId, 'runtime');
-  const limited = await connect(runtime.apiKey);
-  try {
-    const refused = await callTool(limited, 'create_campaign', { name: 'x', title: 't', body: 'b' });
-    assert.deepEqual([refused.isError, refused.body.code, refused.body.message], [true, 'forbidden', 'This key cannot access this endpoint']);
-  } finally {
-    await limited.close();
-  }
+  await assertRuntimeRefused('create_campaign', { name: 'x', title: 't', body: 'b' });
 });
 
 test('flow tools: create (and activate at once), list the runs; REST errors and scopes come through', async () => {
@@ -365,14 +370,7 @@ test('flow tools: create (and activate at once), list the runs; REST errors and 
     await connection.close();
   }
   // Flows are for dashboard keys: a runtime key is refused as REST refuses it.
-  const runtime = await createKey(workspace.workspaceId, 'runtime');
-  const limited = await connect(runtime.apiKey);
-  try {
-    const refused = await callTool(limited, 'list_flow_runs', { flowId: 'flw_nope' });
-    assert.deepEqual([refused.isError, refused.body.code], [true, 'forbidden']);
-  } finally {
-    await limited.close();
-  }
+  await assertRuntimeRefused('list_flow_runs', { flowId: 'flw_nope' });
 });
 
 test('scopes as REST: a runtime key sends and asks, a connector key sends but may not ask', async () => {
