@@ -9,12 +9,17 @@ import type {
   CampaignUpdate,
   Channels,
   CreateCampaignRequest,
+  CreateFlowRequest,
   CreatedKey,
   CreateKeyRequest,
   CreateTemplateRequest,
   Decision,
   DecisionRequest,
   Enrollment,
+  Flow,
+  FlowQuery,
+  FlowRun,
+  FlowUpdate,
   Identity,
   Machine,
   MachineReport,
@@ -268,6 +273,43 @@ export class Herald {
 
   async deleteTemplate(templateId: string, options?: RequestOptions): Promise<void> {
     await this.request<undefined>('DELETE', `/templates/${segment(templateId)}`, undefined, options);
+  }
+
+  // ---- Flows ----
+
+  listFlows(params: FlowQuery = {}, options?: RequestOptions): Promise<Page<Flow>> {
+    return this.request('GET', `/flows${query({ ...params })}`, undefined, options);
+  }
+
+  /** A draft: it starts no runs until `activateFlow`. */
+  createFlow(flow: CreateFlowRequest, options?: RequestOptions): Promise<Flow> {
+    return this.request('POST', '/flows', flow, options);
+  }
+
+  getFlow(flowId: string, options?: RequestOptions): Promise<Flow> {
+    return this.request('GET', `/flows/${segment(flowId)}`, undefined, options);
+  }
+
+  /** `steps` replaces the whole list; runs in flight keep the steps they started with. */
+  updateFlow(flowId: string, update: FlowUpdate, options?: RequestOptions): Promise<Flow> {
+    return this.request('PATCH', `/flows/${segment(flowId)}`, update, options);
+  }
+
+  async deleteFlow(flowId: string, options?: RequestOptions): Promise<void> {
+    await this.request<undefined>('DELETE', `/flows/${segment(flowId)}`, undefined, options);
+  }
+
+  /** Needs at least one step (ConflictError otherwise). */
+  activateFlow(flowId: string, options?: RequestOptions): Promise<Flow> {
+    return this.request('POST', `/flows/${segment(flowId)}/activate`, undefined, options);
+  }
+
+  pauseFlow(flowId: string, options?: RequestOptions): Promise<Flow> {
+    return this.request('POST', `/flows/${segment(flowId)}/pause`, undefined, options);
+  }
+
+  listFlowRuns(flowId: string, params: PageQuery = {}, options?: RequestOptions): Promise<Page<FlowRun>> {
+    return this.request('GET', `/flows/${segment(flowId)}/runs${query({ ...params })}`, undefined, options);
   }
 
   // ---- Policy ----

@@ -64,6 +64,16 @@ export type Template = Success<'getTemplate'>;
 export type CreateTemplateRequest = RequestBody<'createTemplate'>;
 export type TemplateUpdate = RequestBody<'updateTemplate'>;
 
+// ---- Flows ----
+
+export type Flow = Success<'getFlow'>;
+export type FlowStatus = Flow['status'];
+export type FlowStep = Flow['steps'][number];
+export type FlowQuery = QueryOf<'listFlows'>;
+export type CreateFlowRequest = RequestBody<'createFlow'>;
+export type FlowUpdate = RequestBody<'updateFlow'>;
+export type FlowRun = Item<'listFlowRuns', 'data'>;
+
 // ---- Policy ----
 
 export type AuthorizeRequest = RequestBody<'authorize'>;

@@ -1,7 +1,19 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { call, createKey, createWorkspace, eventually, freePort, pendingQuestionId, seedAudience, startSendingHarness, type Audience, type SendingHarness } from '@herald/testkit';
+import {
+  call,
+  createKey,
+  createWorkspace,
+  eventually,
+  freePort,
+  pendingQuestionId,
+  seedAudience,
+  startSendingHarness,
+  subscribeBrowser,
+  type Audience,
+  type SendingHarness,
+} from '@herald/testkit';
 
 import {
   AuthenticationError,
@@ -27,7 +39,7 @@ const ASK_LIFETIME_SECONDS = 8;
 let harness: SendingHarness;
 let audience: Audience;
 before(async () => {
-  harness = await startSendingHarness({ policy: true, decisions: true, env: { ASK_LIFETIME_SECONDS: String(ASK_LIFETIME_SECONDS) } });
+  harness = await startSendingHarness({ policy: true, decisions: true, services: ['flow'], env: { ASK_LIFETIME_SECONDS: String(ASK_LIFETIME_SECONDS) } });
   audience = await seedAudience(harness, 2);
 });
 // A stack that never started (before failed) has nothing to stop.
@@ -211,6 +223,35 @@ test('templates and campaigns: create, page, change, send, pause/resume moves, s
   await herald.sendCampaign(slow.id);
   assert.equal((await herald.pauseCampaign(slow.id)).status, 'paused');
   assert.equal((await herald.resumeCampaign(slow.id)).status, 'active');
+});
+
+test('flows: create, activate (409 without steps), a subscription runs it, page by status, change, pause, delete', async () => {
+  const local = await seedAudience(harness, 0);
+  const herald = client(local.workspace.apiKey);
+  const empty = await herald.createFlow({ name: 'Empty', triggerType: 'subscription' });
+  assert.deepEqual([empty.status, empty.steps, empty.executionCount], ['draft', [], 0]);
+  const refused = await rejection(ConflictError, herald.activateFlow(empty.id));
+  assert.deepEqual([refused.status, refused.code], [409, 'conflict']);
+  const invalid = await rejection(ValidationError, herald.createFlow({ name: 'Bad', triggerType: 'subscription', steps: [{ stepType: 'delay', config: { delay: { value: 0, unit: 'days' } } }] }));
+  assert.deepEqual(invalid.fields, [{ field: 'steps[0].config.delay.value', in: 'body', problem: 'must be greater than 0' }]);
+
+  const welcome = await herald.createFlow({
+    name: 'Welcome',
+    triggerType: 'subscription',
+    steps: [{ stepType: 'send_notification', config: { notification: { title: 'Welcome', body: 'Glad you are here' } } }, { stepType: 'exit', config: {} }],
+  });
+  assert.equal((await herald.activateFlow(welcome.id)).status, 'active');
+  const subscriber = await subscribeBrowser(harness, local, { externalId: 'sdk-user', tags: [] });
+  const runs = await eventually('the run exited', () => herald.listFlowRuns(welcome.id), (page) => page.data[0]?.state === 'exited');
+  assert.deepEqual([runs.data.length, runs.data[0]?.subscriberId, runs.data[0]?.notificationIds.length, runs.hasMore], [1, subscriber.id, 1, false]);
+  assert.equal((await herald.getFlow(welcome.id)).executionCount, 1);
+  assert.deepEqual((await herald.listFlows({ status: 'active' })).data.map((flow) => flow.id), [welcome.id]);
+
+  const renamed = await herald.updateFlow(welcome.id, { name: 'Welcome v2', steps: [{ stepType: 'exit', config: {} }] });
+  assert.deepEqual([renamed.name, renamed.steps.map((step) => step.stepType)], ['Welcome v2', ['exit']]);
+  assert.equal((await herald.pauseFlow(welcome.id)).status, 'paused');
+  assert.equal(await herald.deleteFlow(welcome.id), undefined);
+  await rejection(NotFoundError, herald.getFlow(welcome.id));
 });
 
 const POLICY = `
