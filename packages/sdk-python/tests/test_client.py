@@ -134,6 +134,39 @@ class CampaignTest(unittest.TestCase):
         raised(NotFoundError, lambda: herald.get_template(template["id"]))
 
 
+class FlowTest(unittest.TestCase):
+    def test_flows(self) -> None:
+        herald = client()
+        empty = herald.create_flow({"name": "Empty", "triggerType": "subscription"})
+        self.assertEqual((empty["status"], empty["steps"], empty["executionCount"]), ("draft", [], 0))
+        error = raised(ConflictError, lambda: herald.activate_flow(empty["id"]))
+        self.assertEqual((error.status, error.code), (409, "conflict"))
+        invalid = raised(ValidationError, lambda: herald.create_flow({"name": "Bad", "triggerType": "subscription", "steps": [{"stepType": "delay", "config": {"delay": {"value": 0, "unit": "days"}}}]}))
+        self.assertEqual(invalid.fields, [{"field": "steps[0].config.delay.value", "in": "body", "problem": "must be greater than 0"}])
+
+        welcome = herald.create_flow(
+            {
+                "name": "Welcome",
+                "triggerType": "subscription",
+                "steps": [
+                    {"stepType": "send_notification", "config": {"notification": {"title": "Welcome", "body": "Glad you are here"}}},
+                    {"stepType": "delay", "config": {"delay": {"value": 1, "unit": "days"}}},
+                    {"stepType": "exit", "config": {}},
+                ],
+            }
+        )
+        self.assertEqual([step["stepType"] for step in welcome["steps"]], ["send_notification", "delay", "exit"])
+        self.assertEqual(herald.activate_flow(welcome["id"])["status"], "active")
+        self.assertEqual([flow["id"] for flow in herald.list_flows(status="active")["data"]], [welcome["id"]])
+        self.assertEqual(herald.list_flow_runs(welcome["id"]), {"data": [], "hasMore": False, "nextCursor": None})
+        self.assertEqual(herald.update_flow(welcome["id"], {"name": "Welcome v2"})["name"], "Welcome v2")
+        self.assertEqual(herald.pause_flow(welcome["id"])["status"], "paused")
+        self.assertEqual(herald.get_flow(welcome["id"])["status"], "paused")
+        herald.delete_flow(welcome["id"])
+        raised(NotFoundError, lambda: herald.get_flow(welcome["id"]))
+        herald.delete_flow(empty["id"])
+
+
 class PolicyTest(unittest.TestCase):
     def test_policy_and_authorize(self) -> None:
         herald = client("HERALD_PARTNER_KEY")

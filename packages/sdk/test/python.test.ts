@@ -17,7 +17,7 @@ const PYTHON_PACKAGE = join(repoRoot, 'packages/sdk-python');
 
 let harness: SendingHarness;
 before(async () => {
-  harness = await startSendingHarness({ policy: true, decisions: true, env: { ASK_LIFETIME_SECONDS: '8' } });
+  harness = await startSendingHarness({ policy: true, decisions: true, services: ['flow'], env: { ASK_LIFETIME_SECONDS: '8' } });
 });
 // A stack that never started (before failed) has nothing to stop.
 after(() => harness?.stop());

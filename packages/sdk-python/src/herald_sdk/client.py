@@ -26,6 +26,7 @@ from .types import (
     CampaignUpdate,
     Channels,
     CreateCampaignRequest,
+    CreateFlowRequest,
     CreatedKey,
     CreateKeyRequest,
     CreateTemplateRequest,
@@ -33,6 +34,11 @@ from .types import (
     DecisionQuestion,
     DecisionRequest,
     Enrollment,
+    Flow,
+    FlowPage,
+    FlowRunPage,
+    FlowStatus,
+    FlowUpdate,
     Identity,
     Machine,
     MachineReport,
@@ -252,6 +258,35 @@ class Herald:
 
     def delete_template(self, template_id: str, *, timeout: float | None = None) -> None:
         self.request("DELETE", f"/templates/{_segment(template_id)}", timeout=timeout)
+
+    # ---- Flows ----
+
+    def list_flows(self, *, limit: int | None = None, cursor: str | None = None, status: FlowStatus | None = None, timeout: float | None = None) -> FlowPage:
+        return cast(FlowPage, self.request("GET", f"/flows{_query({'limit': limit, 'cursor': cursor, 'status': status})}", timeout=timeout))
+
+    def create_flow(self, flow: CreateFlowRequest, *, timeout: float | None = None) -> Flow:
+        """A draft: it starts no runs until ``activate_flow``."""
+        return cast(Flow, self.request("POST", "/flows", flow, timeout=timeout))
+
+    def get_flow(self, flow_id: str, *, timeout: float | None = None) -> Flow:
+        return cast(Flow, self.request("GET", f"/flows/{_segment(flow_id)}", timeout=timeout))
+
+    def update_flow(self, flow_id: str, update: FlowUpdate, *, timeout: float | None = None) -> Flow:
+        """``steps`` replaces the whole list; runs in flight keep the steps they started with."""
+        return cast(Flow, self.request("PATCH", f"/flows/{_segment(flow_id)}", update, timeout=timeout))
+
+    def delete_flow(self, flow_id: str, *, timeout: float | None = None) -> None:
+        self.request("DELETE", f"/flows/{_segment(flow_id)}", timeout=timeout)
+
+    def activate_flow(self, flow_id: str, *, timeout: float | None = None) -> Flow:
+        """Needs at least one step (ConflictError otherwise)."""
+        return cast(Flow, self.request("POST", f"/flows/{_segment(flow_id)}/activate", timeout=timeout))
+
+    def pause_flow(self, flow_id: str, *, timeout: float | None = None) -> Flow:
+        return cast(Flow, self.request("POST", f"/flows/{_segment(flow_id)}/pause", timeout=timeout))
+
+    def list_flow_runs(self, flow_id: str, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> FlowRunPage:
+        return cast(FlowRunPage, self.request("GET", f"/flows/{_segment(flow_id)}/runs{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
 
     # ---- Policy ----
 

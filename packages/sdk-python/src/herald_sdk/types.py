@@ -325,6 +325,92 @@ class TemplateUpdate(TypedDict, total=False):
     actionUrl: str | None
 
 
+# ---- Flows ----
+
+FlowStatus = Literal["draft", "active", "paused", "archived"]
+TriggerType = Literal["subscription", "unsubscription", "notification_click", "notification_impression", "notification_dismiss"]
+RunState = Literal["running", "waiting", "completed", "exited", "cancelled", "failed"]
+
+
+class StepInput(TypedDict):
+    #: send_notification | delay | exit
+    stepType: str
+    #: send_notification: {"notification": {"title", "body", ...}} or {"templateId", "variables"};
+    #: delay: {"delay": {"value", "unit"}} (seconds | minutes | hours | days, at most 365 days); exit: {}.
+    config: dict[str, Any]
+
+
+class FlowStep(TypedDict):
+    id: str
+    flowId: str
+    stepOrder: int
+    stepType: str
+    config: dict[str, Any]
+
+
+class Flow(TypedDict):
+    id: str
+    siteId: str
+    name: str
+    description: str
+    triggerType: TriggerType
+    triggerCampaignId: str | None
+    status: FlowStatus
+    #: Runs started, ever.
+    executionCount: int
+    steps: list[FlowStep]
+    createdAt: str
+    updatedAt: str
+
+
+class FlowPage(TypedDict):
+    data: list[Flow]
+    hasMore: bool
+    nextCursor: str | None
+
+
+class CreateFlowRequest(TypedDict, total=False):
+    name: Required[str]
+    triggerType: Required[TriggerType]
+    description: str
+    #: Notification triggers only: only events about this campaign start runs.
+    triggerCampaignId: str | None
+    steps: list[StepInput]
+
+
+class FlowUpdate(TypedDict, total=False):
+    name: str
+    description: str
+    triggerType: TriggerType
+    triggerCampaignId: str | None
+    status: FlowStatus
+    #: Replaces the whole list; runs in flight keep the steps they started with.
+    steps: list[StepInput]
+
+
+class FlowRun(TypedDict):
+    id: str
+    flowId: str
+    subscriberId: str
+    triggerType: TriggerType
+    triggerEventId: str
+    state: RunState
+    #: The stepOrder it runs next; None once it ended.
+    currentStep: int | None
+    nextWakeUpAt: str | None
+    endReason: str | None
+    notificationIds: list[str]
+    createdAt: str
+    updatedAt: str
+    finishedAt: str | None
+
+
+class FlowRunPage(TypedDict):
+    data: list[FlowRun]
+    hasMore: bool
+    nextCursor: str | None
+
+
 # ---- Policy ----
 
 
