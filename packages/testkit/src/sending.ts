@@ -2,7 +2,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { startPushPeer, type PushPeer } from '@herald/push-peer';
+import { startPushPeer, type PushPeer, type PushPeerOptions } from '@herald/push-peer';
 import { createWorkspace, type TestWorkspace } from './admin.js';
 import { call, SERVER_API } from './http.js';
 import { startStack, type Stack, type StackOptions } from './processes.js';
@@ -18,8 +18,9 @@ export interface SendingHarness {
   stop(): Promise<void>;
 }
 
-export async function startSendingHarness(options: StackOptions = {}): Promise<SendingHarness> {
-  const peer = await startPushPeer({ tls: true });
+/** `peerOptions` change the push peer (e.g. a key pool whose endpoints exist without being created). */
+export async function startSendingHarness(options: StackOptions = {}, peerOptions: PushPeerOptions = {}): Promise<SendingHarness> {
+  const peer = await startPushPeer({ tls: true, ...peerOptions });
   const caFile = join(await mkdtemp(join(tmpdir(), 'herald-peer-')), 'ca.pem');
   await writeFile(caFile, peer.ca ?? '');
   const stack = await startStack({
