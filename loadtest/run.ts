@@ -13,9 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 
-import { repoRoot, startSendingHarness, type SendingHarness } from '@herald/testkit';
+import { repoRoot, type SendingHarness } from '@herald/testkit';
 
-import { infraEnv } from './bench/lib/bench.js';
+import { startLoadStack } from './runner/local-stack.js';
 import type { RunEnv } from './runner/scenario.js';
 import { JOURNEYS } from './scenarios/index.js';
 
@@ -28,7 +28,7 @@ ${Object.entries(JOURNEYS)
   --remote         allow a HERALD_URL that is not on this machine (never in tests)
   --summary-dir    where the JSON and text summaries go (default loadtest/results, or LOAD_SUMMARY_DIR)
 environment: HERALD_URL (default http://127.0.0.1:8080), DATABASE_URL (for the admin CLI),
-  PUSH_PEER_URL (a local push peer with a key pool, for subscriber endpoints that accept pushes)`;
+  PUSH_PEER_URL and PUSH_PEER_CA_FILE (a local push peer with a key pool, for subscriber endpoints that accept pushes)`;
 
 const DEFAULT_URL = 'http://127.0.0.1:8080';
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
@@ -38,21 +38,29 @@ function usage(message: string): never {
   process.exit(2);
 }
 
-/** A local Herald's DATABASE_URL from `deploy/infra.sh env`, without starting anything. */
-async function localDatabaseUrl(): Promise<void> {
-  if (process.env.DATABASE_URL) return;
-  const { stdout } = await promisify(execFile)('bash', ['deploy/infra.sh', 'env'], { cwd: repoRoot });
-  const match = /^export DATABASE_URL=(.*)$/m.exec(stdout);
-  if (match?.[1]) process.env.DATABASE_URL = match[1];
+const run = promisify(execFile);
+
+/**
+ * The local infrastructure's variables (what is unset, from `deploy/infra.sh env`). Starts
+ * nothing: with `required`, infrastructure that is not running is an error naming the command.
+ */
+async function localInfrastructure(names: readonly string[], required: boolean): Promise<void> {
+  if (names.every((name) => process.env[name])) return;
+  if (required) {
+    await run('bash', ['deploy/infra.sh', 'status'], { cwd: repoRoot }).catch(() => {
+      throw new Error('the local infrastructure is not running: start it with "npm run infra -- up" (or set DATABASE_URL, REDIS_URL and KAFKA_BROKERS)');
+    });
+  }
+  const { stdout } = await run('bash', ['deploy/infra.sh', 'env'], { cwd: repoRoot });
+  for (const [, name, value] of stdout.matchAll(/^export (\w+)=(.*)$/gm)) {
+    if (name !== undefined && value !== undefined && names.includes(name)) process.env[name] ??= value;
+  }
 }
 
 /** Every service and a gateway on free ports, with a push peer whose pool endpoints all exist. */
 async function startLocalStack(): Promise<SendingHarness> {
-  await infraEnv();
-  return startSendingHarness(
-    { policy: true, decisions: true, env: { LOG_LEVEL: 'warn' } },
-    { mode: 'count', keyPool: 64, poolEndpoints: Number.POSITIVE_INFINITY },
-  );
+  await localInfrastructure(['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS'], true);
+  return startLoadStack();
 }
 
 async function main(): Promise<number> {
@@ -79,12 +87,14 @@ async function main(): Promise<number> {
     harness = await startLocalStack();
     env.HERALD_URL = harness.stack.gatewayUrl;
     env.PUSH_PEER_URL = harness.peer.origin;
+    env.PUSH_PEER_CA_FILE = join(await mkdtemp(join(tmpdir(), 'herald-load-')), 'peer-ca.pem');
+    await writeFile(env.PUSH_PEER_CA_FILE, harness.peer.ca ?? '');
   }
   try {
     const baseUrl = (env.HERALD_URL ?? DEFAULT_URL).replace(/\/+$/, '');
     const host = new URL(baseUrl).hostname;
     if (!LOOPBACK.has(host) && !values.remote) usage(`HERALD_URL ${baseUrl} is not on this machine: pass --remote to load it on purpose`);
-    if (LOOPBACK.has(host)) await localDatabaseUrl();
+    if (LOOPBACK.has(host)) await localInfrastructure(['DATABASE_URL'], false);
     const runEnv: RunEnv = {
       baseUrl,
       form: values.smoke ? 'smoke' : 'full',

@@ -65,13 +65,20 @@ export class ScenarioRun<Data> {
         break;
       }
       case 'constant-vus': {
-        const until = performance.now() + parseDuration(config.duration);
-        await this.loops(config.vus, () => performance.now() < until);
+        // Iterations still running at the end get the graceful stop, then are aborted (a VU
+        // blocked in a wait must not hold the run open).
+        const durationMs = parseDuration(config.duration);
+        const until = performance.now() + durationMs;
+        void this.loops(config.vus, () => performance.now() < until);
+        await sleep(durationMs);
         break;
       }
       case 'per-vu-iterations': {
-        const until = performance.now() + parseDuration(config.maxDuration ?? '10m');
-        await this.loops(config.vus, (done) => done < config.iterations && performance.now() < until);
+        const maxMs = parseDuration(config.maxDuration ?? '10m');
+        const until = performance.now() + maxMs;
+        const grace = new AbortController();
+        await Promise.race([this.loops(config.vus, (done) => done < config.iterations && performance.now() < until), sleep(maxMs, undefined, { signal: grace.signal }).catch(() => undefined)]);
+        grace.abort();
         break;
       }
     }

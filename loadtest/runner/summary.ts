@@ -18,7 +18,10 @@ export interface Summary {
   readonly durationSeconds: number;
   /** The executor configs (without their functions). */
   readonly scenarios: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
-  /** Metrics by name; sub-metrics as name{tag:value} (every threshold's, and http_req_duration per endpoint). */
+  /**
+   * Metrics by name; sub-metrics as name{tag:value}: every threshold's, http_req_duration per
+   * endpoint, and http_reqs per endpoint and status for responses outside the expected ones.
+   */
   readonly metrics: Readonly<Record<string, MetricSummary>>;
   readonly checks: ReadonlyArray<{ readonly name: string; readonly passes: number; readonly fails: number }>;
   readonly thresholds: readonly ThresholdResult[];
@@ -37,7 +40,9 @@ export function collectMetrics(seconds: number, thresholdKeys: readonly string[]
     metrics[metric.name] = summarise(metric, metric.select(), seconds);
   }
   const endpoints = new Set(builtin.httpReqDuration.samples.map((sample) => sample.tags.name).filter((name): name is string => name !== undefined));
-  const subKeys = new Set([...[...endpoints].map((name) => `http_req_duration{name:${name}}`), ...thresholdKeys.filter((key) => key.includes('{'))]);
+  // Unexpected responses by endpoint and status: what a crossed http_req_failed needs explained.
+  const unexpected = builtin.httpReqs.samples.filter((sample) => sample.tags.expected_response === 'false').map((sample) => `http_reqs{name:${sample.tags.name},status:${sample.tags.status}}`);
+  const subKeys = new Set([...[...endpoints].map((name) => `http_req_duration{name:${name}}`), ...unexpected, ...thresholdKeys.filter((key) => key.includes('{'))]);
   for (const key of [...subKeys].sort()) {
     const [name, inner] = [key.slice(0, key.indexOf('{')), key.slice(key.indexOf('{') + 1, -1)];
     const metric = allMetrics().find((candidate) => candidate.name === name);

@@ -8,7 +8,7 @@
 import { check } from '../runner/http.js';
 import { Counter, Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API } from './lib/herald.js';
+import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API } from './lib/herald.js';
 
 const wakeUp = new Trend('approval_wake_up', true);
 const answered = new Counter('approval_answered');
@@ -84,9 +84,9 @@ export default defineScenario<Data>({
       thresholds: {
         ...ALWAYS,
         http_req_failed: ['rate==0'],
-        'http_req_duration{name:ask}': ['p(95)<500'],
-        'http_req_duration{name:answer}': ['p(95)<500'],
-        approval_wake_up: ['p(95)<250', 'max<2000'],
+        'http_req_duration{name:ask}': [budget(form, 500)],
+        'http_req_duration{name:answer}': [budget(form, 500)],
+        approval_wake_up: [budget(form, 250), ...(form === 'full' ? ['max<2000'] : [])],
         approval_answered: ['count>0'],
         dropped_iterations: ['count==0'],
       },

@@ -5,7 +5,7 @@ import { parseDuration } from '../runner/duration.js';
 import { check } from '../runner/http.js';
 import { Counter } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, bearer, bootstrapWorkspace, handleSummary, rateLimitChecks, SERVER_API } from './lib/herald.js';
+import { ALWAYS, budget, bearer, bootstrapWorkspace, handleSummary, rateLimitChecks, SERVER_API } from './lib/herald.js';
 
 const FREE_PLAN_LIMIT = 100;
 const admitted = new Counter('identity_admitted');
@@ -37,8 +37,8 @@ export default defineScenario<Data>({
         ...ALWAYS,
         // 429s are expected here: only other statuses and errors count as failed.
         http_req_failed: ['rate==0'],
-        'http_req_duration{name:identity}': ['p(95)<500'],
-        'http_req_duration{name:identity,status:429}': ['p(95)<300'],
+        'http_req_duration{name:identity}': [budget(form, 500)],
+        'http_req_duration{name:identity,status:429}': [budget(form, 300)],
         dropped_iterations: ['count==0'],
         identity_admitted: [`count<=${admissionsAllowed(parseDuration(duration))}`, 'count>0'],
         identity_rate_limited: ['count>0'],

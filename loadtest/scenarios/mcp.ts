@@ -5,7 +5,7 @@
 import { check, type HttpClient, type HttpResponse } from '../runner/http.js';
 import { Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick } from './lib/herald.js';
+import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick } from './lib/herald.js';
 
 const PROTOCOL_VERSION = '2025-06-18';
 /** Both calls of one round, ask and withdraw. */
@@ -37,9 +37,9 @@ export default defineScenario<Data>({
       thresholds: {
         ...ALWAYS,
         http_req_failed: ['rate==0'],
-        'http_req_duration{name:mcp,tool:ask_user}': ['p(95)<500'],
-        'http_req_duration{name:mcp,tool:cancel_question}': ['p(95)<500'],
-        mcp_round_trip: ['p(95)<1000'],
+        'http_req_duration{name:mcp,tool:ask_user}': [budget(form, 500)],
+        'http_req_duration{name:mcp,tool:cancel_question}': [budget(form, 500)],
+        mcp_round_trip: [budget(form, 1000)],
         dropped_iterations: ['count==0'],
       },
     };
@@ -68,7 +68,7 @@ async function round({ http, data, vu }: Iteration<Data>): Promise<void> {
   const question = asked.json<ToolResult>()?.result;
   const correlationId = question?.structuredContent?.correlationId ?? '';
   const ok = check(asked, {
-    'ask_user is a tool result': (r) => r.status === 200 && question?.isError === false,
+    'ask_user is a tool result': (r) => r.status === 200 && question !== undefined && question.isError !== true,
     'ask_user is pending': () => question?.structuredContent?.status === 'pending' && /^ask_[0-9a-f]{32}$/.test(correlationId),
   });
   if (!ok) return;
@@ -76,7 +76,7 @@ async function round({ http, data, vu }: Iteration<Data>): Promise<void> {
   const withdrawn = cancelled.json<ToolResult>()?.result;
   if (
     check(cancelled, {
-      'cancel_question is a tool result': (r) => r.status === 200 && withdrawn?.isError === false,
+      'cancel_question is a tool result': (r) => r.status === 200 && withdrawn !== undefined && withdrawn.isError !== true,
       'the question is withdrawn': () => withdrawn?.structuredContent?.status === 'withdrawn' && withdrawn.structuredContent.correlationId === correlationId,
     })
   ) {

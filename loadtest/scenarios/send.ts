@@ -7,7 +7,7 @@ import type { TestPushSubscription } from '@herald/testkit';
 import { check } from '../runner/http.js';
 import { Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, bearer, bootstrapWorkspace, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource } from './lib/herald.js';
+import { ALWAYS, budget, bearer, bootstrapWorkspace, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource } from './lib/herald.js';
 
 /** Subscribers each send was queued for. */
 const audience = new Trend('send_audience');
@@ -50,8 +50,8 @@ export default defineScenario<Data>({
       thresholds: {
         ...ALWAYS,
         http_req_failed: ['rate==0'],
-        'http_req_duration{name:send}': ['p(95)<1000'],
-        'http_req_duration{name:subscribe}': ['p(95)<500'],
+        'http_req_duration{name:send}': [budget(form, 1000)],
+        'http_req_duration{name:subscribe}': [budget(form, 500)],
         dropped_iterations: ['count==0'],
         send_audience: ['max>0'],
       },

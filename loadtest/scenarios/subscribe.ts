@@ -5,7 +5,7 @@ import { check } from '../runner/http.js';
 import { Counter } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
 import type { TestPushSubscription } from '@herald/testkit';
-import { ALWAYS, bootstrapWorkspace, handleSummary, pick, SITE_ORIGIN, subscriptionSource } from './lib/herald.js';
+import { ALWAYS, budget, bootstrapWorkspace, handleSummary, pick, SITE_ORIGIN, subscriptionSource } from './lib/herald.js';
 
 const created = new Counter('subscribers_created');
 
@@ -34,7 +34,7 @@ export default defineScenario<Data>({
       thresholds: {
         ...ALWAYS,
         http_req_failed: ['rate==0'],
-        'http_req_duration{name:subscribe}': ['p(95)<500', 'p(99)<1000'],
+        'http_req_duration{name:subscribe}': [budget(form, 500), ...(form === 'full' ? ['p(99)<1000'] : [])],
         dropped_iterations: ['count==0'],
         subscribers_created: ['count>0'],
       },

@@ -2,11 +2,14 @@
 // command `npm run admin` runs; it needs the DATABASE_URL of the Herald under load), bearer
 // headers, the rate-limit header checks, push subscriptions that can only reach this machine,
 // thresholds every scenario holds, and handleSummary (a JSON file and a text file per run).
+import { readFile } from 'node:fs/promises';
+import { get as httpsGet } from 'node:https';
+
 import { subscriptionFromPool, type KeyPoolEntry } from '@herald/push-peer';
 import { admin, pushSubscription, SERVER_API, type TestPushSubscription, type TestWorkspace } from '@herald/testkit';
 
 import type { HttpResponse } from '../../runner/http.js';
-import type { RunEnv } from '../../runner/scenario.js';
+import type { Form, RunEnv } from '../../runner/scenario.js';
 import { textSummary, type Summary } from '../../runner/summary.js';
 import type { Thresholds } from '../../runner/thresholds.js';
 
@@ -85,25 +88,51 @@ export function rateLimitChecks(limit: number, windowSeconds = 60): Record<strin
   };
 }
 
+/** GET over HTTPS trusting the push peer's own CA (PUSH_PEER_CA_FILE), which fetch cannot be given. */
+async function peerJson<T>(url: string, caFile: string | undefined): Promise<T> {
+  const ca = caFile === undefined ? undefined : await readFile(caFile, 'utf8');
+  return new Promise((resolve, reject) => {
+    const request = httpsGet(url, { ca, timeout: 10_000 }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => {
+        if (response.statusCode !== 200) reject(new Error(`${url} answered ${response.statusCode}: ${text.slice(0, 200)}`));
+        else resolve(JSON.parse(text) as T);
+      });
+    });
+    request.on('timeout', () => request.destroy(new Error(`${url}: no answer in 10 s`)));
+    request.on('error', reject);
+  });
+}
+
 /**
  * Push subscriptions for subscribers the load creates. With PUSH_PEER_URL (a local push peer with a
- * key pool, as `--stack` starts) they are the peer's pool endpoints, so deliveries succeed; without
- * it they point at 127.0.0.1:9 (nothing listens), so no push ever leaves this machine.
+ * key pool, as `--stack` starts; its CA in PUSH_PEER_CA_FILE) they are the peer's pool endpoints,
+ * so deliveries succeed; without it they point at 127.0.0.1:9 (nothing listens), so no push ever
+ * leaves this machine.
  */
 export async function subscriptionSource(env: RunEnv): Promise<(index: number) => TestPushSubscription> {
   const peer = env.env.PUSH_PEER_URL;
   if (!peer) return () => pushSubscription('https://127.0.0.1:9/push');
   const host = new URL(peer).hostname;
   if (host !== '127.0.0.1' && host !== 'localhost') throw new Error(`PUSH_PEER_URL ${peer} is not on this machine`);
-  const response = await fetch(`${peer}/__peer/key-pool`);
-  if (!response.ok) throw new Error(`${peer}/__peer/key-pool answered ${response.status}`);
-  const { keys } = (await response.json()) as { keys: Pick<KeyPoolEntry, 'p256dh' | 'auth'>[] };
+  const { keys } = await peerJson<{ keys: Pick<KeyPoolEntry, 'p256dh' | 'auth'>[] }>(`${peer}/__peer/key-pool`, env.env.PUSH_PEER_CA_FILE);
   // Distinct endpoints per run: a second run against the same Herald registers new subscribers.
   const offset = Date.now() % 1_000_000_000;
   return (index) => {
     const { endpoint, keys: subscriptionKeys } = subscriptionFromPool(peer, keys, offset + index);
     return { endpoint, keys: subscriptionKeys };
   };
+}
+
+/**
+ * A latency budget for a p(95) threshold: the full form holds the real one; the smoke form, which
+ * the test suite runs next to other test files on a small machine, holds a loose one that still
+ * catches a hang or a time-out.
+ */
+export function budget(form: Form, fullMs: number): string {
+  return `p(95)<${form === 'smoke' ? Math.max(fullMs * 4, 2_000) : fullMs}`;
 }
 
 /** What every journey holds in both forms: no iteration threw, every check passed. */
