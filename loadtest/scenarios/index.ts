@@ -3,6 +3,7 @@ import { runScenario, type RunResult } from '../runner/engine.js';
 import type { LoadScenario, RunEnv } from '../runner/scenario.js';
 import approval from './approval.js';
 import authorize from './authorize.js';
+import campaign from './campaign.js';
 import identity from './identity.js';
 import mcp from './mcp.js';
 import send from './send.js';
@@ -20,6 +21,7 @@ export const JOURNEYS: Readonly<Record<string, Journey>> = {
   identity: journey(identity),
   subscribe: journey(subscribe),
   send: journey(send),
+  campaign: journey(campaign),
   approval: journey(approval),
   authorize: journey(authorize),
   mcp: journey(mcp),
