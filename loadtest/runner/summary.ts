@@ -81,6 +81,13 @@ function metricLine(name: string, summary: MetricSummary): string {
   return `  ${label}: ${values.join(' ')}`;
 }
 
+function measured(summary: Summary, result: ThresholdResult): string {
+  if (result.actual === undefined) return 'no samples';
+  const aggregate = /^\s*([a-z]+(?:\([\d.]+\))?)/.exec(result.expression)?.[1] ?? '';
+  const metric = summary.metrics[result.key];
+  return metric ? formatValue(metric, aggregate, result.actual) : String(result.actual);
+}
+
 export function textSummary(summary: Summary): string {
   const lines = [
     `Herald load scenario "${summary.scenario}" (${summary.form}) against ${summary.baseUrl}`,
@@ -89,9 +96,7 @@ export function textSummary(summary: Summary): string {
       .join(', ')}`,
     '',
     `thresholds: ${summary.ok ? 'all held' : 'CROSSED'}`,
-    ...summary.thresholds.map(
-      (result) => `  ${result.ok ? '✓' : '✗'} ${result.key} ${result.expression}  (${result.actual === undefined ? 'no samples' : Number.isInteger(result.actual) ? result.actual : result.actual.toFixed(3)})`,
-    ),
+    ...summary.thresholds.map((result) => `  ${result.ok ? '✓' : '✗'} ${result.key} ${result.expression}  (${measured(summary, result)})`),
     '',
     'checks:',
     ...summary.checks.map((entry) => `  ${entry.fails === 0 ? '✓' : '✗'} ${entry.name}  (${entry.passes} passed, ${entry.fails} failed)`),
