@@ -8,7 +8,7 @@
 import { check } from '../runner/http.js';
 import { Counter, Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API } from './lib/herald.js';
+import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API, retireWorkspaces } from './lib/herald.js';
 
 const wakeUp = new Trend('approval_wake_up', true);
 const answered = new Counter('approval_answered');
@@ -96,6 +96,7 @@ export default defineScenario<Data>({
     const { workspaceId, apiKey } = await bootstrapWorkspace('approval', 'enterprise');
     return { keys: [apiKey, ...(await bootstrapKeys(workspaceId, FORMS[env.form].keys - 1))] };
   },
+  teardown: retireWorkspaces,
   handleSummary,
 });
 

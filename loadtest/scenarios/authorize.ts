@@ -7,7 +7,7 @@ import { call } from '@herald/testkit';
 import { check } from '../runner/http.js';
 import { Counter } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API } from './lib/herald.js';
+import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API, retireWorkspaces } from './lib/herald.js';
 
 const POLICY = `
 @id("read-anything")
@@ -72,6 +72,7 @@ export default defineScenario<Data>({
     if (put.status !== 200) throw new Error(`PUT /policy answered ${put.status}: ${JSON.stringify(put.body)}`);
     return { keys: [apiKey, ...(await bootstrapKeys(workspaceId, FORMS[env.form].keys - 1))] };
   },
+  teardown: retireWorkspaces,
   handleSummary,
 });
 

@@ -9,7 +9,7 @@ import type { TestPushSubscription } from '@herald/testkit';
 import { check } from '../runner/http.js';
 import { Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, bearer, bootstrapWorkspace, budget, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource } from './lib/herald.js';
+import { ALWAYS, bearer, bootstrapWorkspace, budget, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource, retireWorkspaces } from './lib/herald.js';
 
 const fanOut = new Trend('campaign_fully_sent', true);
 
@@ -68,6 +68,7 @@ export default defineScenario<Data>({
     }
     return { apiKey, audience };
   },
+  teardown: retireWorkspaces,
   handleSummary,
 });
 

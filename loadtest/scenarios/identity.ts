@@ -5,7 +5,7 @@ import { parseDuration } from '../runner/duration.js';
 import { check } from '../runner/http.js';
 import { Counter } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapWorkspace, handleSummary, rateLimitChecks, SERVER_API } from './lib/herald.js';
+import { ALWAYS, budget, bearer, bootstrapWorkspace, handleSummary, rateLimitChecks, SERVER_API, retireWorkspaces } from './lib/herald.js';
 
 const FREE_PLAN_LIMIT = 100;
 const admitted = new Counter('identity_admitted');
@@ -49,6 +49,7 @@ export default defineScenario<Data>({
     const { workspaceId, apiKey } = await bootstrapWorkspace('identity', 'free');
     return { workspaceId, apiKey };
   },
+  teardown: retireWorkspaces,
   handleSummary,
 });
 

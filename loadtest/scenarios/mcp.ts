@@ -5,7 +5,7 @@
 import { check, type HttpClient, type HttpResponse } from '../runner/http.js';
 import { Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick } from './lib/herald.js';
+import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, retireWorkspaces } from './lib/herald.js';
 
 const PROTOCOL_VERSION = '2025-06-18';
 /** Both calls of one round, ask and withdraw. */
@@ -48,6 +48,7 @@ export default defineScenario<Data>({
     const { workspaceId, apiKey } = await bootstrapWorkspace('mcp', 'enterprise');
     return { keys: [apiKey, ...(await bootstrapKeys(workspaceId, FORMS[env.form].keys - 1))] };
   },
+  teardown: retireWorkspaces,
   handleSummary,
 });
 

@@ -7,7 +7,7 @@ import type { TestPushSubscription } from '@herald/testkit';
 import { check } from '../runner/http.js';
 import { Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapWorkspace, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource } from './lib/herald.js';
+import { ALWAYS, budget, bearer, bootstrapWorkspace, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource, retireWorkspaces } from './lib/herald.js';
 
 /** Subscribers each send was queued for. */
 const audience = new Trend('send_audience');
@@ -61,6 +61,7 @@ export default defineScenario<Data>({
     const { apiKey, siteKey } = await bootstrapWorkspace('send', 'enterprise');
     return { apiKey, siteKey, subscription: await subscriptionSource(env) };
   },
+  teardown: retireWorkspaces,
   handleSummary,
 });
 

@@ -96,6 +96,13 @@ test('a crossed threshold exits 99 and names it; the summary is still written', 
   assert.match(exit.stdout, /^thresholds: CROSSED$/m);
 });
 
+test("the chart's loadTest.journeys accepts exactly these journeys", async () => {
+  const schema = JSON.parse(await readFile(join(repoRoot, 'charts/herald/values.schema.json'), 'utf8')) as {
+    properties: { loadTest: { properties: { journeys: { items: { enum: string[] } } } } };
+  };
+  assert.deepEqual(schema.properties.loadTest.properties.journeys.items.enum.sort(), Object.keys(JOURNEYS).sort());
+});
+
 test('usage errors exit 2: no journey, an unknown one, a target off this machine without --remote', async () => {
   const none = await load([]);
   assert.equal(none.code, 2);

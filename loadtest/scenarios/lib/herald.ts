@@ -19,12 +19,22 @@ export { SERVER_API };
 export const SITE_DOMAIN = 'load.example.test';
 export const SITE_ORIGIN = `https://${SITE_DOMAIN}`;
 
-let workspaces = 0;
+/** The workspaces this run created, retired by `retireWorkspaces` at the end. */
+const created: string[] = [];
 
 /** A workspace through `admin workspace create` (its dashboard key, site and site key). */
 export async function bootstrapWorkspace(journey: string, plan: string): Promise<TestWorkspace> {
-  workspaces += 1;
-  return admin<TestWorkspace>('workspace', 'create', '--name', `Load ${journey} ${process.pid}-${workspaces}`, '--plan', plan, '--domain', SITE_DOMAIN);
+  const workspace = await admin<TestWorkspace>('workspace', 'create', '--name', `Load ${journey} ${process.pid}-${created.length + 1}`, '--plan', plan, '--domain', SITE_DOMAIN);
+  created.push(workspace.workspaceId);
+  return workspace;
+}
+
+/**
+ * Every journey's teardown: its workspaces move to plan `none` (`admin workspace set-plan`), so
+ * keys a run leaves behind in a real Herald (helm test) can no longer use the API or send.
+ */
+export async function retireWorkspaces(): Promise<void> {
+  for (const workspaceId of created.splice(0)) await admin('workspace', 'set-plan', '--workspace', workspaceId, '--plan', 'none');
 }
 
 /** `count` more keys of the workspace through `admin key create` (each key has its own rate-limit bucket). */
