@@ -136,13 +136,16 @@ export async function subscriptionSource(env: RunEnv): Promise<(index: number) =
   };
 }
 
+/** The smoke form's latency bound: a hang or a time-out, not a slow machine. */
+const SMOKE_BUDGET_MS = 10_000;
+
 /**
  * A latency budget for a p(95) threshold: the full form holds the real one; the smoke form, which
- * the test suite runs next to other test files on a small machine, holds a loose one that still
- * catches a hang or a time-out.
+ * the test suite runs next to other test files on a 2-core machine (p95 of several seconds seen
+ * there while the CPUs were saturated), holds one that only a hang or a time-out crosses.
  */
 export function budget(form: Form, fullMs: number): string {
-  return `p(95)<${form === 'smoke' ? Math.max(fullMs * 4, 2_000) : fullMs}`;
+  return `p(95)<${form === 'smoke' ? Math.max(fullMs, SMOKE_BUDGET_MS) : fullMs}`;
 }
 
 /** What every journey holds in both forms: no iteration threw, every check passed. */
