@@ -73,14 +73,6 @@ export class ScenarioRun<Data> {
         await sleep(durationMs);
         break;
       }
-      case 'per-vu-iterations': {
-        const maxMs = parseDuration(config.maxDuration ?? '10m');
-        const until = performance.now() + maxMs;
-        const grace = new AbortController();
-        await Promise.race([this.loops(config.vus, (done) => done < config.iterations && performance.now() < until), sleep(maxMs, undefined, { signal: grace.signal }).catch(() => undefined)]);
-        grace.abort();
-        break;
-      }
     }
     await this.finish();
   }
@@ -91,21 +83,25 @@ export class ScenarioRun<Data> {
     let launched = 0;
     for (let elapsed = 0; elapsed < totalMs; elapsed = performance.now() - started) {
       const due = arrivalsBy(schedule, elapsed);
-      for (; launched < due; launched += 1) {
-        const vu = this.free.pop() ?? (this.vus < maxVus ? this.newVu() : undefined);
-        if (!vu) {
-          builtin.droppedIterations.add(1, this.tags);
-          continue;
-        }
-        this.track(this.iterate(vu).finally(() => this.free.push(vu)));
-      }
+      this.launch(due - launched, maxVus);
+      launched = due;
       await sleep(TICK_MS);
+    }
+    // A late last tick still starts what the schedule had due: a run starts exactly its arrivals.
+    this.launch(arrivalsBy(schedule, totalMs - 1e-6) - launched, maxVus);
+  }
+
+  private launch(count: number, maxVus: number): void {
+    for (let started = 0; started < count; started += 1) {
+      const vu = this.free.pop() ?? (this.vus < maxVus ? this.newVu() : undefined);
+      if (!vu) builtin.droppedIterations.add(1, this.tags);
+      else this.track(this.iterate(vu).finally(() => this.free.push(vu)));
     }
   }
 
-  private async loops(vus: number, more: (done: number) => boolean): Promise<void> {
+  private async loops(vus: number, more: () => boolean): Promise<void> {
     const loop = async (vu: VirtualUser): Promise<void> => {
-      while (!this.stop.signal.aborted && more(vu.iterations)) await this.iterate(vu);
+      while (!this.stop.signal.aborted && more()) await this.iterate(vu);
     };
     await Promise.all(Array.from({ length: vus }, () => this.track(loop(this.newVu()))));
   }

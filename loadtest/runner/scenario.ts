@@ -76,14 +76,7 @@ export interface ConstantVus<Data> extends Common<Data> {
   readonly duration: string;
 }
 
-export interface PerVuIterations<Data> extends Common<Data> {
-  readonly executor: 'per-vu-iterations';
-  readonly vus: number;
-  readonly iterations: number;
-  readonly maxDuration?: string;
-}
-
-export type ScenarioConfig<Data> = ConstantArrivalRate<Data> | RampingArrivalRate<Data> | ConstantVus<Data> | PerVuIterations<Data>;
+export type ScenarioConfig<Data> = ConstantArrivalRate<Data> | RampingArrivalRate<Data> | ConstantVus<Data>;
 
 export interface Options<Data> {
   readonly scenarios: Readonly<Record<string, ScenarioConfig<Data>>>;

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { parseDuration } from '../runner/duration.js';
-import { arrivalsBy } from '../runner/executors.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { arrivalsBy, ScenarioRun } from '../runner/executors.js';
 import { check } from '../runner/http.js';
 import { builtin, Counter, Gauge, Rate, Trend } from '../runner/metrics.js';
 import { evaluateThreshold, parseThresholds } from '../runner/thresholds.js';
@@ -117,4 +119,75 @@ test('check: each predicate is a sample of checks tagged with its name; a throwi
     { value: 0, tags: { scenario: 'unit', check: 'throws' } },
   ]);
   assert.equal(check(1, { one: (value) => value === 1 }), true);
+});
+
+const RUN_ENV = { baseUrl: 'http://127.0.0.1:9', form: 'smoke', summaryDir: '/nonexistent', env: {} } as const;
+const countIn = (metric: { select(selector: Record<string, string>): number[] }, scenario: string) => metric.select({ scenario }).reduce((sum, value) => sum + value, 0);
+
+test('constant-arrival-rate is an open model: iterations start on schedule whatever they take; beyond maxVUs they are dropped', async () => {
+  // 20 a second for 500 ms is 10 arrivals; each takes 180 ms and only 2 VUs exist, so about half are dropped.
+  const run = new ScenarioRun(
+    'open',
+    { executor: 'constant-arrival-rate', rate: 20, timeUnit: '1s', duration: '500ms', preAllocatedVUs: 1, maxVUs: 2, exec: () => sleep(180) },
+    undefined,
+    RUN_ENV,
+  );
+  await run.run();
+  const completed = countIn(builtin.iterations, 'open');
+  const dropped = countIn(builtin.droppedIterations, 'open');
+  assert.equal(completed + dropped, 10);
+  assert.ok(completed >= 2 && dropped >= 3, `${completed} completed, ${dropped} dropped`);
+  // Never more than 2 at once.
+  assert.ok(Math.max(...builtin.vus.select({ scenario: 'open' })) <= 2);
+});
+
+test('constant-vus: a VU still blocked when the duration and the graceful stop are over is aborted, and that is no error', async () => {
+  const started = performance.now();
+  let iterations = 0;
+  const run = new ScenarioRun(
+    'blocked',
+    {
+      executor: 'constant-vus',
+      vus: 2,
+      duration: '200ms',
+      gracefulStop: '100ms',
+      exec: async ({ signal }) => {
+        iterations += 1;
+        // Waits for something that never comes, as a human waiting for a question does.
+        await new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+      },
+    },
+    undefined,
+    RUN_ENV,
+  );
+  await run.run();
+  const took = performance.now() - started;
+  assert.ok(took >= 300 && took < 5_000, `took ${took} ms`);
+  assert.equal(iterations, 2);
+  assert.equal(countIn(builtin.iterationErrors, 'blocked'), 0);
+  assert.equal(countIn(builtin.iterations, 'blocked'), 0);
+});
+
+test('an iteration that throws is counted in iteration_errors and the next one still runs', async () => {
+  let calls = 0;
+  const run = new ScenarioRun(
+    'throws',
+    {
+      executor: 'constant-arrival-rate',
+      rate: 4,
+      timeUnit: '100ms',
+      duration: '200ms',
+      preAllocatedVUs: 8,
+      exec: async () => {
+        calls += 1;
+        if (calls % 2 === 0) throw new Error('every second iteration fails');
+      },
+    },
+    undefined,
+    RUN_ENV,
+  );
+  await run.run();
+  assert.equal(calls, 8);
+  assert.equal(countIn(builtin.iterationErrors, 'throws'), 4);
+  assert.equal(countIn(builtin.iterations, 'throws'), 4);
 });
