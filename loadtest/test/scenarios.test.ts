@@ -22,7 +22,10 @@ before(async () => {
   peerCaFile = join(await mkdtemp(join(tmpdir(), 'herald-load-peer-')), 'ca.pem');
   await writeFile(peerCaFile, harness.peer.ca ?? '');
 });
-after(() => harness.stop());
+// A stack that failed to start has nothing to stop (and the failure is the before hook's).
+after(async () => {
+  if (harness !== undefined) await harness.stop();
+});
 
 interface Exit {
   code: number;

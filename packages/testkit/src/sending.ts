@@ -23,11 +23,15 @@ export async function startSendingHarness(options: StackOptions = {}, peerOption
   const peer = await startPushPeer({ tls: true, ...peerOptions });
   const caFile = join(await mkdtemp(join(tmpdir(), 'herald-peer-')), 'ca.pem');
   await writeFile(caFile, peer.ca ?? '');
+  // A stack that cannot start must not leave the peer listening: it would keep the process alive.
   const stack = await startStack({
     ...options,
     sending: true,
     gatewayEnv: { ALLOW_ANY_PUSH_SERVICE: 'true', ...options.gatewayEnv },
     deliveryEnv: { PUSH_CA_FILE: caFile, RETRY_POLL_MS: '50', PUSH_RETRY_BASE_MS: '100', ...options.deliveryEnv },
+  }).catch(async (err: unknown) => {
+    await peer.close();
+    throw err;
   });
   return {
     stack,
