@@ -74,7 +74,10 @@ async function main(): Promise<number> {
     usage(err instanceof Error ? err.message : String(err));
   }
   const { values, positionals } = parsed;
-  if (values.help) usage('');
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const [name, ...rest] = positionals;
   if (name === undefined || rest.length > 0) usage('name one journey');
   const journey = JOURNEYS[name];
@@ -85,6 +88,11 @@ async function main(): Promise<number> {
   if (values.stack) {
     process.stderr.write('starting a local Herald (--stack)...\n');
     harness = await startLocalStack();
+    // Ctrl-C or SIGTERM mid-run still stops what --stack started.
+    const started = harness;
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => void started.stop().finally(() => process.exit(130)));
+    }
     env.HERALD_URL = harness.stack.gatewayUrl;
     env.PUSH_PEER_URL = harness.peer.origin;
     env.PUSH_PEER_CA_FILE = join(await mkdtemp(join(tmpdir(), 'herald-load-')), 'peer-ca.pem');
