@@ -302,12 +302,13 @@ describe('the default values', () => {
   test('credentials come from the existing Secret, each only to the components that need it', () => {
     const secretsOf = (name: string) => (container(objects, name).env ?? []).map(({ name: variable, valueFrom }) => ({ variable, ...valueFrom.secretKeyRef }));
     const from = (variable: string) => ({ variable, name: 'herald', key: variable });
-    assert.deepEqual(secretsOf('gateway'), [from('REDIS_URL')]);
-    for (const name of ['account', 'audience', 'campaign', 'delivery', 'policy']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
+    assert.deepEqual(secretsOf('gateway'), [from('REDIS_URL'), from('ENGAGEMENT_TOKEN_SECRET')]);
+    for (const name of ['account', 'audience', 'campaign', 'policy']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
+    assert.deepEqual(secretsOf('delivery'), [from('DATABASE_URL'), from('ENGAGEMENT_TOKEN_SECRET')]);
     assert.deepEqual(secretsOf('decision'), [from('REDIS_URL'), from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET')]);
     for (const name of COMPONENTS) {
       assert.deepEqual(container(objects, name).envFrom, [{ configMapRef: { name: `herald-${name}` } }]);
-      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
+      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET', 'ENGAGEMENT_TOKEN_SECRET']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
     }
   });
 
@@ -317,6 +318,7 @@ describe('the default values', () => {
     const kafka = { KAFKA_BROKERS: 'kafka:9092', KAFKA_CLIENT_ID: 'herald', KAFKA_SESSION_TIMEOUT_MS: '30000' };
     assert.deepEqual(env(objects, 'gateway'), {
       ...common('gateway'),
+      ...kafka,
       HOST: '0.0.0.0',
       PORT: '8080',
       PUBLIC_ORIGIN: 'http://localhost:8080',
@@ -382,7 +384,12 @@ describe('the default values', () => {
 
   test("each component's own config parser accepts its rendered environment, which differs from the code's defaults only where it must", async () => {
     // What a pod gets from the Secret, and what the code requires without a default.
-    const secrets: Record<string, string> = { DATABASE_URL: 'postgres://herald@db/herald', REDIS_URL: 'redis://redis:6379', ANSWER_TOKEN_SECRET: 'answer-secret' };
+    const secrets: Record<string, string> = {
+      DATABASE_URL: 'postgres://herald@db/herald',
+      REDIS_URL: 'redis://redis:6379',
+      ANSWER_TOKEN_SECRET: 'answer-secret',
+      ENGAGEMENT_TOKEN_SECRET: 'engagement-secret',
+    };
     const required: Record<string, string> = { ...secrets, KAFKA_BROKERS: 'kafka:9092' };
     const differences: Record<string, Record<string, unknown>> = {
       gateway: {
@@ -453,7 +460,7 @@ describe('the default values', () => {
       assert.deepEqual(policy(name).policyTypes, ['Ingress', 'Egress']);
     }
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }]);
-    assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }]);
+    assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }, kafka]);
     assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'gateway'));
     assert.deepEqual(policy('account').egress, [dns, postgres, kafka]);
     assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
@@ -525,7 +532,7 @@ describe('ci/production-values.yaml', () => {
     const namespace = (name: string) => [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } } }];
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080), from: namespace('ingress-nginx') }]);
     const collector = { ports: tcp(4317, 4318), to: namespace('observability') };
-    assert.deepEqual(policy('gateway').egress.slice(-2), [{ ports: tcp(6379), to: namespace('redis') }, collector]);
+    assert.deepEqual(policy('gateway').egress.slice(-3), [{ ports: tcp(6379), to: namespace('redis') }, { ports: tcp(9092), to: namespace('data') }, collector]);
     assert.deepEqual(policy('account').egress.slice(-3), [
       { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.20.0.0/24' } }] },
       { ports: tcp(9092), to: namespace('data') },

@@ -4,8 +4,8 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
-import { ActionUrl, Body, HttpUrl, Name, PLACEHOLDERS, Title } from '../schemas/content.js';
+import { ErrorResponse, Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
+import { ActionUrl, Body, BodyAs, HttpUrl, Name, PLACEHOLDERS, Title, TitleAs } from '../schemas/content.js';
 
 /** /campaigns: scheduled or on-demand sends to the site's audience (dashboard keys). docs/campaigns.md has the states. */
 
@@ -56,11 +56,11 @@ const Variables = Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.]{0,
   description: "Values for the template's (or the content's) {{placeholders}}",
 });
 
-const CreateBody = Type.Object(
+export const CreateCampaignBody = Type.Object(
   {
     name: Name,
-    title: Type.Optional({ ...Title, description: `Required without templateId. ${PLACEHOLDERS}` }),
-    body: Type.Optional({ ...Body, description: `Required without templateId. ${PLACEHOLDERS}` }),
+    title: Type.Optional(TitleAs(`Required without templateId. ${PLACEHOLDERS}`)),
+    body: Type.Optional(BodyAs(`Required without templateId. ${PLACEHOLDERS}`)),
     iconUrl: Type.Optional(Nullable(HttpUrl('Small icon'))),
     imageUrl: Type.Optional(Nullable(HttpUrl('Large image'))),
     actionUrl: Type.Optional(Nullable(ActionUrl)),
@@ -167,7 +167,7 @@ export const campaignRoutes =
           tags,
           operationId: 'createCampaign',
           summary: 'Create a campaign: a draft, or scheduled when scheduledAt is given (creating never sends)',
-          body: CreateBody,
+          body: CreateCampaignBody,
           response: withErrors({ 201: CampaignRecord }),
         },
       },
@@ -210,7 +210,7 @@ export const campaignRoutes =
           summary: 'Change a campaign: only the fields given; status moves it when the state machine allows',
           params: Params,
           body: PatchBody,
-          response: withErrors({ 200: CampaignRecord }),
+          response: withErrors({ 200: CampaignRecord, 409: ErrorResponse }),
         },
       },
       async (request) => {
@@ -257,7 +257,7 @@ export const campaignRoutes =
     for (const [action, operationId, summary] of moves) {
       app.post(
         `/campaigns/:campaignId/${action}`,
-        { config, schema: { tags, operationId, summary, params: Params, response: withErrors({ 200: CampaignRecord }) } },
+        { config, schema: { tags, operationId, summary, params: Params, response: withErrors({ 200: CampaignRecord, 409: ErrorResponse }) } },
         async (request) => toRecord((await clients.campaign[operationId](ref(request))).campaign),
       );
     }
