@@ -28,7 +28,8 @@ ${Object.entries(JOURNEYS)
   --remote         allow a HERALD_URL that is not on this machine (never in tests)
   --summary-dir    where the JSON and text summaries go (default loadtest/results, or LOAD_SUMMARY_DIR)
 environment: HERALD_URL (default http://127.0.0.1:8080), DATABASE_URL (for the admin CLI),
-  PUSH_PEER_URL and PUSH_PEER_CA_FILE (a local push peer with a key pool, for subscriber endpoints that accept pushes)`;
+  PUSH_PEER_URL and PUSH_PEER_CA_FILE (a local push peer with a key pool, for subscriber endpoints that accept pushes),
+  ENGAGEMENT_TOKEN_SECRET (the target's, for the engagement journey's report tokens)`;
 
 const DEFAULT_URL = 'http://127.0.0.1:8080';
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
@@ -95,6 +96,7 @@ async function main(): Promise<number> {
     }
     env.HERALD_URL = harness.stack.gatewayUrl;
     env.PUSH_PEER_URL = harness.peer.origin;
+    env.ENGAGEMENT_TOKEN_SECRET = harness.stack.engagementTokenSecret;
     env.PUSH_PEER_CA_FILE = join(await mkdtemp(join(tmpdir(), 'herald-load-')), 'peer-ca.pem');
     await writeFile(env.PUSH_PEER_CA_FILE, harness.peer.ca ?? '');
   }

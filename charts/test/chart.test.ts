@@ -665,7 +665,7 @@ describe('values.schema.json refuses bad values', () => {
       ['components.flow.replicas=1', "- at '/components/flow': missing property 'port'"],
       ['components.delivery.uses={postgres,mysql}', "- at '/components/delivery/uses/1': value must be one of 'postgres', 'redis', 'kafka', 'internet'"],
       ['existingSecret=', "- at '/existingSecret': minLength: got 0, want 1"],
-      ['loadTest.journeys={identity,checkout}', "- at '/loadTest/journeys/1': value must be one of 'identity', 'subscribe', 'send', 'campaign', 'approval', 'authorize', 'mcp'"],
+      ['loadTest.journeys={identity,checkout}', "- at '/loadTest/journeys/1': value must be one of 'identity', 'subscribe', 'send', 'campaign', 'engagement', 'approval', 'authorize', 'mcp'"],
       ['loadTest.journeys={mcp,mcp}', "- at '/loadTest/journeys': items at 0 and 1 are equal"],
       ['loadTest.activeDeadlineSeconds=5', "- at '/loadTest/activeDeadlineSeconds': minimum: got 5, want 30"],
     ] as const) {

@@ -4,6 +4,7 @@ import type { LoadScenario, RunEnv } from '../runner/scenario.js';
 import approval from './approval.js';
 import authorize from './authorize.js';
 import campaign from './campaign.js';
+import engagement from './engagement.js';
 import identity from './identity.js';
 import mcp from './mcp.js';
 import send from './send.js';
@@ -22,6 +23,7 @@ export const JOURNEYS: Readonly<Record<string, Journey>> = {
   subscribe: journey(subscribe),
   send: journey(send),
   campaign: journey(campaign),
+  engagement: journey(engagement),
   approval: journey(approval),
   authorize: journey(authorize),
   mcp: journey(mcp),

@@ -38,7 +38,7 @@ function load(args: string[], env: Record<string, string> = {}): Promise<Exit> {
     execFile(
       process.execPath,
       ['loadtest/dist/run.js', ...args],
-      { cwd: repoRoot, env: { ...process.env, HERALD_URL: harness.stack.gatewayUrl, PUSH_PEER_URL: harness.peer.origin, PUSH_PEER_CA_FILE: peerCaFile, ...env }, timeout: 60_000 },
+      { cwd: repoRoot, env: { ...process.env, HERALD_URL: harness.stack.gatewayUrl, PUSH_PEER_URL: harness.peer.origin, PUSH_PEER_CA_FILE: peerCaFile, ENGAGEMENT_TOKEN_SECRET: harness.stack.engagementTokenSecret, ...env }, timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
     );
   });
