@@ -601,15 +601,17 @@ describe('loadTest.enabled: a helm test Job per journey', () => {
     ]);
   });
 
-  test('with the default values (gatewayFrom empty: anyone) the gateway needs no extra rule', async () => {
-    const { yaml, objects: rendered } = await render('--set', 'loadTest.enabled=true', '--set', 'loadTest.journeys={send,campaign}', '--set', 'loadTest.activeDeadlineSeconds=60');
+  test('with the default values (gatewayFrom empty: anyone) the gateway needs no extra rule; engagement also gets the token secret', async () => {
+    const { yaml, objects: rendered } = await render('--set', 'loadTest.enabled=true', '--set', 'loadTest.journeys={send,engagement}', '--set', 'loadTest.activeDeadlineSeconds=60');
     await assertValidKubernetes(yaml, 1 + 5 * COMPONENTS.length + 2 + 2 + 1);
     assert.deepEqual(one<NetworkPolicy>(rendered, 'NetworkPolicy', 'herald-gateway').spec.ingress, [{ ports: tcp(8080) }]);
+    const secrets = (job: Job) => job.spec.template.spec.containers[0]?.env.filter((variable) => variable.valueFrom !== undefined).map((variable) => variable.name);
     assert.deepEqual(
-      all<Job>(rendered, 'Job').map((job) => [job.metadata.name, job.spec.activeDeadlineSeconds, job.spec.template.spec.containers[0]?.args[1]]),
+      all<Job>(rendered, 'Job').map((job) => [job.metadata.name, job.spec.activeDeadlineSeconds, job.spec.template.spec.containers[0]?.args[1], secrets(job)]),
       [
-        ['herald-load-send', 60, 'send'],
-        ['herald-load-campaign', 60, 'campaign'],
+        ['herald-load-send', 60, 'send', ['DATABASE_URL']],
+        // It signs report tokens as the delivery fleet does.
+        ['herald-load-engagement', 60, 'engagement', ['DATABASE_URL', 'ENGAGEMENT_TOKEN_SECRET']],
       ],
     );
   });
