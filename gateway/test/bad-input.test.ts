@@ -1,0 +1,208 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { after, before, test } from 'node:test';
+
+import { call, connectDatabase, createWorkspace, errorBody, SERVER_API, startStack, type ApiResponse, type Stack, type TestWorkspace } from '@herald/testkit';
+
+// Bad input beyond what the OpenAPI fuzzer sends: bodies too large or nested too deep, bytes that
+// are not UTF-8, header floods and huge query strings, keys that are almost right, forged answer
+// tokens, callback URLs that reach private addresses. Each is a 4xx in the error shape within its
+// time-out; no question is written; the gateway's memory stays flat. The count of inputs per
+// class is printed (issue #12, section 3).
+
+let stack: Stack;
+let asker: TestWorkspace;
+let partner: TestWorkspace;
+const tried = new Map<string, number>();
+
+before(async () => {
+  stack = await startStack({ policy: true, decisions: true });
+  [asker, partner] = await Promise.all([createWorkspace('growth'), createWorkspace('partner')]);
+});
+after(async () => {
+  process.stdout.write(`bad inputs tried per class: ${JSON.stringify(Object.fromEntries(tried))}\n`);
+  await stack.stop();
+});
+
+const TIMEOUT_MS = 10_000;
+const INVALID = (message: string, title = 'Invalid request', extra: Record<string, unknown> = {}) =>
+  errorBody('invalid_request', 400, title, message, 'Fix the request as the message says and send it again.', extra);
+
+/** One bad input of a class: sent within the time-out, counted. */
+async function send(kind: string, path: string, init: { method?: string; key?: string; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string> }): Promise<ApiResponse> {
+  tried.set(kind, (tried.get(kind) ?? 0) + 1);
+  if (init.rawBody instanceof Buffer) {
+    const response = await fetch(`${stack.gatewayUrl}${path}`, {
+      method: init.method ?? 'POST',
+      headers: { 'content-type': 'application/json', ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...init.headers },
+      body: init.rawBody,
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    });
+    return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+  }
+  const { rawBody, ...rest } = init;
+  return Promise.race([
+    call(stack.gatewayUrl, path, { method: 'POST', ...rest, ...(typeof rawBody === 'string' ? { rawBody } : {}) }),
+    new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error(`${kind}: no answer in ${TIMEOUT_MS} ms`)), TIMEOUT_MS).unref()),
+  ]);
+}
+
+const ask = (kind: string, rawBody: string | Buffer) => send(kind, `${SERVER_API}/ask`, { key: asker.apiKey, rawBody, headers: { 'content-type': 'application/json' } });
+
+async function gatewayRssKiB(): Promise<number> {
+  const pid = stack.gateways[0]?.child.pid;
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]);
+}
+
+let rssBefore = 0;
+test('the pass starts from the gateway at rest', async () => {
+  assert.equal((await call(stack.gatewayUrl, `${SERVER_API}/identity`, { key: asker.apiKey })).status, 200);
+  rssBefore = await gatewayRssKiB();
+  assert.ok(rssBefore > 0);
+});
+
+test('bodies over the limit are refused by size, whatever they hold', async () => {
+  for (const size of [1_048_577, 2 * 1_048_576, 8 * 1_048_576]) {
+    const response = await ask('oversized body', JSON.stringify({ question: 'q', context: 'x'.repeat(size) }));
+    assert.deepEqual([response.status, response.body], [400, INVALID('The body is larger than 1048576 bytes.', 'Body too large')], String(size));
+  }
+});
+
+test('JSON nested a hundred thousand deep is refused by the schema, not by a crash', async () => {
+  let objects = '1';
+  for (let depth = 0; depth < 20_000; depth += 1) objects = `{"a":${objects}}`;
+  const arrays = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+  const cases: Array<[string, string]> = [
+    [arrays, 'Invalid request body: (body) must be object.'],
+    [`{"question":"q","context":${objects}}`, 'Invalid request body: context must be string.'],
+    [`{"question":"q","tags":[${arrays}]}`, 'Invalid request body: tags.0 must be string.'],
+    [`{"question":"q","extra":${objects}}`, 'Invalid request body: extra is not allowed.'],
+  ];
+  for (const [body, message] of cases) {
+    const response = await ask('deeply nested JSON', body);
+    assert.equal(response.status, 400, message);
+    assert.equal((response.body as { message?: string }).message, message);
+    assert.equal((response.body as { code?: string }).code, 'invalid_request');
+  }
+  // Free-form parameters reach the policy service: nesting is bounded there too.
+  const authorize = await send('deeply nested JSON', `${SERVER_API}/authorize`, { key: partner.apiKey, rawBody: `{"toolName":"deploy","parameters":${objects}}`, headers: { 'content-type': 'application/json' } });
+  assert.equal(authorize.status, 400);
+  assert.equal((authorize.body as { code?: string }).code, 'invalid_request');
+});
+
+test('a body that is not valid UTF-8 is refused, not stored with replacement characters', async () => {
+  const sequences = [[0xff], [0xc3, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf8, 0x88, 0x80, 0x80, 0x80]];
+  for (const bytes of sequences) {
+    const body = Buffer.concat([Buffer.from('{"question":"Deploy '), Buffer.from(bytes), Buffer.from('?","wait":false}')]);
+    const response = await ask('invalid UTF-8', body);
+    assert.deepEqual([response.status, response.body], [400, INVALID('The body is not valid UTF-8.', 'Invalid JSON')], bytes.join(','));
+  }
+  // Valid multi-byte text still passes.
+  const fine = await send('invalid UTF-8 (control)', `${SERVER_API}/ask`, { key: asker.apiKey, body: { question: 'Déployer en production ? 🚀', wait: false } });
+  assert.equal(fine.status, 200);
+});
+
+test('header floods and a million-character query string are a 400 in the error shape', async () => {
+  const tooLarge = INVALID('The request line and headers are larger than 16 KiB.');
+  const many: Record<string, string> = {};
+  for (let index = 0; index < 2_000; index += 1) many[`x-flood-${index}`] = 'v';
+  for (const headers of [many, { 'x-one-huge': 'h'.repeat(20_000) }, { cookie: 'c=' + 'k'.repeat(17_000) }]) {
+    const response = await send('header flood', `${SERVER_API}/identity`, { method: 'GET', key: asker.apiKey, headers });
+    assert.deepEqual([response.status, response.body], [400, tooLarge]);
+  }
+  for (const length of [20_000, 1_000_000]) {
+    const response = await send('huge query string', `${SERVER_API}/identity?q=${'a'.repeat(length)}`, { method: 'GET', key: asker.apiKey });
+    assert.deepEqual([response.status, response.body], [400, tooLarge], String(length));
+  }
+});
+
+test('keys that are almost right are a 401, the same answer for every wrong secret', async () => {
+  const key = asker.apiKey;
+  const [id, secret] = key.split('.') as [string, string];
+  const flip = (text: string, at: number) => `${text.slice(0, at)}${text[at] === 'a' ? 'b' : 'a'}${text.slice(at + 1)}`;
+  const invalid = { code: 'unauthorized', error: 'Invalid API key', message: 'The API key is invalid, revoked or expired.' };
+  const malformed = { code: 'unauthorized', error: 'Unauthorized', message: 'Malformed API key. Use a Bearer key of the form pk_<id>.<secret>.' };
+  const cases: Array<[string, typeof invalid]> = [
+    [`${id}.${flip(secret, secret.length - 1)}`, invalid],
+    [`${id}.${flip(secret, 0)}`, invalid],
+    [`${flip(id, id.length - 1)}.${secret}`, invalid],
+    [`${id}.${secret.slice(0, -1)}`, malformed],
+    [`${id}.${secret}a`, malformed],
+    [key.toUpperCase(), malformed],
+    [key.replace('pk_', 'sk_'), malformed],
+    [`${id}_${secret}`, malformed],
+    [`${partner.apiKey.split('.')[0]}.${secret}`, invalid],
+  ];
+  for (const [almost, expected] of cases) {
+    const response = await send('almost-right key', `${SERVER_API}/identity`, { method: 'GET', key: almost });
+    assert.equal(response.status, 401, almost);
+    const body = response.body as { code?: string; error?: string; message?: string };
+    assert.deepEqual({ code: body.code, error: body.error, message: body.message }, expected, almost);
+  }
+});
+
+test('forged answer tokens find no question and answer nothing', async () => {
+  const created = await send('forged answer token (setup)', `${SERVER_API}/ask`, { key: asker.apiKey, body: { question: 'Real one?', wait: false } });
+  const liveUrl = (created.body as { liveUrl: string }).liveUrl;
+  const token = liveUrl.slice(liveUrl.indexOf('/a/') + 3);
+  const [questionId, mac] = token.split('.') as [string, string];
+  const forged = [
+    `${questionId}.${mac.startsWith('A') ? 'B' : 'A'}${mac.slice(1)}`,
+    `${questionId}.${'A'.repeat(mac.length)}`,
+    `ask_00000000000000000000000000000000.${mac}`,
+    questionId,
+  ];
+  for (const bad of forged) {
+    const response = await send('forged answer token', `/api/v1/answer/${bad}`, { body: { answer: 'yes' } });
+    assert.equal(response.status, 404, bad);
+    assert.equal((response.body as { code?: string }).code, 'not_found');
+  }
+  const still = await call<{ status: string }>(stack.gatewayUrl, `${SERVER_API}/ask/${questionId}`, { key: asker.apiKey });
+  assert.equal(still.body.status, 'pending');
+});
+
+test('callback URLs that reach private addresses are refused, by literal and by name', async () => {
+  const urls = [
+    'https://127.0.0.1/hook',
+    'https://127.1/hook',
+    'https://2130706433/hook',
+    'https://0x7f000001/hook',
+    'https://0.0.0.0/hook',
+    'https://10.0.0.1/hook',
+    'https://172.16.5.4/hook',
+    'https://192.168.1.1/hook',
+    'https://169.254.169.254/latest/meta-data',
+    'https://[::1]/hook',
+    'https://[::ffff:127.0.0.1]/hook',
+    'https://[fd00::1]/hook',
+    // Names that resolve to loopback here.
+    'https://localhost/hook',
+    'https://foo.localhost/hook',
+  ];
+  for (const callbackUrl of urls) {
+    const response = await send('private callback URL', `${SERVER_API}/ask`, { key: asker.apiKey, body: { question: 'Call me back?', wait: false, callbackUrl } });
+    assert.equal(response.status, 400, callbackUrl);
+    const fields = (response.body as { fields?: Array<{ field: string }> }).fields ?? [];
+    assert.deepEqual(
+      fields.map((field) => field.field),
+      ['callbackUrl'],
+      callbackUrl,
+    );
+  }
+});
+
+test('nothing was written but the two questions made on purpose, and memory stayed flat', async () => {
+  const db = await connectDatabase();
+  try {
+    const { rows } = await db.query<{ question: string }>('SELECT question FROM decision.questions WHERE workspace_id = $1 ORDER BY created_at', [asker.workspaceId]);
+    assert.deepEqual(
+      rows.map((row) => row.question),
+      ['Déployer en production ? 🚀', 'Real one?'],
+    );
+  } finally {
+    await db.end();
+  }
+  const grownKiB = (await gatewayRssKiB()) - rssBefore;
+  assert.ok(grownKiB < 64 * 1024, `the gateway grew by ${grownKiB} KiB`);
+});
