@@ -45,6 +45,9 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,
+    // Node checks these time-outs only every connectionsCheckingInterval (30 s by default), so a
+    // client trickling header lines would hold its socket that long past HEADERS_TIMEOUT_MS.
+    http: { headersTimeout: Math.min(config.headersTimeoutMs, config.requestTimeoutMs), connectionsCheckingInterval: 1_000 },
     genReqId: (request) => {
       const supplied = request.headers['x-request-id'];
       return typeof supplied === 'string' && /^[\w.-]{1,128}$/.test(supplied) ? supplied : randomUUID();

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 
 import { call, connectDatabase, createWorkspace, errorBody, SERVER_API, startStack, type ApiResponse, type Stack, type TestWorkspace } from '@herald/testkit';
@@ -189,6 +190,41 @@ test('callback URLs that reach private addresses are refused, by literal and by 
       ['callbackUrl'],
       callbackUrl,
     );
+  }
+});
+
+test('a slow-loris client trickling header lines is cut off with 408 once HEADERS_TIMEOUT_MS is over', async () => {
+  const gateway = new URL(await stack.addGateway({ HEADERS_TIMEOUT_MS: '1000' }));
+  assert.equal((await call(gateway.origin, `${SERVER_API}/identity`, { key: asker.apiKey })).status, 200);
+  const clients = 5;
+  tried.set('slow-loris client', clients);
+  const started = performance.now();
+  const answers = await Promise.all(
+    Array.from(
+      { length: clients },
+      () =>
+        new Promise<{ answer: string; afterMs: number }>((resolve, reject) => {
+          const socket = connect(Number(gateway.port), gateway.hostname, () => socket.write(`GET ${SERVER_API}/identity HTTP/1.1\r\nHost: herald\r\n`));
+          // One more header line every 200 ms, never the blank line that ends them.
+          const trickle = setInterval(() => socket.write(`X-Slow-${Date.now()}: 1\r\n`), 200);
+          let answer = '';
+          socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+          socket.on('error', () => undefined);
+          socket.on('close', () => {
+            clearInterval(trickle);
+            resolve({ answer, afterMs: performance.now() - started });
+          });
+          setTimeout(() => {
+            clearInterval(trickle);
+            socket.destroy();
+            reject(new Error('a slow-loris client was still connected after 8 s'));
+          }, 8_000).unref();
+        }),
+    ),
+  );
+  for (const { answer, afterMs } of answers) {
+    assert.match(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/);
+    assert.ok(afterMs >= 1_000 && afterMs < 4_000, `cut off after ${afterMs} ms`);
   }
 });
 
