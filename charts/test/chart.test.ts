@@ -336,6 +336,7 @@ describe('the default values', () => {
       RATE_LIMIT_WINDOW_MS: '60000',
       BODY_LIMIT_BYTES: '1048576',
       REQUEST_TIMEOUT_MS: '70000',
+      HEADERS_TIMEOUT_MS: '10000',
       ALLOW_LOCALHOST_SITES: 'false',
       ALLOW_ANY_PUSH_SERVICE: 'false',
       IP_RATE_LIMIT_PER_MINUTE: '100',
