@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 
-import { call, connectDatabase, createWorkspace, errorBody, SERVER_API, startStack, type ApiResponse, type Stack, type TestWorkspace } from '@herald/testkit';
+import { call, connectDatabase, createKey, createWorkspace, errorBody, pushSubscription, SERVER_API, startStack, type ApiResponse, type Stack, type TestWorkspace } from '@herald/testkit';
 
 // Bad input beyond what the OpenAPI fuzzer sends: bodies too large or nested too deep, bytes that
 // are not UTF-8, header floods and huge query strings, keys that are almost right, forged answer
@@ -17,7 +17,8 @@ let partner: TestWorkspace;
 const tried = new Map<string, number>();
 
 before(async () => {
-  stack = await startStack({ policy: true, decisions: true });
+  // Every service: each tenant-owned resource behind a path parameter is made below.
+  stack = await startStack({ policy: true, decisions: true, sending: true, gatewayEnv: { ALLOW_ANY_PUSH_SERVICE: 'true' } });
   [asker, partner] = await Promise.all([createWorkspace('growth'), createWorkspace('partner')]);
 });
 after(async () => {
@@ -226,6 +227,60 @@ test('a slow-loris client trickling header lines is cut off with 408 once HEADER
     assert.match(answer, /^HTTP\/1\.1 408 Request Timeout\r\n/);
     assert.ok(afterMs >= 1_000 && afterMs < 4_000, `cut off after ${afterMs} ms`);
   }
+});
+
+test("another tenant's id in any path parameter is a 404, for every operation, and changes nothing", async () => {
+  const [owner, ownerPartner, other, otherPartner] = await Promise.all([createWorkspace('growth'), createWorkspace('partner'), createWorkspace('growth'), createWorkspace('partner')]);
+  const as = (workspace: TestWorkspace, method: string, path: string, body?: unknown) => call<Record<string, unknown>>(stack.gatewayUrl, `${SERVER_API}${path}`, { method, key: workspace.apiKey, body });
+  const made = async (response: Promise<ApiResponse<Record<string, unknown>>>, field: string): Promise<string> => {
+    const { status, body } = await response;
+    assert.ok(status === 200 || status === 201, JSON.stringify(body));
+    return String(body[field]);
+  };
+  const subscription = pushSubscription();
+  const subscribed = await call<{ subscriberId: string }>(stack.gatewayUrl, '/api/v1/subscribe', { method: 'POST', key: owner.siteKey, headers: { origin: 'https://example.test' }, body: subscription });
+  const ids: Record<string, string> = {
+    subscriberId: subscribed.body.subscriberId,
+    notificationId: await made(as(owner, 'POST', '/send', { title: 'Mine', body: 'Only mine' }), 'campaignId'),
+    campaignId: await made(as(owner, 'POST', '/campaigns', { name: 'Mine', title: 'Mine', body: 'Only mine' }), 'id'),
+    templateId: await made(as(owner, 'POST', '/templates', { name: 'Mine', title: 'Mine', body: 'Only mine' }), 'id'),
+    correlationId: await made(as(owner, 'POST', '/ask', { question: 'Mine?', wait: false }), 'correlationId'),
+    decisionId: await made(as(owner, 'POST', '/decisions', { question: 'Mine?' }), 'decisionId'),
+    keyId: (await createKey(ownerPartner.workspaceId, 'bound', '--external-id', 'user-1')).keyId,
+  };
+  // Bodies valid for the operation, so only the id can be wrong.
+  const bodies: Record<string, unknown> = {
+    'PATCH /subscribers/{subscriberId}': { tags: ['stolen'] },
+    'PATCH /campaigns/{campaignId}': { name: 'Stolen' },
+    'PATCH /templates/{templateId}': { name: 'Stolen' },
+    'POST /decisions/{decisionId}': { answer: 'yes' },
+  };
+  const document = (await call<{ paths: Record<string, Record<string, unknown>> }>(stack.gatewayUrl, '/openapi.json')).body;
+  const operations = Object.entries(document.paths).flatMap(([path, item]) =>
+    path.startsWith(SERVER_API) && path.includes('{') ? Object.keys(item).filter((method) => ['get', 'post', 'patch', 'delete'].includes(method)).map((method) => [method.toUpperCase(), path.slice(SERVER_API.length)] as const) : [],
+  );
+  assert.equal(operations.length, 21, JSON.stringify(operations));
+  const before = await Promise.all(operations.filter(([method]) => method === 'GET').map(async ([, path]) => [path, await as(owner, 'GET', path.replace(/\{(\w+)\}/g, (_match, name: string) => ids[name] ?? name))] as const));
+  for (const [method, template] of operations) {
+    const path = template.replace(/\{(\w+)\}/g, (_match, name: string) => {
+      const id = ids[name];
+      assert.ok(id, `no id made for ${name}`);
+      return id;
+    });
+    const intruder = template.startsWith('/keys/') ? otherPartner : other;
+    tried.set('cross-tenant id', (tried.get('cross-tenant id') ?? 0) + 1);
+    const response = await as(intruder, method, path, bodies[`${method} ${template}`]);
+    assert.equal(response.status, 404, `${method} ${template}: ${JSON.stringify(response.body)}`);
+    assert.equal(response.body.code, 'not_found', `${method} ${template}`);
+  }
+  // The owner still sees each resource as it was.
+  for (const [path, earlier] of before) {
+    const now = await as(owner, 'GET', path.replace(/\{(\w+)\}/g, (_match, name: string) => ids[name] ?? name));
+    assert.equal(now.status, earlier.status, path);
+    for (const field of ['status', 'name', 'tags', 'title']) assert.deepEqual(now.body[field], earlier.body[field], `${path} ${field}`);
+  }
+  const key = await call<{ keys: Array<{ id: string; revokedAt: string | null }> }>(stack.gatewayUrl, `${SERVER_API}/keys`, { key: ownerPartner.apiKey });
+  assert.equal(key.body.keys.find((entry) => entry.id === ids.keyId)?.revokedAt, null);
 });
 
 test('nothing was written but the two questions made on purpose, and memory stayed flat', async () => {
