@@ -1,8 +1,8 @@
 // The end-of-test summary: what handleSummary gets (and the JSON file holds), and the human text
 // k6 prints: thresholds first, then checks, then every metric with its aggregates.
 import { formatDuration } from './duration.js';
-import { allMetrics, builtin, type Aggregates, type Metric } from './metrics.js';
-import type { ThresholdResult } from './thresholds.js';
+import { allMetrics, builtin, metricNamed, type Aggregates, type Metric } from './metrics.js';
+import { parseMetricKey, type ThresholdResult } from './thresholds.js';
 
 export interface MetricSummary {
   readonly type: Metric['type'];
@@ -44,11 +44,9 @@ export function collectMetrics(seconds: number, thresholdKeys: readonly string[]
   const unexpected = builtin.httpReqs.samples.filter((sample) => sample.tags.expected_response === 'false').map((sample) => `http_reqs{name:${sample.tags.name},status:${sample.tags.status}}`);
   const subKeys = new Set([...[...endpoints].map((name) => `http_req_duration{name:${name}}`), ...unexpected, ...thresholdKeys.filter((key) => key.includes('{'))]);
   for (const key of [...subKeys].sort()) {
-    const [name, inner] = [key.slice(0, key.indexOf('{')), key.slice(key.indexOf('{') + 1, -1)];
-    const metric = allMetrics().find((candidate) => candidate.name === name);
-    if (!metric) continue;
-    const selector = Object.fromEntries(inner.split(',').map((pair) => [pair.slice(0, pair.indexOf(':')).trim(), pair.slice(pair.indexOf(':') + 1).trim()]));
-    metrics[key] = summarise(metric, metric.select(selector), seconds);
+    const { name, selector } = parseMetricKey(key);
+    const metric = metricNamed(name);
+    if (metric) metrics[key] = summarise(metric, metric.select(selector), seconds);
   }
   return metrics;
 }

@@ -42,7 +42,8 @@ export interface ThresholdResult {
   readonly actual: number | undefined;
 }
 
-function parseKey(key: string): { name: string; selector: Tags } {
+/** metric or metric{tag:value,...} -> the metric's name and the tags that select the sub-metric. */
+export function parseMetricKey(key: string): { name: string; selector: Tags } {
   const match = /^([a-z][a-z0-9_]*)(?:\{([^{}]*)\})?$/.exec(key);
   if (!match) throw new Error(`threshold key "${key}" is not metric or metric{tag:value,...}`);
   const selector: Record<string, string> = {};
@@ -59,7 +60,7 @@ function parseKey(key: string): { name: string; selector: Tags } {
 /** Parses every threshold up front, so a typo fails the run before any load is sent. */
 export function parseThresholds(thresholds: Thresholds): Threshold[] {
   return Object.entries(thresholds).flatMap(([key, expressions]) => {
-    const { name, selector } = parseKey(key);
+    const { name, selector } = parseMetricKey(key);
     const metric = metricNamed(name);
     if (!metric) throw new Error(`threshold on "${key}": no metric named ${name}`);
     return expressions.map((expression) => {

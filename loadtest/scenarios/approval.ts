@@ -8,7 +8,7 @@
 import { check } from '../runner/http.js';
 import { Counter, Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API, retireWorkspaces } from './lib/herald.js';
+import { ALWAYS, maxVus, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API, retireWorkspaces } from './lib/herald.js';
 
 const wakeUp = new Trend('approval_wake_up', true);
 const answered = new Counter('approval_answered');
@@ -74,7 +74,7 @@ export default defineScenario<Data>({
           timeUnit: shape.timeUnit,
           duration: `${shape.seconds}s`,
           preAllocatedVUs: 10,
-          maxVUs: 100,
+          maxVUs: maxVus(form, 100),
           exec: ask,
         },
         // Humans answer for as long as agents ask and a little longer (the last questions); then

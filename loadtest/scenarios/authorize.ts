@@ -7,7 +7,7 @@ import { call } from '@herald/testkit';
 import { check } from '../runner/http.js';
 import { Counter } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API, retireWorkspaces } from './lib/herald.js';
+import { ALWAYS, maxVus, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, SERVER_API, retireWorkspaces } from './lib/herald.js';
 
 const POLICY = `
 @id("read-anything")
@@ -53,7 +53,7 @@ export default defineScenario<Data>({
     const { rate, duration } = FORMS[form];
     return {
       scenarios: {
-        agents: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 10, maxVUs: 100, exec: authorize },
+        agents: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 10, maxVUs: maxVus(form, 100), exec: authorize },
       },
       thresholds: {
         ...ALWAYS,

@@ -9,7 +9,7 @@ import type { TestPushSubscription } from '@herald/testkit';
 import { check } from '../runner/http.js';
 import { Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, bearer, bootstrapWorkspace, budget, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource, retireWorkspaces } from './lib/herald.js';
+import { ALWAYS, maxVus, bearer, bootstrapWorkspace, budget, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource, retireWorkspaces } from './lib/herald.js';
 
 const fanOut = new Trend('campaign_fully_sent', true);
 
@@ -40,7 +40,7 @@ export default defineScenario<Data>({
     const { rate, duration } = FORMS[form];
     return {
       scenarios: {
-        marketers: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 5, maxVUs: 50, exec: campaign },
+        marketers: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 5, maxVUs: maxVus(form, 50), exec: campaign },
       },
       thresholds: {
         ...ALWAYS,

@@ -13,7 +13,7 @@ import { EngagementTokens } from '@herald/domain';
 import { check } from '../runner/http.js';
 import { Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration, type RunEnv } from '../runner/scenario.js';
-import { ALWAYS, bearer, bootstrapWorkspace, budget, handleSummary, retireWorkspaces, SERVER_API, SITE_ORIGIN, subscriptionSource } from './lib/herald.js';
+import { ALWAYS, maxVus, bearer, bootstrapWorkspace, budget, handleSummary, retireWorkspaces, SERVER_API, SITE_ORIGIN, subscriptionSource } from './lib/herald.js';
 
 /** From the last report to the stats counting every accepted one. */
 const counted = new Trend('engagement_counted', true);
@@ -53,7 +53,7 @@ export default defineScenario<Data>({
     const { rate, duration } = FORMS[form];
     return {
       scenarios: {
-        workers: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 5, maxVUs: 50, exec: reportEvent },
+        workers: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 5, maxVUs: maxVus(form, 50), exec: reportEvent },
       },
       thresholds: {
         ...ALWAYS,

@@ -5,7 +5,7 @@ import { parseDuration } from '../runner/duration.js';
 import { check } from '../runner/http.js';
 import { Counter } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapWorkspace, handleSummary, rateLimitChecks, SERVER_API, retireWorkspaces } from './lib/herald.js';
+import { ALWAYS, maxVus, budget, bearer, bootstrapWorkspace, handleSummary, rateLimitChecks, SERVER_API, retireWorkspaces } from './lib/herald.js';
 
 const FREE_PLAN_LIMIT = 100;
 const admitted = new Counter('identity_admitted');
@@ -31,7 +31,7 @@ export default defineScenario<Data>({
     const { rate, duration } = FORMS[form];
     return {
       scenarios: {
-        reads: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 10, maxVUs: 50, exec: read },
+        reads: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 10, maxVUs: maxVus(form, 50), exec: read },
       },
       thresholds: {
         ...ALWAYS,

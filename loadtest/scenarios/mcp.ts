@@ -5,7 +5,7 @@
 import { check, type HttpClient, type HttpResponse } from '../runner/http.js';
 import { Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, retireWorkspaces } from './lib/herald.js';
+import { ALWAYS, maxVus, budget, bearer, bootstrapKeys, bootstrapWorkspace, handleSummary, pick, retireWorkspaces } from './lib/herald.js';
 
 const PROTOCOL_VERSION = '2025-06-18';
 /** Both calls of one round, ask and withdraw. */
@@ -32,7 +32,7 @@ export default defineScenario<Data>({
     const { rate, duration } = FORMS[form];
     return {
       scenarios: {
-        agents: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 10, maxVUs: 100, exec: round },
+        agents: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: 10, maxVUs: maxVus(form, 100), exec: round },
       },
       thresholds: {
         ...ALWAYS,

@@ -7,7 +7,7 @@ import type { TestPushSubscription } from '@herald/testkit';
 import { check } from '../runner/http.js';
 import { Trend } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bearer, bootstrapWorkspace, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource, retireWorkspaces } from './lib/herald.js';
+import { ALWAYS, maxVus, budget, bearer, bootstrapWorkspace, handleSummary, SERVER_API, SITE_ORIGIN, subscriptionSource, retireWorkspaces } from './lib/herald.js';
 
 /** Subscribers each send was queued for. */
 const audience = new Trend('send_audience');
@@ -44,8 +44,8 @@ export default defineScenario<Data>({
     const shape = FORMS[form];
     return {
       scenarios: {
-        audience: { executor: 'constant-arrival-rate', rate: shape.subscribeRate, timeUnit: '1s', duration: shape.subscribeFor, preAllocatedVUs: 5, maxVUs: 50, exec: subscribe },
-        sends: { executor: 'ramping-arrival-rate', ...shape.sends, timeUnit: '1s', preAllocatedVUs: 5, maxVUs: 50, startTime: shape.sendsStart, exec: send },
+        audience: { executor: 'constant-arrival-rate', rate: shape.subscribeRate, timeUnit: '1s', duration: shape.subscribeFor, preAllocatedVUs: 5, maxVUs: maxVus(form, 50), exec: subscribe },
+        sends: { executor: 'ramping-arrival-rate', ...shape.sends, timeUnit: '1s', preAllocatedVUs: 5, maxVUs: maxVus(form, 50), startTime: shape.sendsStart, exec: send },
       },
       thresholds: {
         ...ALWAYS,

@@ -6,7 +6,7 @@ import type { TestPushSubscription } from '@herald/testkit';
 import { check } from '../runner/http.js';
 import { Counter } from '../runner/metrics.js';
 import { defineScenario, type Form, type Iteration } from '../runner/scenario.js';
-import { ALWAYS, budget, bootstrapWorkspace, handleSummary, pick, SITE_ORIGIN, subscriptionSource, retireWorkspaces } from './lib/herald.js';
+import { ALWAYS, maxVus, budget, bootstrapWorkspace, handleSummary, pick, SITE_ORIGIN, subscriptionSource, retireWorkspaces } from './lib/herald.js';
 
 const created = new Counter('subscribers_created');
 
@@ -30,7 +30,7 @@ export default defineScenario<Data>({
     const { startRate, stages } = FORMS[form];
     return {
       scenarios: {
-        storm: { executor: 'ramping-arrival-rate', startRate, timeUnit: '1s', stages, preAllocatedVUs: 10, maxVUs: 100, exec: subscribe },
+        storm: { executor: 'ramping-arrival-rate', startRate, timeUnit: '1s', stages, preAllocatedVUs: 10, maxVUs: maxVus(form, 100), exec: subscribe },
       },
       thresholds: {
         ...ALWAYS,

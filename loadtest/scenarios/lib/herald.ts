@@ -148,6 +148,17 @@ export function budget(form: Form, fullMs: number): string {
   return `p(95)<${form === 'smoke' ? Math.max(fullMs, SMOKE_BUDGET_MS) : fullMs}`;
 }
 
+/** The smoke form's VU ceiling: enough for its small rates even when each request takes seconds. */
+const SMOKE_MAX_VUS = 500;
+
+/**
+ * maxVUs for an arrival-rate executor: the full form's, which drops iterations (and crosses
+ * dropped_iterations) once the target cannot keep up; the smoke form's only when it hangs.
+ */
+export function maxVus(form: Form, full: number): number {
+  return form === 'smoke' ? SMOKE_MAX_VUS : full;
+}
+
 /** What every journey holds in both forms: no iteration threw, every check passed. */
 export const ALWAYS: Thresholds = {
   iteration_errors: ['count==0'],
