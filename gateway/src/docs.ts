@@ -23,6 +23,7 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
     name: 'Reference',
     pages: ['errors', 'limits', 'account', 'subscribers', 'browser-sdk', 'notifications', 'templates', 'policy', 'keys-and-enrollment', 'ask', 'decisions', 'webhooks'],
   },
+  { name: 'Agent frameworks', pages: ['agents-langgraph-python', 'agents-crewai', 'agents-openai-agents-python'] },
 ];
 
 const MARKDOWN = 'text/markdown; charset=utf-8';

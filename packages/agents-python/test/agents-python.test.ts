@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
@@ -14,12 +16,18 @@ import { Redis } from 'ioredis';
 // agent loop; then mypy --strict over the adapter in the same venv.
 
 const PACKAGE = join(repoRoot, 'packages/agents-python');
-/** Each framework's test modules (in tests/) and the modules mypy checks besides the shared ones. */
+/** CrewAI writes to the home folder and reports telemetry unless told otherwise. */
+async function crewaiEnv(): Promise<Record<string, string>> {
+  const home = await mkdtemp(join(tmpdir(), 'herald-crewai-'));
+  return { HOME: home, CREWAI_STORAGE_DIR: join(home, 'storage'), CREWAI_DISABLE_TELEMETRY: 'true', CREWAI_TRACING_ENABLED: 'false', OTEL_SDK_DISABLED: 'true' };
+}
+
+/** Each framework's test modules (in tests/), the modules mypy checks besides the shared ones, and the suite's own environment. */
 const SUITES = {
-  langgraph: { tests: ['test_gate', 'test_langgraph'], more: ['langgraph_agent'] },
-  openai_agents: { tests: ['test_openai_agents'], more: [] },
-  crewai: { tests: ['test_crewai'], more: [] },
-} satisfies Record<string, { tests: string[]; more: string[] }>;
+  langgraph: { tests: ['test_gate', 'test_langgraph'], more: ['langgraph_agent'], env: async () => ({}) },
+  openai_agents: { tests: ['test_openai_agents'], more: [], env: async () => ({}) },
+  crewai: { tests: ['test_crewai'], more: [], env: crewaiEnv },
+} satisfies Record<string, { tests: string[]; more: string[]; env(): Promise<Record<string, string>> }>;
 type Framework = keyof typeof SUITES;
 /** Where the tests import from: the SDK, the adapters, their own support and the SDK's test support. */
 const PYTHON_PATH = [join(repoRoot, 'packages/sdk-python/src'), join(PACKAGE, 'src'), join(PACKAGE, 'tests'), join(repoRoot, 'packages/sdk-python/tests')].join(':');
@@ -64,7 +72,6 @@ before(async () => {
   control = await startControl();
 });
 after(async () => {
-  if (process.env.DEBUG_AGENTS) (await import('node:fs')).writeFileSync('/tmp/agents-gw.log', [...(harness?.stack.gateways ?? []), ...(harness?.stack.services ?? [])].map((p) => p.output()).join('\n'));
   control?.close();
   redis?.disconnect();
   await harness?.stop();
@@ -88,6 +95,7 @@ for (const [framework, suite] of Object.entries(SUITES) as Array<[Framework, (ty
       HERALD_BROKEN_URL: brokenGateway,
       HERALD_API_KEY: audience.workspace.apiKey,
       HERALD_CONTROL_URL: `http://127.0.0.1:${(control.address() as AddressInfo).port}`,
+      ...(await suite.env()),
     });
     assert.match(output, /^OK$/m, output);
 

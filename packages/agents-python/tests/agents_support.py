@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import queue
 import urllib.request
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from herald_sdk import Herald
 from herald_sdk.types import AskRecord, AskRequest, Decision, DecisionRequest
@@ -60,6 +60,16 @@ class WatchedHerald(Herald):
         self.decisions.append(opened)
         self.opened.put(opened)
         return opened
+
+
+def next_question(client: WatchedHerald, running: Callable[[], object]) -> AskRecord:
+    """The next question the client asks while an agent runs (``running`` joins the run: its own
+    error is raised if it ended without asking)."""
+    try:
+        return client.asked.get(timeout=30)
+    except queue.Empty:
+        running()
+        raise
 
 
 def herald() -> WatchedHerald:

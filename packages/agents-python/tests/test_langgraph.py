@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from agents_support import DEPLOY_ARGUMENTS, POLICY, Ledger, broken_herald, expire, herald
+from agents_support import DEPLOY_ARGUMENTS, POLICY, Ledger, broken_herald, expire, herald, next_question
 from herald_agents.gate import Gate
 from herald_agents.langgraph import APPROVAL_INTERRUPT, herald_tools, wait_for_decisions
 from herald_sdk import ServerError
@@ -157,11 +156,7 @@ class HeraldToolsTest(unittest.TestCase):
     def test_ask_user_waits_for_the_answer(self) -> None:
         client = herald()
         running = self.run_agent(client, tool_call("ask_user", {"question": "Roll out to us too?", "context": "eu is done"}))
-        try:
-            asked = client.asked.get(timeout=20)
-        except queue.Empty:
-            running()  # the run's own error, if it ended without asking
-            raise
+        asked = next_question(client, running)
         person_answers(asked, "yes")
         [answered] = tool_messages(running())
         record = json.loads(str(answered.content))

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Mapping, Sequence
 
@@ -22,35 +21,23 @@ from langgraph.types import Command, Interrupt, interrupt
 from herald_sdk import Herald
 
 from .gate import Gate, GateResult
-from .tools import (
-    ASK_USER,
-    ASK_USER_DESCRIPTION,
-    SEND_NOTIFICATION,
-    SEND_NOTIFICATION_DESCRIPTION,
-    AskUserArguments,
-    SendNotificationArguments,
-    ask_user,
-    send_notification,
-)
+from .tools import HeraldTool, herald_tool_definitions
 
 #: The ``type`` of the value of the interrupts the gate raises.
 APPROVAL_INTERRUPT = "herald_approval"
 
 
+def _structured(tool: HeraldTool) -> BaseTool:
+    def run(**arguments: Any) -> str:
+        return tool.run(arguments)
+
+    return StructuredTool.from_function(func=run, name=tool.name, description=tool.description, args_schema=tool.arguments)
+
+
 def herald_tools(herald: Herald, *, agent_name: str | None = None, ask_timeout: float = 600.0) -> list[BaseTool]:
     """``send_notification`` and ``ask_user``, as in Herald's MCP server. ``ask_user`` waits for
     the answer across the server's windows up to ``ask_timeout`` seconds."""
-
-    def send(**arguments: Any) -> str:
-        return json.dumps(send_notification(herald, SendNotificationArguments(**arguments)))
-
-    def ask(**arguments: Any) -> str:
-        return json.dumps(ask_user(herald, AskUserArguments(**arguments), agent_name=agent_name, total_timeout=ask_timeout))
-
-    return [
-        StructuredTool.from_function(func=send, name=SEND_NOTIFICATION, description=SEND_NOTIFICATION_DESCRIPTION, args_schema=SendNotificationArguments),
-        StructuredTool.from_function(func=ask, name=ASK_USER, description=ASK_USER_DESCRIPTION, args_schema=AskUserArguments),
-    ]
+    return [_structured(tool) for tool in herald_tool_definitions(herald, agent_name=agent_name, ask_timeout=ask_timeout)]
 
 
 class HeraldGatedTool(BaseTool):

@@ -17,50 +17,31 @@ from typing import Any
 
 from agents import FunctionTool, RunContextWrapper, RunState
 from agents.tool_context import ToolContext
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from herald_sdk import Herald
 
 from .gate import Gate, GateResult
-from .tools import (
-    ASK_USER,
-    ASK_USER_DESCRIPTION,
-    SEND_NOTIFICATION,
-    SEND_NOTIFICATION_DESCRIPTION,
-    AskUserArguments,
-    SendNotificationArguments,
-    ask_user,
-    send_notification,
-)
+from .tools import HeraldTool, herald_tool_definitions
 
 
-def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    return model.model_json_schema()
+def _function_tool(tool: HeraldTool) -> FunctionTool:
+    async def invoke(context: ToolContext[Any], raw: str) -> str:
+        try:
+            arguments = tool.arguments.model_validate_json(raw or "{}").model_dump(exclude_none=True)
+        except ValidationError as err:
+            return f"Invalid arguments for {tool.name}: {err}"
+        return await asyncio.to_thread(tool.run, arguments)
+
+    # Not strict: the optional arguments may be left out, as in MCP.
+    return FunctionTool(name=tool.name, description=tool.description, params_json_schema=tool.arguments.model_json_schema(), on_invoke_tool=invoke, strict_json_schema=False)
 
 
 def herald_tools(herald: Herald, *, agent_name: str | None = None, ask_timeout: float = 600.0) -> list[FunctionTool]:
     """``send_notification`` and ``ask_user``, as in Herald's MCP server. ``ask_user`` waits for
     the answer across the server's windows up to ``ask_timeout`` seconds. Arguments that do not
     fit the schema are answered to the model as the validation error; Herald's errors fail the run."""
-
-    async def send(context: ToolContext[Any], raw: str) -> str:
-        try:
-            arguments = SendNotificationArguments.model_validate_json(raw or "{}")
-        except ValidationError as err:
-            return f"Invalid arguments for {SEND_NOTIFICATION}: {err}"
-        return json.dumps(await asyncio.to_thread(send_notification, herald, arguments))
-
-    async def ask(context: ToolContext[Any], raw: str) -> str:
-        try:
-            arguments = AskUserArguments.model_validate_json(raw or "{}")
-        except ValidationError as err:
-            return f"Invalid arguments for {ASK_USER}: {err}"
-        return json.dumps(await asyncio.to_thread(ask_user, herald, arguments, agent_name=agent_name, total_timeout=ask_timeout))
-
-    return [
-        FunctionTool(name=SEND_NOTIFICATION, description=SEND_NOTIFICATION_DESCRIPTION, params_json_schema=_schema(SendNotificationArguments), on_invoke_tool=send, strict_json_schema=False),
-        FunctionTool(name=ASK_USER, description=ASK_USER_DESCRIPTION, params_json_schema=_schema(AskUserArguments), on_invoke_tool=ask, strict_json_schema=False),
-    ]
+    return [_function_tool(tool) for tool in herald_tool_definitions(herald, agent_name=agent_name, ask_timeout=ask_timeout)]
 
 
 def _call_key(call_id: str) -> str:

@@ -3,7 +3,9 @@ models (pydantic, which every supported framework already brings) and what they 
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Mapping
 
 from herald_sdk import Herald
 from herald_sdk.types import AskRecord, AskRequest, SendRequest, SendResult
@@ -73,3 +75,29 @@ def ask_user(herald: Herald, arguments: AskUserArguments, *, agent_name: str | N
     if agent_name is not None:
         question["agentName"] = agent_name
     return herald.wait_for_ask(herald.ask(question), total_timeout=total_timeout)
+
+
+@dataclass(frozen=True)
+class HeraldTool:
+    """One tool as every adapter builds it: name, description, argument model, and what it does
+    (the arguments as the framework passes them, validated here; the result as JSON text)."""
+
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    run: Callable[[Mapping[str, Any]], str]
+
+
+def herald_tool_definitions(herald: Herald, *, agent_name: str | None, ask_timeout: float) -> list[HeraldTool]:
+    """``send_notification`` and ``ask_user``; ``ask_user`` waits up to ``ask_timeout`` seconds."""
+
+    def send(arguments: Mapping[str, Any]) -> str:
+        return json.dumps(send_notification(herald, SendNotificationArguments.model_validate(arguments)))
+
+    def ask(arguments: Mapping[str, Any]) -> str:
+        return json.dumps(ask_user(herald, AskUserArguments.model_validate(arguments), agent_name=agent_name, total_timeout=ask_timeout))
+
+    return [
+        HeraldTool(SEND_NOTIFICATION, SEND_NOTIFICATION_DESCRIPTION, SendNotificationArguments, send),
+        HeraldTool(ASK_USER, ASK_USER_DESCRIPTION, AskUserArguments, ask),
+    ]
