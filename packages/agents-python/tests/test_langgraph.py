@@ -3,6 +3,7 @@ against the running system."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -116,6 +117,21 @@ class GateTest(unittest.TestCase):
             graph.invoke({"messages": [HumanMessage(content="Go")]}, config())
         self.assertEqual((raised.exception.status, raised.exception.code), (503, "unavailable"))
         self.assertEqual(self.ledger.calls, [])
+
+
+class AsyncGraphTest(unittest.IsolatedAsyncioTestCase):
+    async def test_an_async_graph_pauses_and_a_yes_runs_the_call(self) -> None:
+        client = herald()
+        gate = Gate(client)
+        ledger = Ledger()
+        graph = gated_agent(gate, scripted(tool_call("deploy", DEPLOY_ARGUMENTS), AIMessage(content="Deployed.")), ledger, InMemorySaver())
+        run = config()
+        result = await graph.ainvoke({"messages": [HumanMessage(content="Go")]}, run)
+        [paused] = result["__interrupt__"]
+        self.assertEqual(ledger.calls, [])
+        await asyncio.to_thread(answer_page, paused.value["decisionPageUrl"], "yes")
+        result = await graph.ainvoke(await asyncio.to_thread(wait_for_decisions, gate, result["__interrupt__"], total_timeout=10), run)
+        self.assertEqual((ledger.calls, tool_messages(result)[-1].content, result["messages"][-1].content), ([("deploy", DEPLOY_ARGUMENTS)], "deploy done", "Deployed."))
 
 
 class RestartTest(unittest.TestCase):
