@@ -60,7 +60,8 @@ def gated(tool: FunctionTool, gate: Gate) -> FunctionTool:
     ``interruptions``; decide them with ``decide_approvals``). When the tool is about to run, its
     call is evaluated once more and runs only if allowed or approved in Herald, whatever the
     RunState says: approving the interruption by hand cannot run it. Herald's errors fail the run
-    as the SDK's typed errors. Relies on the model's call ids being unique, as providers make them."""
+    (the Agents SDK's UserError, whose ``__cause__`` is the Herald SDK's typed error); nothing is
+    retried. Relies on the model's call ids being unique, as providers make them."""
     # The evaluation made when the call was proposed, used once when it runs (same process only).
     proposed: dict[str, tuple[str, GateResult]] = {}
 
