@@ -21,7 +21,7 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
   { name: 'Guides', pages: ['quick-start', 'authentication', 'approval-flow', 'mcp'] },
   {
     name: 'Reference',
-    pages: ['errors', 'limits', 'account', 'subscribers', 'browser-sdk', 'notifications', 'templates', 'policy', 'keys-and-enrollment', 'ask', 'decisions', 'webhooks'],
+    pages: ['errors', 'limits', 'account', 'subscribers', 'browser-sdk', 'notifications', 'templates', 'segments', 'policy', 'keys-and-enrollment', 'ask', 'decisions', 'webhooks'],
   },
 ];
 

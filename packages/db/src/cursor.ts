@@ -25,3 +25,17 @@ export function decodeCursor(cursor: string): PagePosition | undefined {
   if (!match?.[1] || !match[2] || Buffer.from(match[0]).toString('base64url') !== cursor) return undefined;
   return { createdUs: match[1], id: match[2] };
 }
+
+/**
+ * One newest-first page of at most `pageSize` rows: `read` is asked for one row more than shown,
+ * which tells whether another page follows; `nextCursor` names the last row shown then, else ''.
+ */
+export async function newestFirstPage<Row extends { created_us: string; id: string }>(
+  pageSize: number,
+  read: (limit: number) => Promise<Row[]>,
+): Promise<{ rows: Row[]; nextCursor: string }> {
+  const rows = await read(pageSize + 1);
+  const page = rows.slice(0, pageSize);
+  const last = page.at(-1);
+  return { rows: page, nextCursor: rows.length > pageSize && last ? encodeCursor({ createdUs: last.created_us, id: last.id }) : '' };
+}

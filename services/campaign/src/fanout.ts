@@ -49,7 +49,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
     const started = Date.now();
     const targets = audience.streamTargets({
       workspaceId: event.workspaceId,
-      targeting: queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [] },
+      targeting: queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' },
       batchSize,
       after: notification.fanout_cursor,
     });

@@ -1,4 +1,4 @@
-import { decodeCursor, encodeCursor, type Pool } from '@herald/db';
+import { decodeCursor, newestFirstPage, type Pool } from '@herald/db';
 import { randomId } from '@herald/domain';
 import { HeraldError, invalidFields, type FieldProblem } from '@herald/errors';
 import { implementService } from '@herald/grpc';
@@ -68,11 +68,8 @@ export function templateHandlers(pool: Pool, logger: Logger) {
         const pageSize = limit <= 0 ? DEFAULT_PAGE : Math.min(limit, MAX_PAGE);
         const after = cursor ? decodeCursor(cursor) : undefined;
         if (cursor && !after) throw invalidFields('querystring', [{ field: 'cursor', in: 'querystring', problem: 'is not a cursor returned by this endpoint' }]);
-        // One more than shown tells whether there is a next page.
-        const rows = await store.listTemplates(pool, workspaceId, after, pageSize + 1);
-        const page = rows.slice(0, pageSize);
-        const last = page.at(-1);
-        return { templates: page.map(toTemplate), nextCursor: rows.length > pageSize && last ? encodeCursor({ createdUs: last.created_us, id: last.id }) : '' };
+        const { rows, nextCursor } = await newestFirstPage(pageSize, (count) => store.listTemplates(pool, workspaceId, after, count));
+        return { templates: rows.map(toTemplate), nextCursor };
       },
 
       async createTemplate(request) {
