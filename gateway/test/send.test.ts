@@ -189,7 +189,7 @@ test('a notification that cannot fit one encrypted record is refused before anyt
   const stored = async () =>
     (
       await db.query<{ notifications: string; used: string | null }>(
-        `SELECT (SELECT count(*) FROM campaign.notifications WHERE workspace_id = $1) AS notifications,
+        `SELECT (SELECT count(*) FROM campaign.campaigns WHERE workspace_id = $1) AS notifications,
                 (SELECT sum(sent) FROM campaign.monthly_usage WHERE workspace_id = $1) AS used`,
         [audience.workspace.workspaceId],
       )

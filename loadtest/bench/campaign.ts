@@ -184,7 +184,7 @@ async function seedAudience(db: Db, workspace: TestWorkspace, origin: string, po
 }
 
 const DELIVERY_TABLES = ['delivery.deliveries', 'delivery.retries'];
-const WORKSPACE_TABLES = [...DELIVERY_TABLES, 'campaign.notifications', 'audience.subscribers'];
+const WORKSPACE_TABLES = [...DELIVERY_TABLES, 'campaign.campaigns', 'audience.subscribers'];
 const OUTBOX_SCHEMAS = ['account', 'audience', 'campaign', 'delivery'];
 
 // ---------------------------------------------------------------- one round: a fresh stack, one send
@@ -311,7 +311,7 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
 
     const readNotification = async () => {
       const { rows } = await db.query<{ status: string; queued: string; delivered: string; fanout_done: boolean }>(
-        'SELECT status, queued, delivered, fanout_done FROM campaign.notifications WHERE id = $1',
+        'SELECT status, queued, delivered, fanout_done FROM campaign.campaigns WHERE id = $1',
         [notificationId],
       );
       return rows[0];

@@ -9,6 +9,7 @@ import type { Waiters } from '../waiters.js';
 import { accountRoutes } from './account.js';
 import { answerPageRoutes } from './answer-page.js';
 import { askRoutes } from './ask.js';
+import { campaignRoutes } from './campaigns.js';
 import { decisionRoutes } from './decisions.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
 import { keyRoutes } from './keys.js';
@@ -38,6 +39,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(notificationRoutes(clients), { prefix: API_PREFIX });
   await app.register(policyRoutes(clients), { prefix: API_PREFIX });
   await app.register(webhookRoutes(clients), { prefix: API_PREFIX });
+  await app.register(campaignRoutes(clients), { prefix: API_PREFIX });
   await app.register(templateRoutes(clients), { prefix: API_PREFIX });
   await app.register(askRoutes(questions), { prefix: API_PREFIX });
   await app.register(decisionRoutes(questions), { prefix: API_PREFIX });

@@ -5,20 +5,16 @@ import { Type } from '@sinclair/typebox';
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import { Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
-import { Body, HttpUrl, Title } from '../schemas/content.js';
+import { ActionUrl, Body, HttpUrl, Name, PLACEHOLDERS, Title } from '../schemas/content.js';
 
 /** /templates: reusable notification content (dashboard keys). */
 
-const Name = Type.String({ minLength: 1, maxLength: 200 });
-/** An action URL may hold placeholders, so only its scheme is checked here. */
-const ActionUrl = Type.String({ minLength: 1, maxLength: 2048, pattern: '^(https?://|\\{\\{)[^\\s]*$', description: 'Opened on click; may hold {{placeholders}}' });
-const placeholders = 'May hold placeholders: {{name}}, or {{name|fallback}} with a default.';
 
 const TemplateRecord = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  title: Type.String({ description: placeholders }),
-  body: Type.String({ description: placeholders }),
+  title: Type.String({ description: PLACEHOLDERS }),
+  body: Type.String({ description: PLACEHOLDERS }),
   iconUrl: Nullable(Type.String()),
   imageUrl: Nullable(Type.String()),
   actionUrl: Nullable(Type.String()),
@@ -29,8 +25,8 @@ const TemplateRecord = Type.Object({
 const CreateBody = Type.Object(
   {
     name: Name,
-    title: { ...Title, description: placeholders },
-    body: { ...Body, description: placeholders },
+    title: { ...Title, description: PLACEHOLDERS },
+    body: { ...Body, description: PLACEHOLDERS },
     iconUrl: Type.Optional(Nullable(HttpUrl('Small icon'))),
     imageUrl: Type.Optional(Nullable(HttpUrl('Large image'))),
     actionUrl: Type.Optional(Nullable(ActionUrl)),

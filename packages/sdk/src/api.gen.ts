@@ -91,6 +91,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/campaigns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List campaigns (sends included), newest first */
+        get: operations["listCampaigns"];
+        put?: never;
+        /** Create a campaign: a draft, or scheduled when scheduledAt is given (creating never sends) */
+        post: operations["createCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/campaigns/{campaignId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a campaign with its lifetime counters */
+        get: operations["getCampaign"];
+        put?: never;
+        post?: never;
+        /** Delete a campaign: nothing more is sent; deliveries already made are unaffected */
+        delete: operations["deleteCampaign"];
+        options?: never;
+        head?: never;
+        /** Change a campaign: only the fields given; status moves it when the state machine allows */
+        patch: operations["updateCampaign"];
+        trace?: never;
+    };
+    "/api/v1/server/campaigns/{campaignId}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a sending or active campaign: nothing more is queued; queued deliveries still land */
+        post: operations["pauseCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/campaigns/{campaignId}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a paused campaign (status active): the fan-out continues where it stopped */
+        post: operations["resumeCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/campaigns/{campaignId}/send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a draft or scheduled campaign now (ignores its schedule); answers the campaign, now sending */
+        post: operations["sendCampaign"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/campaigns/{campaignId}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A campaign's counts and rates */
+        get: operations["getCampaignStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server/channels": {
         parameters: {
             query?: never;
@@ -1238,6 +1343,531 @@ export interface operations {
                         policy: string | null;
                         reason: string;
                         verdict: "allow" | "deny" | "requires_human";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCampaigns: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            actionUrl: string | null;
+                            body: string;
+                            completedAt: string | null;
+                            createdAt: string;
+                            iconUrl: string | null;
+                            id: string;
+                            imageUrl: string | null;
+                            name: string;
+                            scheduledAt: string | null;
+                            segmentId: string | null;
+                            startedAt: string | null;
+                            startError: string | null;
+                            /** @description draft | scheduled | sending | active (resumed) | paused | completed */
+                            status: "draft" | "scheduled" | "sending" | "active" | "paused" | "completed";
+                            templateId: string | null;
+                            throttlePerMinute: number | null;
+                            title: string;
+                            /** @description Clicks reported */
+                            totalClicked: number;
+                            /** @description Impressions the service worker confirmed */
+                            totalDelivered: number;
+                            /** @description Refused for good, or the subscription is gone */
+                            totalFailed: number;
+                            /** @description Recipients handed to the delivery fleet so far */
+                            totalQueued: number;
+                            /** @description Pushes the push service accepted */
+                            totalSent: number;
+                            /** @description Subscribers it was aimed at */
+                            totalTargeted: number;
+                            updatedAt: string;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    actionUrl?: string | null;
+                    /** @description Required without templateId. May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                    body?: string;
+                    iconUrl?: string | null;
+                    imageUrl?: string | null;
+                    name: string;
+                    scheduledAt?: string | null;
+                    /** @description Copy the content of this template (fields given here override it) */
+                    templateId?: string;
+                    throttlePerMinute?: number | null;
+                    /** @description Required without templateId. May hold placeholders: {{name}}, or {{name|fallback}} with a default. */
+                    title?: string;
+                    /** @description Values for the template's (or the content's) {{placeholders}} */
+                    variables?: {
+                        [key: string]: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actionUrl: string | null;
+                        body: string;
+                        completedAt: string | null;
+                        createdAt: string;
+                        iconUrl: string | null;
+                        id: string;
+                        imageUrl: string | null;
+                        name: string;
+                        scheduledAt: string | null;
+                        segmentId: string | null;
+                        startedAt: string | null;
+                        startError: string | null;
+                        /** @description draft | scheduled | sending | active (resumed) | paused | completed */
+                        status: "draft" | "scheduled" | "sending" | "active" | "paused" | "completed";
+                        templateId: string | null;
+                        throttlePerMinute: number | null;
+                        title: string;
+                        /** @description Clicks reported */
+                        totalClicked: number;
+                        /** @description Impressions the service worker confirmed */
+                        totalDelivered: number;
+                        /** @description Refused for good, or the subscription is gone */
+                        totalFailed: number;
+                        /** @description Recipients handed to the delivery fleet so far */
+                        totalQueued: number;
+                        /** @description Pushes the push service accepted */
+                        totalSent: number;
+                        /** @description Subscribers it was aimed at */
+                        totalTargeted: number;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actionUrl: string | null;
+                        body: string;
+                        completedAt: string | null;
+                        createdAt: string;
+                        iconUrl: string | null;
+                        id: string;
+                        imageUrl: string | null;
+                        name: string;
+                        scheduledAt: string | null;
+                        segmentId: string | null;
+                        startedAt: string | null;
+                        startError: string | null;
+                        /** @description draft | scheduled | sending | active (resumed) | paused | completed */
+                        status: "draft" | "scheduled" | "sending" | "active" | "paused" | "completed";
+                        templateId: string | null;
+                        throttlePerMinute: number | null;
+                        title: string;
+                        /** @description Clicks reported */
+                        totalClicked: number;
+                        /** @description Impressions the service worker confirmed */
+                        totalDelivered: number;
+                        /** @description Refused for good, or the subscription is gone */
+                        totalFailed: number;
+                        /** @description Recipients handed to the delivery fleet so far */
+                        totalQueued: number;
+                        /** @description Pushes the push service accepted */
+                        totalSent: number;
+                        /** @description Subscribers it was aimed at */
+                        totalTargeted: number;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    actionUrl?: string | null;
+                    body?: string;
+                    iconUrl?: string | null;
+                    imageUrl?: string | null;
+                    name?: string;
+                    scheduledAt?: string | null;
+                    /** @description Moves the campaign as send, pause and resume do; draft and scheduled move between each other */
+                    status?: "draft" | "scheduled" | "sending" | "active" | "paused";
+                    throttlePerMinute?: number | null;
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actionUrl: string | null;
+                        body: string;
+                        completedAt: string | null;
+                        createdAt: string;
+                        iconUrl: string | null;
+                        id: string;
+                        imageUrl: string | null;
+                        name: string;
+                        scheduledAt: string | null;
+                        segmentId: string | null;
+                        startedAt: string | null;
+                        startError: string | null;
+                        /** @description draft | scheduled | sending | active (resumed) | paused | completed */
+                        status: "draft" | "scheduled" | "sending" | "active" | "paused" | "completed";
+                        templateId: string | null;
+                        throttlePerMinute: number | null;
+                        title: string;
+                        /** @description Clicks reported */
+                        totalClicked: number;
+                        /** @description Impressions the service worker confirmed */
+                        totalDelivered: number;
+                        /** @description Refused for good, or the subscription is gone */
+                        totalFailed: number;
+                        /** @description Recipients handed to the delivery fleet so far */
+                        totalQueued: number;
+                        /** @description Pushes the push service accepted */
+                        totalSent: number;
+                        /** @description Subscribers it was aimed at */
+                        totalTargeted: number;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actionUrl: string | null;
+                        body: string;
+                        completedAt: string | null;
+                        createdAt: string;
+                        iconUrl: string | null;
+                        id: string;
+                        imageUrl: string | null;
+                        name: string;
+                        scheduledAt: string | null;
+                        segmentId: string | null;
+                        startedAt: string | null;
+                        startError: string | null;
+                        /** @description draft | scheduled | sending | active (resumed) | paused | completed */
+                        status: "draft" | "scheduled" | "sending" | "active" | "paused" | "completed";
+                        templateId: string | null;
+                        throttlePerMinute: number | null;
+                        title: string;
+                        /** @description Clicks reported */
+                        totalClicked: number;
+                        /** @description Impressions the service worker confirmed */
+                        totalDelivered: number;
+                        /** @description Refused for good, or the subscription is gone */
+                        totalFailed: number;
+                        /** @description Recipients handed to the delivery fleet so far */
+                        totalQueued: number;
+                        /** @description Pushes the push service accepted */
+                        totalSent: number;
+                        /** @description Subscribers it was aimed at */
+                        totalTargeted: number;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actionUrl: string | null;
+                        body: string;
+                        completedAt: string | null;
+                        createdAt: string;
+                        iconUrl: string | null;
+                        id: string;
+                        imageUrl: string | null;
+                        name: string;
+                        scheduledAt: string | null;
+                        segmentId: string | null;
+                        startedAt: string | null;
+                        startError: string | null;
+                        /** @description draft | scheduled | sending | active (resumed) | paused | completed */
+                        status: "draft" | "scheduled" | "sending" | "active" | "paused" | "completed";
+                        templateId: string | null;
+                        throttlePerMinute: number | null;
+                        title: string;
+                        /** @description Clicks reported */
+                        totalClicked: number;
+                        /** @description Impressions the service worker confirmed */
+                        totalDelivered: number;
+                        /** @description Refused for good, or the subscription is gone */
+                        totalFailed: number;
+                        /** @description Recipients handed to the delivery fleet so far */
+                        totalQueued: number;
+                        /** @description Pushes the push service accepted */
+                        totalSent: number;
+                        /** @description Subscribers it was aimed at */
+                        totalTargeted: number;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sendCampaign: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actionUrl: string | null;
+                        body: string;
+                        completedAt: string | null;
+                        createdAt: string;
+                        iconUrl: string | null;
+                        id: string;
+                        imageUrl: string | null;
+                        name: string;
+                        scheduledAt: string | null;
+                        segmentId: string | null;
+                        startedAt: string | null;
+                        startError: string | null;
+                        /** @description draft | scheduled | sending | active (resumed) | paused | completed */
+                        status: "draft" | "scheduled" | "sending" | "active" | "paused" | "completed";
+                        templateId: string | null;
+                        throttlePerMinute: number | null;
+                        title: string;
+                        /** @description Clicks reported */
+                        totalClicked: number;
+                        /** @description Impressions the service worker confirmed */
+                        totalDelivered: number;
+                        /** @description Refused for good, or the subscription is gone */
+                        totalFailed: number;
+                        /** @description Recipients handed to the delivery fleet so far */
+                        totalQueued: number;
+                        /** @description Pushes the push service accepted */
+                        totalSent: number;
+                        /** @description Subscribers it was aimed at */
+                        totalTargeted: number;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCampaignStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description totalClicked / totalDelivered, percent (0 when nothing was delivered) */
+                        clickRate: number;
+                        /** @description totalDelivered / totalSent, percent (0 when nothing was sent) */
+                        deliveryRate: number;
+                        totalClicked: number;
+                        totalDelivered: number;
+                        totalFailed: number;
+                        totalSent: number;
                     };
                 };
             };

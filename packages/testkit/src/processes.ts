@@ -142,8 +142,11 @@ export interface Stack {
   topicPrefix: string;
   /** Starts one more gateway on these services, with extra environment; returns its URL. */
   addGateway(env?: Record<string, string>): Promise<string>;
-  /** Starts another instance of a service (a replica, or a replacement for one that was killed). */
-  startService(name: ServiceName, env?: Record<string, string>): Promise<RunningProcess>;
+  /**
+   * Starts another instance of a service: a replica on a port of its own, or (`replacing`) the
+   * replacement of the first instance, killed, on its port, so that what calls it reaches it again.
+   */
+  startService(name: ServiceName, env?: Record<string, string>, options?: { replacing?: boolean }): Promise<RunningProcess>;
   stop(): Promise<void>;
 }
 
@@ -237,8 +240,8 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
     services,
     topicPrefix: namespace.prefix,
     addGateway,
-    async startService(name, extra = {}) {
-      const running = await launch(name, extra, await freePort());
+    async startService(name, extra = {}, { replacing = false } = {}) {
+      const running = await launch(name, extra, replacing ? ports[name] : await freePort());
       services.push(running);
       return running;
     },

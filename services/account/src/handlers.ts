@@ -137,6 +137,13 @@ export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string
         return { publicKey: keys.public, privateKey: keys.private, subject: vapidSubject };
       },
 
+      async getSendingFacts({ workspaceId }) {
+        const facts = await store.findSendingFacts(pool, workspaceId);
+        if (!facts) throw new HeraldError('not_found', 'This workspace has no site.');
+        if (!isPlanName(facts.plan)) throw new Error(`workspace ${workspaceId} has unknown plan ${facts.plan}`);
+        return { siteId: facts.site_id, signingKeysConfigured: facts.signing_keys_configured, plan: toPlanMessage(facts.plan) };
+      },
+
       ...partnerHandlers(pool, { publicOrigin, enrollmentTtlSeconds }),
       ...webhookSecretHandlers(pool),
     },

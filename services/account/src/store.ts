@@ -246,6 +246,18 @@ export async function findVapidKeys(db: Queryable, siteId: string): Promise<{ pu
   return rows[0];
 }
 
+export async function findSendingFacts(
+  db: Queryable,
+  workspaceId: string,
+): Promise<{ site_id: string; signing_keys_configured: boolean; plan: PlanName } | undefined> {
+  const { rows } = await db.query<{ site_id: string; signing_keys_configured: boolean; plan: PlanName }>(
+    `SELECT s.id AS site_id, (s.vapid_public_key <> '' AND s.vapid_private_key <> '') AS signing_keys_configured, w.plan
+       FROM sites s JOIN workspaces w ON w.id = s.workspace_id WHERE s.workspace_id = $1`,
+    [workspaceId],
+  );
+  return rows[0];
+}
+
 export async function countDevices(
   db: Queryable,
   workspaceId: string,

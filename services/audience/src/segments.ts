@@ -1,4 +1,4 @@
-import { decodeCursor, newestFirstPage, type Pool, type Queryable } from '@herald/db';
+import { pageRequest, type Pool, type Queryable } from '@herald/db';
 import { COUNTRY_CODE_PATTERN, INSTANT_PATTERN, randomId, SEGMENT_LIMITS, SUBSCRIBER_LIMITS, SUBSCRIBER_STATUSES } from '@herald/domain';
 import { HeraldError, invalidFields, type FieldProblem } from '@herald/errors';
 import { implementService } from '@herald/grpc';
@@ -12,8 +12,6 @@ import * as store from './store.js';
  * a workspace's own. Campaigns name one in their targeting (CountTargets, StreamTargets).
  */
 
-const DEFAULT_PAGE = 100;
-const MAX_PAGE = 100;
 const countryCode = new RegExp(COUNTRY_CODE_PATTERN);
 const instant = new RegExp(INSTANT_PATTERN);
 
@@ -128,10 +126,8 @@ export function segmentHandlers(pool: Pool, logger: Logger) {
     SegmentServiceService,
     {
       async listSegments({ workspaceId, limit, cursor }) {
-        const pageSize = limit <= 0 ? DEFAULT_PAGE : Math.min(limit, MAX_PAGE);
-        const after = cursor ? decodeCursor(cursor) : undefined;
-        if (cursor && !after) throw invalidFields('querystring', [{ field: 'cursor', in: 'querystring', problem: 'is not a cursor returned by this endpoint' }]);
-        const { rows, nextCursor } = await newestFirstPage(pageSize, (count) => store.listSegments(pool, workspaceId, after, count));
+        const request = pageRequest(limit, cursor);
+        const { rows, nextCursor } = request.page(await store.listSegments(pool, workspaceId, request.after, request.fetch));
         return { segments: rows.map(toSegment), nextCursor };
       },
 

@@ -29,11 +29,26 @@ export interface FanoutDeps {
 }
 
 /**
- * Fans a queued notification out to the delivery fleet: streams the matching subscribers from the
+ * One step of a throttled fan-out: `recipients` queued, then the next step `intervalMs` later, so
+ * that at most `perMinute` are queued in any minute. Steps are about a second apart (fewer, longer
+ * ones below 60 a minute) and a whole number of batches when larger than one.
+ */
+export function throttleStep(perMinute: number, batchSize: number): { recipients: number; intervalMs: number } {
+  let recipients = Math.ceil(perMinute / 60);
+  if (recipients > batchSize) recipients = Math.ceil(recipients / batchSize) * batchSize;
+  return { recipients, intervalMs: Math.ceil((60_000 * recipients) / perMinute) };
+}
+
+/**
+ * Fans a started campaign out to the delivery fleet: streams the matching subscribers from the
  * audience service (gRPC flow control holds the scan back while Kafka is slow) and writes one
  * delivery job per batch, awaiting Kafka's acknowledgement before asking for more. Progress is
- * saved after every batch, so a redelivered event resumes where it stopped; a batch written
+ * saved after every write, so a redelivered event resumes where it stopped; a batch written
  * twice is harmless, the fleet dedupes per (notification, subscriber).
+ *
+ * Before each write it checks that the campaign may still send: a pause or delete stops the
+ * fan-out there (jobs not yet written are not written; resume continues from the saved cursor).
+ * A throttled campaign queues one step and leaves the next to the timer loop.
  */
 export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: FanoutDeps) {
   return async (message: IncomingMessage): Promise<void> => {
@@ -41,29 +56,38 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
     if (event.kind?.$case !== 'notificationQueued') return;
     const queued = event.kind.value;
     const notification = await store.findNotification(pool, event.workspaceId, queued.notificationId);
-    if (!notification || notification.fanout_done || !queued.content) return;
+    if (!notification || !queued.content || notification.deleted_at || !store.RUNNING.includes(notification.status)) return;
+    if (notification.fanout_done) {
+      await store.finishFanout(pool, queued.notificationId);
+      return;
+    }
 
+    const started = Date.now();
+    const step = notification.throttle_per_minute ? throttleStep(notification.throttle_per_minute, batchSize) : undefined;
     const payload = notificationPayload(queued.notificationId, queued.content);
     const topic = pushTopic(queued.notificationId);
     let sequence = notification.fanout_batches;
-    const started = Date.now();
     const targets = audience.streamTargets({
       workspaceId: event.workspaceId,
       targeting: queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' },
-      batchSize,
+      batchSize: Math.min(batchSize, step?.recipients ?? batchSize),
       after: notification.fanout_cursor,
     });
     // Jobs go to Kafka a few at a time (one round trip), then the resume point is saved.
     let pending: OutgoingMessage[] = [];
     let pendingRecipients = 0;
+    let stepRecipients = 0;
     let cursor = notification.fanout_cursor;
-    const flush = async (): Promise<void> => {
-      if (pending.length === 0) return;
+    /** Writes the pending jobs; false when the campaign was paused or deleted (nothing written). */
+    const flush = async (): Promise<boolean> => {
+      if (pending.length === 0) return true;
+      if (!(await store.fanoutMayContinue(pool, queued.notificationId))) return false;
       await bus.publish(pending);
       await store.recordFanoutBatches(pool, queued.notificationId, pending.length, pendingRecipients, cursor);
       pending = [];
       pendingRecipients = 0;
       await message.heartbeat();
+      return true;
     };
     for await (const batch of targets) {
       if (batch.targets.length === 0) continue;
@@ -81,12 +105,22 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
       }).finish();
       pending.push({ topic: topics.deliveryJobs.name, key: jobId, value: Buffer.from(job) });
       pendingRecipients += batch.targets.length;
+      stepRecipients += batch.targets.length;
       cursor = batch.cursor;
       sequence += 1;
-      if (pending.length >= JOBS_PER_PUBLISH) await flush();
+      if (step && stepRecipients >= step.recipients) {
+        // Leaving the loop cancels the stream; the next step starts from the saved cursor.
+        if (await flush()) await store.scheduleNextStep(pool, queued.notificationId, new Date(started + step.intervalMs));
+        return;
+      }
+      if (pending.length >= JOBS_PER_PUBLISH && !(await flush())) return stopped(queued.notificationId);
     }
-    await flush();
+    if (!(await flush())) return stopped(queued.notificationId);
     await store.finishFanout(pool, queued.notificationId);
     logger.info({ notificationId: queued.notificationId, batches: sequence, ms: Date.now() - started }, 'fan-out finished');
   };
+
+  function stopped(notificationId: string): void {
+    logger.info({ notificationId }, 'fan-out stopped: the campaign was paused or deleted');
+  }
 }

@@ -12,9 +12,9 @@ import {
   type SendRequest,
   type SendResponse,
 } from '@herald/proto/herald/campaign/v1/campaign';
-import { MAX_PAYLOAD_BYTES } from '@herald/webpush';
-
-import { notificationPayload } from './payload.js';
+import { campaignManagement, type CampaignDeps } from './campaigns.js';
+import { assertFits } from './payload.js';
+import { limitExceeded } from './starts.js';
 import * as store from './store.js';
 
 /** A concurrent request with the same idempotency key committed first. */
@@ -25,10 +25,16 @@ function requestHash(request: SendRequest): string {
   return createHash('sha256').update(JSON.stringify([request.content, request.targeting])).digest('hex');
 }
 
-function toNotification(row: store.NotificationRow): Notification {
+/** /notifications/{id} keeps its three states: queued (not started), sending (started, not finished), completed. */
+function notificationStatus(status: store.CampaignStatus): string {
+  if (status === 'draft' || status === 'scheduled') return 'queued';
+  return status === 'completed' ? 'completed' : 'sending';
+}
+
+function toNotification(row: store.CampaignRow): Notification {
   return {
     id: row.id,
-    status: row.status,
+    status: notificationStatus(row.status),
     content: { title: row.title, body: row.body, url: row.url ?? '', iconUrl: row.icon_url ?? '', imageUrl: row.image_url ?? '', actions: [], answerUrl: '' },
     createdAt: row.created_at.toISOString(),
     completedAt: row.completed_at?.toISOString() ?? '',
@@ -43,24 +49,8 @@ function toNotification(row: store.NotificationRow): Notification {
   };
 }
 
-/** Refuses, before anything is stored, a notification too large for one encrypted push message. */
-function assertFits(notificationId: string, content: NotificationContent): void {
-  const payloadBytes = notificationPayload(notificationId, content).length;
-  if (payloadBytes > MAX_PAYLOAD_BYTES) {
-    throw new HeraldError(
-      'invalid_request',
-      `The notification is ${payloadBytes} bytes as sent to browsers; at most ${MAX_PAYLOAD_BYTES} fit one encrypted push message.`,
-      { title: 'Notification too large', extra: { fields: [{ field: 'body', in: 'body', problem: 'makes the notification too large' }] } },
-    );
-  }
-}
-
-export function campaignHandlers(pool: Pool, audience: PromiseClient<AudienceServiceClient>, logger: Logger) {
-  const limitExceeded = (limit: number): HeraldError =>
-    new HeraldError('plan_limit_exceeded', `This send would exceed the plan's monthly allowance of ${limit} notifications.`, {
-      title: 'Monthly notification allowance exhausted',
-      extra: { limits: { remaining: 0, limit } },
-    });
+export function campaignHandlers(deps: CampaignDeps) {
+  const { pool, audience, logger } = deps;
 
   async function replay(request: SendRequest, record: store.SendRecord): Promise<SendResponse> {
     if (record.request_hash !== requestHash(request)) {
@@ -109,7 +99,7 @@ export function campaignHandlers(pool: Pool, audience: PromiseClient<AudienceSer
             }
             const total = await store.reserveAllowance(tx, request.workspaceId, targeted, limit);
             if (total === undefined) throw limitExceeded(limit);
-            await store.insertNotification(tx, { id: notificationId, workspaceId: request.workspaceId, siteId: request.siteId, content, targeting, targeted });
+            await store.insertStartedCampaign(tx, { id: notificationId, kind: 'send', workspaceId: request.workspaceId, siteId: request.siteId, content, targeting, targeted });
             await store.enqueueNotificationQueued(tx, { id: notificationId, workspaceId: request.workspaceId, siteId: request.siteId, content, targeting });
             return total;
           });
@@ -134,7 +124,7 @@ export function campaignHandlers(pool: Pool, audience: PromiseClient<AudienceSer
         // A question to a person is not a marketing send: no allowance is reserved for it.
         await withTransaction(pool, async (tx) => {
           const notification = { id: notificationId, workspaceId: request.workspaceId, siteId: request.siteId, content, targeting };
-          await store.insertNotification(tx, { ...notification, targeted });
+          await store.insertStartedCampaign(tx, { ...notification, kind: 'question', targeted });
           await store.enqueueNotificationQueued(tx, notification);
         });
         logger.info({ notificationId, targeted }, 'question notification queued');
@@ -146,6 +136,7 @@ export function campaignHandlers(pool: Pool, audience: PromiseClient<AudienceSer
         if (!row) throw new HeraldError('not_found', `No notification ${notificationId}.`);
         return { notification: toNotification(row) };
       },
+      ...campaignManagement(deps),
     },
     logger,
   );

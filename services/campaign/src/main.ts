@@ -3,6 +3,7 @@ import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
 import { createLogger } from '@herald/logging';
+import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { CampaignServiceService } from '@herald/proto/herald/campaign/v1/campaign';
 import { TemplateServiceService } from '@herald/proto/herald/campaign/v1/templates';
@@ -12,6 +13,7 @@ import { fanout } from './fanout.js';
 import { campaignHandlers } from './handlers.js';
 import { templateHandlers } from './templates.js';
 import { deliveryResults } from './results.js';
+import { startCampaignTimers } from './timers.js';
 import { migrationsDir, SCHEMA } from './store.js';
 
 const config = loadConfig(readConfig);
@@ -21,6 +23,8 @@ await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migratio
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-campaign`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);
+const account = createClient(AccountServiceClient, config.accountGrpcUrl);
+const deps = { pool, account, audience, logger };
 const subscriptions = await Promise.all([
   bus.subscribe({
     consumer: consumers.campaignFanout,
@@ -32,18 +36,21 @@ const subscriptions = await Promise.all([
   }),
 ]);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
-  [CampaignServiceService, campaignHandlers(pool, audience, logger)],
+  [CampaignServiceService, campaignHandlers(deps)],
   [TemplateServiceService, templateHandlers(pool, logger)],
 ]);
+const timers = startCampaignTimers({ ...deps, pollMs: config.timerPollMs });
 logger.info({ port: server.port }, 'campaign service serving');
 
 drainOnSignal(
   async () => {
     await server.drain(config.shutdownGraceMs);
+    await timers.stop();
     await Promise.all(subscriptions.map((subscription) => subscription.stop()));
     await relay.stop();
     await bus.close();
     audience.close();
+    account.close();
     await pool.end();
   },
   config.shutdownGraceMs,

@@ -1,4 +1,6 @@
+import { HeraldError } from '@herald/errors';
 import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campaign';
+import { MAX_PAYLOAD_BYTES } from '@herald/webpush';
 
 /**
  * What the service worker receives, decrypted: the notification as JSON. Built once per
@@ -17,4 +19,16 @@ export function notificationPayload(notificationId: string, content: Notificatio
       ...(content.answerUrl ? { answerUrl: content.answerUrl } : {}),
     }),
   );
+}
+
+/** Refuses, before anything is stored, a notification too large for one encrypted push message. */
+export function assertFits(notificationId: string, content: NotificationContent): void {
+  const payloadBytes = notificationPayload(notificationId, content).length;
+  if (payloadBytes > MAX_PAYLOAD_BYTES) {
+    throw new HeraldError(
+      'invalid_request',
+      `The notification is ${payloadBytes} bytes as sent to browsers; at most ${MAX_PAYLOAD_BYTES} fit one encrypted push message.`,
+      { title: 'Notification too large', extra: { fields: [{ field: 'body', in: 'body', problem: 'makes the notification too large' }] } },
+    );
+  }
 }

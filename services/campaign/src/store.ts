@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 
 import { enqueue, topics } from '@herald/bus';
 import { CREATED_US_SQL, type PagePosition, type Queryable } from '@herald/db';
+import type { WorkTable } from '@herald/workloop';
 import type { Targeting } from '@herald/proto/herald/audience/v1/audience';
 import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campaign';
 import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
@@ -12,16 +13,24 @@ import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
 export const SCHEMA = 'campaign';
 export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
 
-export interface NotificationRow {
+export type CampaignStatus = 'draft' | 'scheduled' | 'sending' | 'active' | 'paused' | 'completed';
+export type CampaignKind = 'send' | 'campaign' | 'question';
+
+export interface CampaignRow {
   id: string;
   workspace_id: string;
   site_id: string;
-  status: 'queued' | 'sending' | 'completed';
+  kind: CampaignKind;
+  name: string;
+  status: CampaignStatus;
   title: string;
   body: string;
   url: string | null;
   icon_url: string | null;
   image_url: string | null;
+  template_id: string | null;
+  scheduled_at: Date | null;
+  throttle_per_minute: number | null;
   targeting: Targeting;
   targeted: string;
   queued: string;
@@ -31,12 +40,26 @@ export interface NotificationRow {
   delivered: string;
   failed: string;
   expired: string;
+  impressions: string;
+  clicks: string;
   last_status_code: number | null;
   last_outcome: string | null;
   last_reported_at: Date | null;
+  start_error: string | null;
   created_at: Date;
+  updated_at: Date;
+  started_at: Date | null;
   completed_at: Date | null;
+  due_at: Date | null;
+  deleted_at: Date | null;
+  created_us: string;
 }
+
+const CAMPAIGN_COLUMNS = `*, ${CREATED_US_SQL} AS created_us`;
+/** Campaigns a caller can see: not deleted, not a question's push. */
+const VISIBLE = `deleted_at IS NULL AND kind <> 'question'`;
+/** States whose fan-out runs. */
+export const RUNNING: readonly CampaignStatus[] = ['sending', 'active'];
 
 export interface SendRecord {
   request_hash: string;
@@ -52,15 +75,190 @@ export async function findSendRecord(db: Queryable, workspaceId: string, idempot
   return rows[0];
 }
 
-export async function insertNotification(
+/** A started campaign: a /send (kind send) or a question's push (kind question). */
+export async function insertStartedCampaign(
   tx: Queryable,
-  n: { id: string; workspaceId: string; siteId: string; content: NotificationContent; targeting: Targeting; targeted: number },
+  n: { id: string; kind: 'send' | 'question'; workspaceId: string; siteId: string; content: NotificationContent; targeting: Targeting; targeted: number },
 ): Promise<void> {
   await tx.query(
-    `INSERT INTO notifications (id, workspace_id, site_id, title, body, url, icon_url, image_url, targeting, targeted)
-     VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), NULLIF($8, ''), $9, $10)`,
-    [n.id, n.workspaceId, n.siteId, n.content.title, n.content.body, n.content.url, n.content.iconUrl, n.content.imageUrl, n.targeting, n.targeted],
+    `INSERT INTO campaigns (id, kind, name, status, started_at, workspace_id, site_id, title, body, url, icon_url, image_url, targeting, targeted)
+     VALUES ($1, $2, $4, 'sending', now(), $3, $11, $4, $5, NULLIF($6, ''), NULLIF($7, ''), NULLIF($8, ''), $9, $10)`,
+    [n.id, n.kind, n.workspaceId, n.content.title, n.content.body, n.content.url, n.content.iconUrl, n.content.imageUrl, n.targeting, n.targeted, n.siteId],
   );
+}
+
+/** What POST /campaigns stores: a draft, or scheduled when `scheduledAt` is given. */
+export interface NewCampaign {
+  id: string;
+  workspaceId: string;
+  siteId: string;
+  name: string;
+  title: string;
+  body: string;
+  actionUrl: string | null;
+  iconUrl: string | null;
+  imageUrl: string | null;
+  templateId: string | null;
+  scheduledAt: Date | null;
+  throttlePerMinute: number | null;
+}
+
+export async function insertCampaign(db: Queryable, c: NewCampaign): Promise<CampaignRow> {
+  const { rows } = await db.query<CampaignRow>(
+    `INSERT INTO campaigns (id, kind, workspace_id, site_id, name, title, body, url, icon_url, image_url, template_id, scheduled_at, due_at,
+                            throttle_per_minute, status, targeting, targeted)
+     VALUES ($1, 'campaign', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, CASE WHEN $11::timestamptz IS NULL THEN 'draft' ELSE 'scheduled' END,
+             '{"subscriberIds":[],"externalIds":[],"tags":[]}', 0)
+     RETURNING ${CAMPAIGN_COLUMNS}`,
+    [c.id, c.workspaceId, c.siteId, c.name, c.title, c.body, c.actionUrl, c.iconUrl, c.imageUrl, c.templateId, c.scheduledAt, c.throttlePerMinute],
+  );
+  return rows[0] as CampaignRow;
+}
+
+/** A workspace's campaigns (sends included), newest first, after `after`. */
+export async function listCampaigns(db: Queryable, workspaceId: string, after: PagePosition | undefined, limit: number): Promise<CampaignRow[]> {
+  const { rows } = await db.query<CampaignRow>(
+    `SELECT ${CAMPAIGN_COLUMNS} FROM campaigns
+      WHERE workspace_id = $1 AND ${VISIBLE}
+        AND ($2::bigint IS NULL OR (created_at, id) < (timestamptz 'epoch' + $2::bigint * interval '1 microsecond', $3))
+      ORDER BY created_at DESC, id DESC LIMIT $4`,
+    [workspaceId, after?.createdUs ?? null, after?.id ?? '', limit],
+  );
+  return rows;
+}
+
+/** A campaign as /campaigns shows it (undefined once deleted, and for a question's push). */
+export async function findCampaign(db: Queryable, workspaceId: string, id: string): Promise<CampaignRow | undefined> {
+  const { rows } = await db.query<CampaignRow>(`SELECT ${CAMPAIGN_COLUMNS} FROM campaigns WHERE workspace_id = $1 AND id = $2 AND ${VISIBLE}`, [workspaceId, id]);
+  return rows[0];
+}
+
+/** Any campaign, deleted or a question's push included: what /notifications/{id} and the fan-out read. */
+export async function findNotification(db: Queryable, workspaceId: string, id: string): Promise<CampaignRow | undefined> {
+  const { rows } = await db.query<CampaignRow>(`SELECT ${CAMPAIGN_COLUMNS} FROM campaigns WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  return rows[0];
+}
+
+/** The columns an update may set, by name; values already in column form. */
+export interface CampaignChanges {
+  name?: string;
+  title?: string;
+  body?: string;
+  url?: string | null;
+  icon_url?: string | null;
+  image_url?: string | null;
+  scheduled_at?: Date | null;
+  throttle_per_minute?: number | null;
+  status?: CampaignStatus;
+}
+
+/**
+ * Applies `changes` if the campaign is still in one of `from` (compare-and-set: a concurrent move
+ * makes this change nothing and return undefined). A schedule set or cleared moves the timer with it.
+ */
+export async function updateCampaign(
+  db: Queryable,
+  workspaceId: string,
+  id: string,
+  from: readonly CampaignStatus[],
+  changes: CampaignChanges,
+  also: string[] = [],
+): Promise<CampaignRow | undefined> {
+  const columns = Object.keys(changes) as (keyof CampaignChanges)[];
+  const assignments = columns.map((column, index) => `${column} = $${index + 4}`);
+  // The timer follows the schedule (SET reads the old row, so from the parameter).
+  const schedule = columns.indexOf('scheduled_at');
+  if (schedule >= 0) assignments.push(`due_at = $${schedule + 4}`);
+  const { rows } = await db.query<CampaignRow>(
+    `UPDATE campaigns SET ${[...assignments, ...also, 'updated_at = clock_timestamp()'].join(', ')}
+      WHERE workspace_id = $1 AND id = $2 AND ${VISIBLE} AND status = ANY($3) RETURNING ${CAMPAIGN_COLUMNS}`,
+    [workspaceId, id, from, ...columns.map((column) => changes[column])],
+  );
+  return rows[0];
+}
+
+/**
+ * Starts a draft or scheduled campaign (the caller's transaction also reserves the allowance and
+ * queues the fan-out). With a claim token, only while that claim (the timer loop's) still holds.
+ */
+export async function markStarted(
+  tx: Queryable,
+  workspaceId: string,
+  id: string,
+  targeted: number,
+  claim?: string,
+): Promise<CampaignRow | undefined> {
+  const { rows } = await tx.query<CampaignRow>(
+    `UPDATE campaigns SET status = 'sending', targeted = $3, started_at = clock_timestamp(), updated_at = clock_timestamp(),
+            start_error = NULL, due_at = NULL, claim = NULL, leased_until = NULL
+      WHERE workspace_id = $1 AND id = $2 AND ${VISIBLE} AND status IN ('draft', 'scheduled') AND ($4::uuid IS NULL OR claim = $4)
+      RETURNING ${CAMPAIGN_COLUMNS}`,
+    [workspaceId, id, targeted, claim ?? null],
+  );
+  return rows[0];
+}
+
+/** A scheduled start that cannot happen: back to draft, with the reason shown on the campaign. */
+export async function markStartFailed(db: Queryable, id: string, reason: string, claim: string): Promise<void> {
+  await db.query(
+    `UPDATE campaigns SET status = 'draft', start_error = $2, due_at = NULL, claim = NULL, leased_until = NULL, updated_at = clock_timestamp()
+      WHERE id = $1 AND status = 'scheduled' AND claim = $3`,
+    [id, reason, claim],
+  );
+}
+
+/** Nothing more is sent: the fan-out stops at its next batch, the timer forgets it. */
+export async function markDeleted(db: Queryable, workspaceId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE campaigns SET deleted_at = clock_timestamp(), due_at = NULL WHERE workspace_id = $1 AND id = $2 AND ${VISIBLE}`,
+    [workspaceId, id],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/** Whether the fan-out may queue more recipients now (not paused, deleted or finished). */
+export async function fanoutMayContinue(db: Queryable, id: string): Promise<boolean> {
+  const { rows } = await db.query(`SELECT 1 FROM campaigns WHERE id = $1 AND deleted_at IS NULL AND status = ANY($2)`, [id, RUNNING]);
+  return rows.length > 0;
+}
+
+/** A throttled fan-out's next step: the timer loop queues it at `at`. */
+export async function scheduleNextStep(db: Queryable, id: string, at: Date): Promise<void> {
+  await db.query(`UPDATE campaigns SET due_at = $2 WHERE id = $1 AND deleted_at IS NULL`, [id, at]);
+  await wakeTimers(db);
+}
+
+/** The timer loop's NOTIFY channel: a campaign due soon is seen at once, not at the next poll. */
+export const CAMPAIGN_TIMERS_CHANNEL = `${SCHEMA}_timers`;
+
+export async function wakeTimers(db: Queryable): Promise<void> {
+  await db.query(`NOTIFY ${CAMPAIGN_TIMERS_CHANNEL}`);
+}
+
+/** Campaigns with a timer: a scheduled start, or a running fan-out's next throttled step. */
+export const CAMPAIGN_TIMERS: WorkTable = {
+  table: `${SCHEMA}.campaigns`,
+  key: ['id'],
+  due: 'due_at',
+  waiting: `deleted_at IS NULL AND status IN ('scheduled', 'sending', 'active')`,
+  returning: 'id, workspace_id, status, scheduled_at',
+};
+
+export interface TimerRow {
+  id: string;
+  workspace_id: string;
+  status: CampaignStatus;
+  scheduled_at: Date | null;
+}
+
+/** A claimed fan-out step: clears the timer and queues the step, while the claim holds. */
+export async function takeFanoutStep(tx: Queryable, id: string, claim: string): Promise<CampaignRow | undefined> {
+  const { rows } = await tx.query<CampaignRow>(
+    `UPDATE campaigns SET due_at = NULL, claim = NULL, leased_until = NULL WHERE id = $1 AND claim = $2 AND status IN ('sending', 'active')
+     RETURNING ${CAMPAIGN_COLUMNS}`,
+    [id, claim],
+  );
+  return rows[0];
 }
 
 /**
@@ -102,6 +300,7 @@ export async function usedThisMonth(db: Queryable, workspaceId: string): Promise
   return Number(rows[0]?.sent ?? 0);
 }
 
+/** Queues (through the outbox, so it commits with the state) the fan-out of a started campaign. */
 export async function enqueueNotificationQueued(
   tx: Queryable,
   n: { id: string; workspaceId: string; siteId: string; content: NotificationContent; targeting: Targeting },
@@ -116,26 +315,20 @@ export async function enqueueNotificationQueued(
   await enqueue(tx, SCHEMA, [{ topic: topics.campaignEvents.name, key: n.id, payload, eventId }]);
 }
 
-export async function findNotification(db: Queryable, workspaceId: string, id: string): Promise<NotificationRow | undefined> {
-  const { rows } = await db.query<NotificationRow>(`SELECT * FROM notifications WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
-  return rows[0];
-}
-
 export async function recordFanoutBatches(db: Queryable, id: string, batches: number, recipients: number, cursor: string): Promise<void> {
   await db.query(
-    `UPDATE notifications SET queued = queued + $3, fanout_cursor = $4, fanout_batches = fanout_batches + $2, status = 'sending'
-      WHERE id = $1`,
+    `UPDATE campaigns SET queued = queued + $3, fanout_cursor = $4, fanout_batches = fanout_batches + $2 WHERE id = $1`,
     [id, batches, recipients, cursor],
   );
 }
 
-const completeWhenSettled = `
-  status = CASE WHEN fanout_done AND delivered + failed + expired >= queued THEN 'completed' ELSE 'sending' END,
-  completed_at = CASE WHEN fanout_done AND delivered + failed + expired >= queued THEN COALESCE(completed_at, now()) END`;
+/** The automatic move out of sending (or active): the fan-out is done and every queued push settled. */
+const COMPLETE_WHEN_SETTLED = `UPDATE campaigns SET status = 'completed', completed_at = clock_timestamp(), updated_at = clock_timestamp()
+  WHERE id = $1 AND status IN ('sending', 'active') AND fanout_done AND delivered + failed + expired >= queued`;
 
 export async function finishFanout(db: Queryable, id: string): Promise<void> {
-  await db.query(`UPDATE notifications SET fanout_done = true WHERE id = $1`, [id]);
-  await db.query(`UPDATE notifications SET ${completeWhenSettled} WHERE id = $1`, [id]);
+  await db.query(`UPDATE campaigns SET fanout_done = true, due_at = NULL WHERE id = $1`, [id]);
+  await db.query(COMPLETE_WHEN_SETTLED, [id]);
 }
 
 export async function applyDeliveryResult(
@@ -143,13 +336,13 @@ export async function applyDeliveryResult(
   result: { notificationId: string; delivered: number; failed: number; expired: number; lastStatusCode: number; lastOutcome: string; reportedAt: string },
 ): Promise<void> {
   await tx.query(
-    `UPDATE notifications
+    `UPDATE campaigns
         SET delivered = delivered + $2, failed = failed + $3, expired = expired + $4,
             last_status_code = $5, last_outcome = $6, last_reported_at = $7
       WHERE id = $1`,
     [result.notificationId, result.delivered, result.failed, result.expired, result.lastStatusCode, result.lastOutcome, result.reportedAt],
   );
-  await tx.query(`UPDATE notifications SET ${completeWhenSettled} WHERE id = $1`, [result.notificationId]);
+  await tx.query(COMPLETE_WHEN_SETTLED, [result.notificationId]);
 }
 
 /** A template's editable content, column by column (null clears an optional URL). */

@@ -1,4 +1,4 @@
-import { decodeCursor, newestFirstPage, type Pool } from '@herald/db';
+import { pageRequest, type Pool } from '@herald/db';
 import { randomId } from '@herald/domain';
 import { HeraldError, invalidFields, type FieldProblem } from '@herald/errors';
 import { implementService } from '@herald/grpc';
@@ -8,9 +8,6 @@ import { TemplateServiceService, type Template } from '@herald/proto/herald/camp
 import * as store from './store.js';
 
 /** /templates: reusable content with {{placeholders}}, newest-first pages of a workspace's own. */
-
-const DEFAULT_PAGE = 100;
-const MAX_PAGE = 100;
 
 /**
  * A placeholder: `{{name}}`, or `{{name|fallback}}` whose fallback is used when no value is given.
@@ -24,6 +21,31 @@ export function placeholderProblem(text: string): string | undefined {
   const rest = text.replace(PLACEHOLDER, '');
   if (rest.includes('{{') || rest.includes('}}')) return 'has a malformed placeholder: write {{name}} or {{name|fallback}}';
   return undefined;
+}
+
+/** Placeholders filled for each recipient at delivery, from the subscriber record. */
+const PER_SUBSCRIBER = 'subscriber.';
+
+/**
+ * A template's text with its placeholders filled from `variables` (a campaign copies the result).
+ * A placeholder with no value takes its fallback; one with neither is a problem naming it.
+ * Per-subscriber placeholders are not filled per recipient yet: they take their fallback, and one
+ * without a fallback is refused rather than sent as literal braces.
+ */
+export function fillPlaceholders(text: string, variables: Readonly<Record<string, string>>, field: string, problems: FieldProblem[]): string {
+  return text.replace(PLACEHOLDER, (whole, name: string, fallback: string | undefined) => {
+    const value = name.startsWith(PER_SUBSCRIBER) ? undefined : variables[name];
+    if (value !== undefined) return value;
+    if (fallback !== undefined) return fallback.trim();
+    problems.push({
+      field: name.startsWith(PER_SUBSCRIBER) ? field : `variables.${name}`,
+      in: 'body',
+      problem: name.startsWith(PER_SUBSCRIBER)
+        ? `holds ${whole}: per-subscriber placeholders need a fallback ({{${name}|...}}) until they are filled per recipient`
+        : `is required by the template's ${field} ({{${name}}} has no default)`,
+    });
+    return whole;
+  });
 }
 
 const notFound = (id: string): HeraldError => new HeraldError('not_found', `No template ${id}.`, { title: 'Not found' });
@@ -58,17 +80,16 @@ function checkContent(content: Partial<store.TemplateContent>): void {
   if (problems.length > 0) throw invalidFields('body', problems);
 }
 
-const orNull = (value: string): string | null => (value === '' ? null : value);
+/** An empty proto string is an unset column. */
+export const orNull = (value: string): string | null => (value === '' ? null : value);
 
 export function templateHandlers(pool: Pool, logger: Logger) {
   return implementService(
     TemplateServiceService,
     {
       async listTemplates({ workspaceId, limit, cursor }) {
-        const pageSize = limit <= 0 ? DEFAULT_PAGE : Math.min(limit, MAX_PAGE);
-        const after = cursor ? decodeCursor(cursor) : undefined;
-        if (cursor && !after) throw invalidFields('querystring', [{ field: 'cursor', in: 'querystring', problem: 'is not a cursor returned by this endpoint' }]);
-        const { rows, nextCursor } = await newestFirstPage(pageSize, (count) => store.listTemplates(pool, workspaceId, after, count));
+        const request = pageRequest(limit, cursor);
+        const { rows, nextCursor } = request.page(await store.listTemplates(pool, workspaceId, request.after, request.fetch));
         return { templates: rows.map(toTemplate), nextCursor };
       },
 

@@ -209,6 +209,17 @@ export interface GetVapidKeysResponse {
   subject: string;
 }
 
+export interface GetSendingFactsRequest {
+  workspaceId: string;
+}
+
+export interface GetSendingFactsResponse {
+  siteId: string;
+  /** The site has a VAPID key pair to sign pushes with. */
+  signingKeysConfigured: boolean;
+  plan?: Plan | undefined;
+}
+
 export interface CreateBoundKeyRequest {
   workspaceId: string;
   externalId: string;
@@ -3406,6 +3417,188 @@ export const GetVapidKeysResponse: MessageFns<GetVapidKeysResponse> = {
   },
 };
 
+function createBaseGetSendingFactsRequest(): GetSendingFactsRequest {
+  return { workspaceId: "" };
+}
+
+export const GetSendingFactsRequest: MessageFns<GetSendingFactsRequest> = {
+  encode(message: GetSendingFactsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSendingFactsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSendingFactsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSendingFactsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetSendingFactsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetSendingFactsRequest>, I>>(base?: I): GetSendingFactsRequest {
+    return GetSendingFactsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetSendingFactsRequest>, I>>(object: I): GetSendingFactsRequest {
+    const message = createBaseGetSendingFactsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetSendingFactsResponse(): GetSendingFactsResponse {
+  return { siteId: "", signingKeysConfigured: false, plan: undefined };
+}
+
+export const GetSendingFactsResponse: MessageFns<GetSendingFactsResponse> = {
+  encode(message: GetSendingFactsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.siteId !== "") {
+      writer.uint32(10).string(message.siteId);
+    }
+    if (message.signingKeysConfigured !== false) {
+      writer.uint32(16).bool(message.signingKeysConfigured);
+    }
+    if (message.plan !== undefined) {
+      Plan.encode(message.plan, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSendingFactsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSendingFactsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.siteId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.signingKeysConfigured = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.plan = Plan.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSendingFactsResponse {
+    return {
+      siteId: isSet(object.siteId)
+        ? globalThis.String(object.siteId)
+        : isSet(object.site_id)
+        ? globalThis.String(object.site_id)
+        : "",
+      signingKeysConfigured: isSet(object.signingKeysConfigured)
+        ? globalThis.Boolean(object.signingKeysConfigured)
+        : isSet(object.signing_keys_configured)
+        ? globalThis.Boolean(object.signing_keys_configured)
+        : false,
+      plan: isSet(object.plan) ? Plan.fromJSON(object.plan) : undefined,
+    };
+  },
+
+  toJSON(message: GetSendingFactsResponse): unknown {
+    const obj: any = {};
+    if (message.siteId !== "") {
+      obj.siteId = message.siteId;
+    }
+    if (message.signingKeysConfigured !== false) {
+      obj.signingKeysConfigured = message.signingKeysConfigured;
+    }
+    if (message.plan !== undefined) {
+      obj.plan = Plan.toJSON(message.plan);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetSendingFactsResponse>, I>>(base?: I): GetSendingFactsResponse {
+    return GetSendingFactsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetSendingFactsResponse>, I>>(object: I): GetSendingFactsResponse {
+    const message = createBaseGetSendingFactsResponse();
+    message.siteId = object.siteId ?? "";
+    message.signingKeysConfigured = object.signingKeysConfigured ?? false;
+    message.plan = (object.plan !== undefined && object.plan !== null) ? Plan.fromPartial(object.plan) : undefined;
+    return message;
+  },
+};
+
 function createBaseCreateBoundKeyRequest(): CreateBoundKeyRequest {
   return { workspaceId: "", externalId: "", name: "", expiresInSeconds: 0 };
 }
@@ -5022,6 +5215,21 @@ export const AccountServiceService = {
     responseDeserialize: (value: Buffer): GetVapidKeysResponse => GetVapidKeysResponse.decode(value),
   },
   /**
+   * What a campaign needs to start without a caller (a scheduled start): the workspace's site, whether it
+   * can sign pushes, and the plan's allowance.
+   */
+  getSendingFacts: {
+    path: "/herald.account.v1.AccountService/GetSendingFacts" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetSendingFactsRequest): Buffer =>
+      Buffer.from(GetSendingFactsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetSendingFactsRequest => GetSendingFactsRequest.decode(value),
+    responseSerialize: (value: GetSendingFactsResponse): Buffer =>
+      Buffer.from(GetSendingFactsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetSendingFactsResponse => GetSendingFactsResponse.decode(value),
+  },
+  /**
    * Partner keys bound to one end-user (POST/GET/DELETE /keys). Only bound keys are listed or
    * revoked here; another workspace's key, or a key of another origin, is NOT_FOUND.
    */
@@ -5155,6 +5363,11 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
   getPublicSite: handleUnaryCall<GetPublicSiteRequest, GetPublicSiteResponse>;
   /** The site's VAPID key pair, for the delivery fleet only (never exposed over REST). */
   getVapidKeys: handleUnaryCall<GetVapidKeysRequest, GetVapidKeysResponse>;
+  /**
+   * What a campaign needs to start without a caller (a scheduled start): the workspace's site, whether it
+   * can sign pushes, and the plan's allowance.
+   */
+  getSendingFacts: handleUnaryCall<GetSendingFactsRequest, GetSendingFactsResponse>;
   /**
    * Partner keys bound to one end-user (POST/GET/DELETE /keys). Only bound keys are listed or
    * revoked here; another workspace's key, or a key of another origin, is NOT_FOUND.
@@ -5350,6 +5563,25 @@ export interface AccountServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetVapidKeysResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * What a campaign needs to start without a caller (a scheduled start): the workspace's site, whether it
+   * can sign pushes, and the plan's allowance.
+   */
+  getSendingFacts(
+    request: GetSendingFactsRequest,
+    callback: (error: ServiceError | null, response: GetSendingFactsResponse) => void,
+  ): ClientUnaryCall;
+  getSendingFacts(
+    request: GetSendingFactsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetSendingFactsResponse) => void,
+  ): ClientUnaryCall;
+  getSendingFacts(
+    request: GetSendingFactsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetSendingFactsResponse) => void,
   ): ClientUnaryCall;
   /**
    * Partner keys bound to one end-user (POST/GET/DELETE /keys). Only bound keys are listed or

@@ -107,6 +107,162 @@ export interface GetNotificationResponse {
   notification?: Notification | undefined;
 }
 
+export interface Campaign {
+  id: string;
+  name: string;
+  /** draft | scheduled | sending | active | paused | completed */
+  status: string;
+  title: string;
+  body: string;
+  /** Empty when unset. */
+  iconUrl: string;
+  imageUrl: string;
+  actionUrl: string;
+  /** RFC 3339; empty when unscheduled. */
+  scheduledAt: string;
+  /** Recipients per minute the fan-out may queue; 0: no throttle. */
+  throttlePerMinute: string;
+  /** The template the content was copied from; empty when none. */
+  templateId: string;
+  totalTargeted: string;
+  /** Accepted by the push service. */
+  totalSent: string;
+  /** Impressions the service worker reported. */
+  totalDelivered: string;
+  totalClicked: string;
+  /** Refused for good, or the subscription is gone. */
+  totalFailed: string;
+  /** Recipients handed to the delivery fleet so far. */
+  totalQueued: string;
+  createdAt: string;
+  updatedAt: string;
+  /** When the fan-out began and when the campaign completed; empty until then. */
+  startedAt: string;
+  completedAt: string;
+  /** Why the last scheduled start did not happen (the campaign went back to draft); empty otherwise. */
+  startError: string;
+}
+
+export interface CampaignContent {
+  title: string;
+  body: string;
+  iconUrl: string;
+  imageUrl: string;
+  actionUrl: string;
+}
+
+export interface ListCampaignsRequest {
+  workspaceId: string;
+  limit: number;
+  cursor: string;
+}
+
+export interface ListCampaignsResponse {
+  campaigns: Campaign[];
+  /** Empty on the last page. */
+  nextCursor: string;
+}
+
+export interface CreateCampaignRequest {
+  workspaceId: string;
+  name: string;
+  /** Given directly, or copied from a template (template_id, with variables filling its placeholders). */
+  content?: CampaignContent | undefined;
+  templateId: string;
+  variables: { [key: string]: string };
+  /** RFC 3339; empty: a draft. */
+  scheduledAt: string;
+  throttlePerMinute: string;
+  siteId: string;
+}
+
+export interface CreateCampaignRequest_VariablesEntry {
+  key: string;
+  value: string;
+}
+
+export interface CreateCampaignResponse {
+  campaign?: Campaign | undefined;
+}
+
+export interface GetCampaignRequest {
+  workspaceId: string;
+  campaignId: string;
+}
+
+export interface GetCampaignResponse {
+  campaign?: Campaign | undefined;
+}
+
+/** Only the fields present change; an optional URL or the schedule sent empty is cleared. */
+export interface UpdateCampaignRequest {
+  workspaceId: string;
+  campaignId: string;
+  name?: string | undefined;
+  title?: string | undefined;
+  body?: string | undefined;
+  iconUrl?: string | undefined;
+  imageUrl?: string | undefined;
+  actionUrl?: string | undefined;
+  scheduledAt?: string | undefined;
+  status?: string | undefined;
+  throttlePerMinute?: string | undefined;
+}
+
+export interface UpdateCampaignResponse {
+  campaign?: Campaign | undefined;
+}
+
+export interface DeleteCampaignRequest {
+  workspaceId: string;
+  campaignId: string;
+}
+
+export interface DeleteCampaignResponse {
+}
+
+export interface SendCampaignRequest {
+  workspaceId: string;
+  campaignId: string;
+}
+
+export interface SendCampaignResponse {
+  campaign?: Campaign | undefined;
+}
+
+export interface PauseCampaignRequest {
+  workspaceId: string;
+  campaignId: string;
+}
+
+export interface PauseCampaignResponse {
+  campaign?: Campaign | undefined;
+}
+
+export interface ResumeCampaignRequest {
+  workspaceId: string;
+  campaignId: string;
+}
+
+export interface ResumeCampaignResponse {
+  campaign?: Campaign | undefined;
+}
+
+export interface GetCampaignStatsRequest {
+  workspaceId: string;
+  campaignId: string;
+}
+
+export interface GetCampaignStatsResponse {
+  totalSent: string;
+  totalDelivered: string;
+  totalClicked: string;
+  totalFailed: string;
+  /** Percent, two decimals; 0 when the divisor is 0. */
+  deliveryRate: number;
+  clickRate: number;
+}
+
 function createBaseNotificationContent(): NotificationContent {
   return { title: "", body: "", url: "", iconUrl: "", imageUrl: "", actions: [], answerUrl: "" };
 }
@@ -1361,9 +1517,2645 @@ export const GetNotificationResponse: MessageFns<GetNotificationResponse> = {
   },
 };
 
+function createBaseCampaign(): Campaign {
+  return {
+    id: "",
+    name: "",
+    status: "",
+    title: "",
+    body: "",
+    iconUrl: "",
+    imageUrl: "",
+    actionUrl: "",
+    scheduledAt: "",
+    throttlePerMinute: "0",
+    templateId: "",
+    totalTargeted: "0",
+    totalSent: "0",
+    totalDelivered: "0",
+    totalClicked: "0",
+    totalFailed: "0",
+    totalQueued: "0",
+    createdAt: "",
+    updatedAt: "",
+    startedAt: "",
+    completedAt: "",
+    startError: "",
+  };
+}
+
+export const Campaign: MessageFns<Campaign> = {
+  encode(message: Campaign, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.title !== "") {
+      writer.uint32(34).string(message.title);
+    }
+    if (message.body !== "") {
+      writer.uint32(42).string(message.body);
+    }
+    if (message.iconUrl !== "") {
+      writer.uint32(50).string(message.iconUrl);
+    }
+    if (message.imageUrl !== "") {
+      writer.uint32(58).string(message.imageUrl);
+    }
+    if (message.actionUrl !== "") {
+      writer.uint32(66).string(message.actionUrl);
+    }
+    if (message.scheduledAt !== "") {
+      writer.uint32(74).string(message.scheduledAt);
+    }
+    if (message.throttlePerMinute !== "0") {
+      writer.uint32(80).int64(message.throttlePerMinute);
+    }
+    if (message.templateId !== "") {
+      writer.uint32(90).string(message.templateId);
+    }
+    if (message.totalTargeted !== "0") {
+      writer.uint32(96).int64(message.totalTargeted);
+    }
+    if (message.totalSent !== "0") {
+      writer.uint32(104).int64(message.totalSent);
+    }
+    if (message.totalDelivered !== "0") {
+      writer.uint32(112).int64(message.totalDelivered);
+    }
+    if (message.totalClicked !== "0") {
+      writer.uint32(120).int64(message.totalClicked);
+    }
+    if (message.totalFailed !== "0") {
+      writer.uint32(128).int64(message.totalFailed);
+    }
+    if (message.totalQueued !== "0") {
+      writer.uint32(136).int64(message.totalQueued);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(146).string(message.createdAt);
+    }
+    if (message.updatedAt !== "") {
+      writer.uint32(154).string(message.updatedAt);
+    }
+    if (message.startedAt !== "") {
+      writer.uint32(162).string(message.startedAt);
+    }
+    if (message.completedAt !== "") {
+      writer.uint32(170).string(message.completedAt);
+    }
+    if (message.startError !== "") {
+      writer.uint32(178).string(message.startError);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Campaign {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCampaign();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.iconUrl = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.imageUrl = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.actionUrl = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.scheduledAt = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.throttlePerMinute = reader.int64().toString();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.templateId = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.totalTargeted = reader.int64().toString();
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.totalSent = reader.int64().toString();
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.totalDelivered = reader.int64().toString();
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.totalClicked = reader.int64().toString();
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.totalFailed = reader.int64().toString();
+            continue;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.totalQueued = reader.int64().toString();
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.updatedAt = reader.string();
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.startedAt = reader.string();
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.completedAt = reader.string();
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.startError = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Campaign {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      title: isSet(object.title) ? globalThis.String(object.title) : "",
+      body: isSet(object.body) ? globalThis.String(object.body) : "",
+      iconUrl: isSet(object.iconUrl)
+        ? globalThis.String(object.iconUrl)
+        : isSet(object.icon_url)
+        ? globalThis.String(object.icon_url)
+        : "",
+      imageUrl: isSet(object.imageUrl)
+        ? globalThis.String(object.imageUrl)
+        : isSet(object.image_url)
+        ? globalThis.String(object.image_url)
+        : "",
+      actionUrl: isSet(object.actionUrl)
+        ? globalThis.String(object.actionUrl)
+        : isSet(object.action_url)
+        ? globalThis.String(object.action_url)
+        : "",
+      scheduledAt: isSet(object.scheduledAt)
+        ? globalThis.String(object.scheduledAt)
+        : isSet(object.scheduled_at)
+        ? globalThis.String(object.scheduled_at)
+        : "",
+      throttlePerMinute: isSet(object.throttlePerMinute)
+        ? globalThis.String(object.throttlePerMinute)
+        : isSet(object.throttle_per_minute)
+        ? globalThis.String(object.throttle_per_minute)
+        : "0",
+      templateId: isSet(object.templateId)
+        ? globalThis.String(object.templateId)
+        : isSet(object.template_id)
+        ? globalThis.String(object.template_id)
+        : "",
+      totalTargeted: isSet(object.totalTargeted)
+        ? globalThis.String(object.totalTargeted)
+        : isSet(object.total_targeted)
+        ? globalThis.String(object.total_targeted)
+        : "0",
+      totalSent: isSet(object.totalSent)
+        ? globalThis.String(object.totalSent)
+        : isSet(object.total_sent)
+        ? globalThis.String(object.total_sent)
+        : "0",
+      totalDelivered: isSet(object.totalDelivered)
+        ? globalThis.String(object.totalDelivered)
+        : isSet(object.total_delivered)
+        ? globalThis.String(object.total_delivered)
+        : "0",
+      totalClicked: isSet(object.totalClicked)
+        ? globalThis.String(object.totalClicked)
+        : isSet(object.total_clicked)
+        ? globalThis.String(object.total_clicked)
+        : "0",
+      totalFailed: isSet(object.totalFailed)
+        ? globalThis.String(object.totalFailed)
+        : isSet(object.total_failed)
+        ? globalThis.String(object.total_failed)
+        : "0",
+      totalQueued: isSet(object.totalQueued)
+        ? globalThis.String(object.totalQueued)
+        : isSet(object.total_queued)
+        ? globalThis.String(object.total_queued)
+        : "0",
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      updatedAt: isSet(object.updatedAt)
+        ? globalThis.String(object.updatedAt)
+        : isSet(object.updated_at)
+        ? globalThis.String(object.updated_at)
+        : "",
+      startedAt: isSet(object.startedAt)
+        ? globalThis.String(object.startedAt)
+        : isSet(object.started_at)
+        ? globalThis.String(object.started_at)
+        : "",
+      completedAt: isSet(object.completedAt)
+        ? globalThis.String(object.completedAt)
+        : isSet(object.completed_at)
+        ? globalThis.String(object.completed_at)
+        : "",
+      startError: isSet(object.startError)
+        ? globalThis.String(object.startError)
+        : isSet(object.start_error)
+        ? globalThis.String(object.start_error)
+        : "",
+    };
+  },
+
+  toJSON(message: Campaign): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.title !== "") {
+      obj.title = message.title;
+    }
+    if (message.body !== "") {
+      obj.body = message.body;
+    }
+    if (message.iconUrl !== "") {
+      obj.iconUrl = message.iconUrl;
+    }
+    if (message.imageUrl !== "") {
+      obj.imageUrl = message.imageUrl;
+    }
+    if (message.actionUrl !== "") {
+      obj.actionUrl = message.actionUrl;
+    }
+    if (message.scheduledAt !== "") {
+      obj.scheduledAt = message.scheduledAt;
+    }
+    if (message.throttlePerMinute !== "0") {
+      obj.throttlePerMinute = message.throttlePerMinute;
+    }
+    if (message.templateId !== "") {
+      obj.templateId = message.templateId;
+    }
+    if (message.totalTargeted !== "0") {
+      obj.totalTargeted = message.totalTargeted;
+    }
+    if (message.totalSent !== "0") {
+      obj.totalSent = message.totalSent;
+    }
+    if (message.totalDelivered !== "0") {
+      obj.totalDelivered = message.totalDelivered;
+    }
+    if (message.totalClicked !== "0") {
+      obj.totalClicked = message.totalClicked;
+    }
+    if (message.totalFailed !== "0") {
+      obj.totalFailed = message.totalFailed;
+    }
+    if (message.totalQueued !== "0") {
+      obj.totalQueued = message.totalQueued;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.updatedAt !== "") {
+      obj.updatedAt = message.updatedAt;
+    }
+    if (message.startedAt !== "") {
+      obj.startedAt = message.startedAt;
+    }
+    if (message.completedAt !== "") {
+      obj.completedAt = message.completedAt;
+    }
+    if (message.startError !== "") {
+      obj.startError = message.startError;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Campaign>, I>>(base?: I): Campaign {
+    return Campaign.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Campaign>, I>>(object: I): Campaign {
+    const message = createBaseCampaign();
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.status = object.status ?? "";
+    message.title = object.title ?? "";
+    message.body = object.body ?? "";
+    message.iconUrl = object.iconUrl ?? "";
+    message.imageUrl = object.imageUrl ?? "";
+    message.actionUrl = object.actionUrl ?? "";
+    message.scheduledAt = object.scheduledAt ?? "";
+    message.throttlePerMinute = object.throttlePerMinute ?? "0";
+    message.templateId = object.templateId ?? "";
+    message.totalTargeted = object.totalTargeted ?? "0";
+    message.totalSent = object.totalSent ?? "0";
+    message.totalDelivered = object.totalDelivered ?? "0";
+    message.totalClicked = object.totalClicked ?? "0";
+    message.totalFailed = object.totalFailed ?? "0";
+    message.totalQueued = object.totalQueued ?? "0";
+    message.createdAt = object.createdAt ?? "";
+    message.updatedAt = object.updatedAt ?? "";
+    message.startedAt = object.startedAt ?? "";
+    message.completedAt = object.completedAt ?? "";
+    message.startError = object.startError ?? "";
+    return message;
+  },
+};
+
+function createBaseCampaignContent(): CampaignContent {
+  return { title: "", body: "", iconUrl: "", imageUrl: "", actionUrl: "" };
+}
+
+export const CampaignContent: MessageFns<CampaignContent> = {
+  encode(message: CampaignContent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.title !== "") {
+      writer.uint32(10).string(message.title);
+    }
+    if (message.body !== "") {
+      writer.uint32(18).string(message.body);
+    }
+    if (message.iconUrl !== "") {
+      writer.uint32(26).string(message.iconUrl);
+    }
+    if (message.imageUrl !== "") {
+      writer.uint32(34).string(message.imageUrl);
+    }
+    if (message.actionUrl !== "") {
+      writer.uint32(42).string(message.actionUrl);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CampaignContent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCampaignContent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.iconUrl = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.imageUrl = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.actionUrl = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CampaignContent {
+    return {
+      title: isSet(object.title) ? globalThis.String(object.title) : "",
+      body: isSet(object.body) ? globalThis.String(object.body) : "",
+      iconUrl: isSet(object.iconUrl)
+        ? globalThis.String(object.iconUrl)
+        : isSet(object.icon_url)
+        ? globalThis.String(object.icon_url)
+        : "",
+      imageUrl: isSet(object.imageUrl)
+        ? globalThis.String(object.imageUrl)
+        : isSet(object.image_url)
+        ? globalThis.String(object.image_url)
+        : "",
+      actionUrl: isSet(object.actionUrl)
+        ? globalThis.String(object.actionUrl)
+        : isSet(object.action_url)
+        ? globalThis.String(object.action_url)
+        : "",
+    };
+  },
+
+  toJSON(message: CampaignContent): unknown {
+    const obj: any = {};
+    if (message.title !== "") {
+      obj.title = message.title;
+    }
+    if (message.body !== "") {
+      obj.body = message.body;
+    }
+    if (message.iconUrl !== "") {
+      obj.iconUrl = message.iconUrl;
+    }
+    if (message.imageUrl !== "") {
+      obj.imageUrl = message.imageUrl;
+    }
+    if (message.actionUrl !== "") {
+      obj.actionUrl = message.actionUrl;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CampaignContent>, I>>(base?: I): CampaignContent {
+    return CampaignContent.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CampaignContent>, I>>(object: I): CampaignContent {
+    const message = createBaseCampaignContent();
+    message.title = object.title ?? "";
+    message.body = object.body ?? "";
+    message.iconUrl = object.iconUrl ?? "";
+    message.imageUrl = object.imageUrl ?? "";
+    message.actionUrl = object.actionUrl ?? "";
+    return message;
+  },
+};
+
+function createBaseListCampaignsRequest(): ListCampaignsRequest {
+  return { workspaceId: "", limit: 0, cursor: "" };
+}
+
+export const ListCampaignsRequest: MessageFns<ListCampaignsRequest> = {
+  encode(message: ListCampaignsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCampaignsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListCampaignsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListCampaignsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListCampaignsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCampaignsRequest>, I>>(base?: I): ListCampaignsRequest {
+    return ListCampaignsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCampaignsRequest>, I>>(object: I): ListCampaignsRequest {
+    const message = createBaseListCampaignsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListCampaignsResponse(): ListCampaignsResponse {
+  return { campaigns: [], nextCursor: "" };
+}
+
+export const ListCampaignsResponse: MessageFns<ListCampaignsResponse> = {
+  encode(message: ListCampaignsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.campaigns) {
+      Campaign.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListCampaignsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListCampaignsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.campaigns.push(Campaign.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListCampaignsResponse {
+    return {
+      campaigns: globalThis.Array.isArray(object?.campaigns)
+        ? object.campaigns.map((e: any) => Campaign.fromJSON(e))
+        : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListCampaignsResponse): unknown {
+    const obj: any = {};
+    if (message.campaigns?.length) {
+      obj.campaigns = message.campaigns.map((e) => Campaign.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListCampaignsResponse>, I>>(base?: I): ListCampaignsResponse {
+    return ListCampaignsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListCampaignsResponse>, I>>(object: I): ListCampaignsResponse {
+    const message = createBaseListCampaignsResponse();
+    message.campaigns = object.campaigns?.map((e) => Campaign.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateCampaignRequest(): CreateCampaignRequest {
+  return {
+    workspaceId: "",
+    name: "",
+    content: undefined,
+    templateId: "",
+    variables: {},
+    scheduledAt: "",
+    throttlePerMinute: "0",
+    siteId: "",
+  };
+}
+
+export const CreateCampaignRequest: MessageFns<CreateCampaignRequest> = {
+  encode(message: CreateCampaignRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.content !== undefined) {
+      CampaignContent.encode(message.content, writer.uint32(26).fork()).join();
+    }
+    if (message.templateId !== "") {
+      writer.uint32(34).string(message.templateId);
+    }
+    globalThis.Object.entries(message.variables).forEach(([key, value]: [string, string]) => {
+      CreateCampaignRequest_VariablesEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
+    if (message.scheduledAt !== "") {
+      writer.uint32(50).string(message.scheduledAt);
+    }
+    if (message.throttlePerMinute !== "0") {
+      writer.uint32(56).int64(message.throttlePerMinute);
+    }
+    if (message.siteId !== "") {
+      writer.uint32(66).string(message.siteId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateCampaignRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateCampaignRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.content = CampaignContent.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.templateId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = CreateCampaignRequest_VariablesEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.variables[entry5.key] = entry5.value;
+            }
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.scheduledAt = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.throttlePerMinute = reader.int64().toString();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.siteId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateCampaignRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      content: isSet(object.content) ? CampaignContent.fromJSON(object.content) : undefined,
+      templateId: isSet(object.templateId)
+        ? globalThis.String(object.templateId)
+        : isSet(object.template_id)
+        ? globalThis.String(object.template_id)
+        : "",
+      variables: isObject(object.variables)
+        ? (globalThis.Object.entries(object.variables) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+      scheduledAt: isSet(object.scheduledAt)
+        ? globalThis.String(object.scheduledAt)
+        : isSet(object.scheduled_at)
+        ? globalThis.String(object.scheduled_at)
+        : "",
+      throttlePerMinute: isSet(object.throttlePerMinute)
+        ? globalThis.String(object.throttlePerMinute)
+        : isSet(object.throttle_per_minute)
+        ? globalThis.String(object.throttle_per_minute)
+        : "0",
+      siteId: isSet(object.siteId)
+        ? globalThis.String(object.siteId)
+        : isSet(object.site_id)
+        ? globalThis.String(object.site_id)
+        : "",
+    };
+  },
+
+  toJSON(message: CreateCampaignRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.content !== undefined) {
+      obj.content = CampaignContent.toJSON(message.content);
+    }
+    if (message.templateId !== "") {
+      obj.templateId = message.templateId;
+    }
+    if (message.variables) {
+      const entries = globalThis.Object.entries(message.variables) as [string, string][];
+      if (entries.length > 0) {
+        obj.variables = {};
+        entries.forEach(([k, v]) => {
+          obj.variables[k] = v;
+        });
+      }
+    }
+    if (message.scheduledAt !== "") {
+      obj.scheduledAt = message.scheduledAt;
+    }
+    if (message.throttlePerMinute !== "0") {
+      obj.throttlePerMinute = message.throttlePerMinute;
+    }
+    if (message.siteId !== "") {
+      obj.siteId = message.siteId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateCampaignRequest>, I>>(base?: I): CreateCampaignRequest {
+    return CreateCampaignRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateCampaignRequest>, I>>(object: I): CreateCampaignRequest {
+    const message = createBaseCreateCampaignRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.name = object.name ?? "";
+    message.content = (object.content !== undefined && object.content !== null)
+      ? CampaignContent.fromPartial(object.content)
+      : undefined;
+    message.templateId = object.templateId ?? "";
+    message.variables = (globalThis.Object.entries(object.variables ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.scheduledAt = object.scheduledAt ?? "";
+    message.throttlePerMinute = object.throttlePerMinute ?? "0";
+    message.siteId = object.siteId ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateCampaignRequest_VariablesEntry(): CreateCampaignRequest_VariablesEntry {
+  return { key: "", value: "" };
+}
+
+export const CreateCampaignRequest_VariablesEntry: MessageFns<CreateCampaignRequest_VariablesEntry> = {
+  encode(message: CreateCampaignRequest_VariablesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateCampaignRequest_VariablesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateCampaignRequest_VariablesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateCampaignRequest_VariablesEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: CreateCampaignRequest_VariablesEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateCampaignRequest_VariablesEntry>, I>>(
+    base?: I,
+  ): CreateCampaignRequest_VariablesEntry {
+    return CreateCampaignRequest_VariablesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateCampaignRequest_VariablesEntry>, I>>(
+    object: I,
+  ): CreateCampaignRequest_VariablesEntry {
+    const message = createBaseCreateCampaignRequest_VariablesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseCreateCampaignResponse(): CreateCampaignResponse {
+  return { campaign: undefined };
+}
+
+export const CreateCampaignResponse: MessageFns<CreateCampaignResponse> = {
+  encode(message: CreateCampaignResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.campaign !== undefined) {
+      Campaign.encode(message.campaign, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CreateCampaignResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCreateCampaignResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.campaign = Campaign.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CreateCampaignResponse {
+    return { campaign: isSet(object.campaign) ? Campaign.fromJSON(object.campaign) : undefined };
+  },
+
+  toJSON(message: CreateCampaignResponse): unknown {
+    const obj: any = {};
+    if (message.campaign !== undefined) {
+      obj.campaign = Campaign.toJSON(message.campaign);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CreateCampaignResponse>, I>>(base?: I): CreateCampaignResponse {
+    return CreateCampaignResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CreateCampaignResponse>, I>>(object: I): CreateCampaignResponse {
+    const message = createBaseCreateCampaignResponse();
+    message.campaign = (object.campaign !== undefined && object.campaign !== null)
+      ? Campaign.fromPartial(object.campaign)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetCampaignRequest(): GetCampaignRequest {
+  return { workspaceId: "", campaignId: "" };
+}
+
+export const GetCampaignRequest: MessageFns<GetCampaignRequest> = {
+  encode(message: GetCampaignRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.campaignId !== "") {
+      writer.uint32(18).string(message.campaignId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCampaignRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCampaignRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.campaignId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCampaignRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      campaignId: isSet(object.campaignId)
+        ? globalThis.String(object.campaignId)
+        : isSet(object.campaign_id)
+        ? globalThis.String(object.campaign_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetCampaignRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.campaignId !== "") {
+      obj.campaignId = message.campaignId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCampaignRequest>, I>>(base?: I): GetCampaignRequest {
+    return GetCampaignRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCampaignRequest>, I>>(object: I): GetCampaignRequest {
+    const message = createBaseGetCampaignRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.campaignId = object.campaignId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetCampaignResponse(): GetCampaignResponse {
+  return { campaign: undefined };
+}
+
+export const GetCampaignResponse: MessageFns<GetCampaignResponse> = {
+  encode(message: GetCampaignResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.campaign !== undefined) {
+      Campaign.encode(message.campaign, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCampaignResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCampaignResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.campaign = Campaign.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCampaignResponse {
+    return { campaign: isSet(object.campaign) ? Campaign.fromJSON(object.campaign) : undefined };
+  },
+
+  toJSON(message: GetCampaignResponse): unknown {
+    const obj: any = {};
+    if (message.campaign !== undefined) {
+      obj.campaign = Campaign.toJSON(message.campaign);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCampaignResponse>, I>>(base?: I): GetCampaignResponse {
+    return GetCampaignResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCampaignResponse>, I>>(object: I): GetCampaignResponse {
+    const message = createBaseGetCampaignResponse();
+    message.campaign = (object.campaign !== undefined && object.campaign !== null)
+      ? Campaign.fromPartial(object.campaign)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateCampaignRequest(): UpdateCampaignRequest {
+  return {
+    workspaceId: "",
+    campaignId: "",
+    name: undefined,
+    title: undefined,
+    body: undefined,
+    iconUrl: undefined,
+    imageUrl: undefined,
+    actionUrl: undefined,
+    scheduledAt: undefined,
+    status: undefined,
+    throttlePerMinute: undefined,
+  };
+}
+
+export const UpdateCampaignRequest: MessageFns<UpdateCampaignRequest> = {
+  encode(message: UpdateCampaignRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.campaignId !== "") {
+      writer.uint32(18).string(message.campaignId);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.title !== undefined) {
+      writer.uint32(34).string(message.title);
+    }
+    if (message.body !== undefined) {
+      writer.uint32(42).string(message.body);
+    }
+    if (message.iconUrl !== undefined) {
+      writer.uint32(50).string(message.iconUrl);
+    }
+    if (message.imageUrl !== undefined) {
+      writer.uint32(58).string(message.imageUrl);
+    }
+    if (message.actionUrl !== undefined) {
+      writer.uint32(66).string(message.actionUrl);
+    }
+    if (message.scheduledAt !== undefined) {
+      writer.uint32(74).string(message.scheduledAt);
+    }
+    if (message.status !== undefined) {
+      writer.uint32(82).string(message.status);
+    }
+    if (message.throttlePerMinute !== undefined) {
+      writer.uint32(88).int64(message.throttlePerMinute);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateCampaignRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateCampaignRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.campaignId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.iconUrl = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.imageUrl = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.actionUrl = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.scheduledAt = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.throttlePerMinute = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateCampaignRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      campaignId: isSet(object.campaignId)
+        ? globalThis.String(object.campaignId)
+        : isSet(object.campaign_id)
+        ? globalThis.String(object.campaign_id)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : undefined,
+      title: isSet(object.title) ? globalThis.String(object.title) : undefined,
+      body: isSet(object.body) ? globalThis.String(object.body) : undefined,
+      iconUrl: isSet(object.iconUrl)
+        ? globalThis.String(object.iconUrl)
+        : isSet(object.icon_url)
+        ? globalThis.String(object.icon_url)
+        : undefined,
+      imageUrl: isSet(object.imageUrl)
+        ? globalThis.String(object.imageUrl)
+        : isSet(object.image_url)
+        ? globalThis.String(object.image_url)
+        : undefined,
+      actionUrl: isSet(object.actionUrl)
+        ? globalThis.String(object.actionUrl)
+        : isSet(object.action_url)
+        ? globalThis.String(object.action_url)
+        : undefined,
+      scheduledAt: isSet(object.scheduledAt)
+        ? globalThis.String(object.scheduledAt)
+        : isSet(object.scheduled_at)
+        ? globalThis.String(object.scheduled_at)
+        : undefined,
+      status: isSet(object.status) ? globalThis.String(object.status) : undefined,
+      throttlePerMinute: isSet(object.throttlePerMinute)
+        ? globalThis.String(object.throttlePerMinute)
+        : isSet(object.throttle_per_minute)
+        ? globalThis.String(object.throttle_per_minute)
+        : undefined,
+    };
+  },
+
+  toJSON(message: UpdateCampaignRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.campaignId !== "") {
+      obj.campaignId = message.campaignId;
+    }
+    if (message.name !== undefined) {
+      obj.name = message.name;
+    }
+    if (message.title !== undefined) {
+      obj.title = message.title;
+    }
+    if (message.body !== undefined) {
+      obj.body = message.body;
+    }
+    if (message.iconUrl !== undefined) {
+      obj.iconUrl = message.iconUrl;
+    }
+    if (message.imageUrl !== undefined) {
+      obj.imageUrl = message.imageUrl;
+    }
+    if (message.actionUrl !== undefined) {
+      obj.actionUrl = message.actionUrl;
+    }
+    if (message.scheduledAt !== undefined) {
+      obj.scheduledAt = message.scheduledAt;
+    }
+    if (message.status !== undefined) {
+      obj.status = message.status;
+    }
+    if (message.throttlePerMinute !== undefined) {
+      obj.throttlePerMinute = message.throttlePerMinute;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateCampaignRequest>, I>>(base?: I): UpdateCampaignRequest {
+    return UpdateCampaignRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateCampaignRequest>, I>>(object: I): UpdateCampaignRequest {
+    const message = createBaseUpdateCampaignRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.campaignId = object.campaignId ?? "";
+    message.name = object.name ?? undefined;
+    message.title = object.title ?? undefined;
+    message.body = object.body ?? undefined;
+    message.iconUrl = object.iconUrl ?? undefined;
+    message.imageUrl = object.imageUrl ?? undefined;
+    message.actionUrl = object.actionUrl ?? undefined;
+    message.scheduledAt = object.scheduledAt ?? undefined;
+    message.status = object.status ?? undefined;
+    message.throttlePerMinute = object.throttlePerMinute ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdateCampaignResponse(): UpdateCampaignResponse {
+  return { campaign: undefined };
+}
+
+export const UpdateCampaignResponse: MessageFns<UpdateCampaignResponse> = {
+  encode(message: UpdateCampaignResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.campaign !== undefined) {
+      Campaign.encode(message.campaign, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateCampaignResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateCampaignResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.campaign = Campaign.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UpdateCampaignResponse {
+    return { campaign: isSet(object.campaign) ? Campaign.fromJSON(object.campaign) : undefined };
+  },
+
+  toJSON(message: UpdateCampaignResponse): unknown {
+    const obj: any = {};
+    if (message.campaign !== undefined) {
+      obj.campaign = Campaign.toJSON(message.campaign);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UpdateCampaignResponse>, I>>(base?: I): UpdateCampaignResponse {
+    return UpdateCampaignResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdateCampaignResponse>, I>>(object: I): UpdateCampaignResponse {
+    const message = createBaseUpdateCampaignResponse();
+    message.campaign = (object.campaign !== undefined && object.campaign !== null)
+      ? Campaign.fromPartial(object.campaign)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDeleteCampaignRequest(): DeleteCampaignRequest {
+  return { workspaceId: "", campaignId: "" };
+}
+
+export const DeleteCampaignRequest: MessageFns<DeleteCampaignRequest> = {
+  encode(message: DeleteCampaignRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.campaignId !== "") {
+      writer.uint32(18).string(message.campaignId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteCampaignRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteCampaignRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.campaignId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteCampaignRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      campaignId: isSet(object.campaignId)
+        ? globalThis.String(object.campaignId)
+        : isSet(object.campaign_id)
+        ? globalThis.String(object.campaign_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteCampaignRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.campaignId !== "") {
+      obj.campaignId = message.campaignId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteCampaignRequest>, I>>(base?: I): DeleteCampaignRequest {
+    return DeleteCampaignRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteCampaignRequest>, I>>(object: I): DeleteCampaignRequest {
+    const message = createBaseDeleteCampaignRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.campaignId = object.campaignId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteCampaignResponse(): DeleteCampaignResponse {
+  return {};
+}
+
+export const DeleteCampaignResponse: MessageFns<DeleteCampaignResponse> = {
+  encode(_: DeleteCampaignResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteCampaignResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteCampaignResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteCampaignResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteCampaignResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteCampaignResponse>, I>>(base?: I): DeleteCampaignResponse {
+    return DeleteCampaignResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteCampaignResponse>, I>>(_: I): DeleteCampaignResponse {
+    const message = createBaseDeleteCampaignResponse();
+    return message;
+  },
+};
+
+function createBaseSendCampaignRequest(): SendCampaignRequest {
+  return { workspaceId: "", campaignId: "" };
+}
+
+export const SendCampaignRequest: MessageFns<SendCampaignRequest> = {
+  encode(message: SendCampaignRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.campaignId !== "") {
+      writer.uint32(18).string(message.campaignId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SendCampaignRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSendCampaignRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.campaignId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SendCampaignRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      campaignId: isSet(object.campaignId)
+        ? globalThis.String(object.campaignId)
+        : isSet(object.campaign_id)
+        ? globalThis.String(object.campaign_id)
+        : "",
+    };
+  },
+
+  toJSON(message: SendCampaignRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.campaignId !== "") {
+      obj.campaignId = message.campaignId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SendCampaignRequest>, I>>(base?: I): SendCampaignRequest {
+    return SendCampaignRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SendCampaignRequest>, I>>(object: I): SendCampaignRequest {
+    const message = createBaseSendCampaignRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.campaignId = object.campaignId ?? "";
+    return message;
+  },
+};
+
+function createBaseSendCampaignResponse(): SendCampaignResponse {
+  return { campaign: undefined };
+}
+
+export const SendCampaignResponse: MessageFns<SendCampaignResponse> = {
+  encode(message: SendCampaignResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.campaign !== undefined) {
+      Campaign.encode(message.campaign, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SendCampaignResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSendCampaignResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.campaign = Campaign.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SendCampaignResponse {
+    return { campaign: isSet(object.campaign) ? Campaign.fromJSON(object.campaign) : undefined };
+  },
+
+  toJSON(message: SendCampaignResponse): unknown {
+    const obj: any = {};
+    if (message.campaign !== undefined) {
+      obj.campaign = Campaign.toJSON(message.campaign);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SendCampaignResponse>, I>>(base?: I): SendCampaignResponse {
+    return SendCampaignResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SendCampaignResponse>, I>>(object: I): SendCampaignResponse {
+    const message = createBaseSendCampaignResponse();
+    message.campaign = (object.campaign !== undefined && object.campaign !== null)
+      ? Campaign.fromPartial(object.campaign)
+      : undefined;
+    return message;
+  },
+};
+
+function createBasePauseCampaignRequest(): PauseCampaignRequest {
+  return { workspaceId: "", campaignId: "" };
+}
+
+export const PauseCampaignRequest: MessageFns<PauseCampaignRequest> = {
+  encode(message: PauseCampaignRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.campaignId !== "") {
+      writer.uint32(18).string(message.campaignId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PauseCampaignRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePauseCampaignRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.campaignId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PauseCampaignRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      campaignId: isSet(object.campaignId)
+        ? globalThis.String(object.campaignId)
+        : isSet(object.campaign_id)
+        ? globalThis.String(object.campaign_id)
+        : "",
+    };
+  },
+
+  toJSON(message: PauseCampaignRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.campaignId !== "") {
+      obj.campaignId = message.campaignId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PauseCampaignRequest>, I>>(base?: I): PauseCampaignRequest {
+    return PauseCampaignRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PauseCampaignRequest>, I>>(object: I): PauseCampaignRequest {
+    const message = createBasePauseCampaignRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.campaignId = object.campaignId ?? "";
+    return message;
+  },
+};
+
+function createBasePauseCampaignResponse(): PauseCampaignResponse {
+  return { campaign: undefined };
+}
+
+export const PauseCampaignResponse: MessageFns<PauseCampaignResponse> = {
+  encode(message: PauseCampaignResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.campaign !== undefined) {
+      Campaign.encode(message.campaign, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PauseCampaignResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePauseCampaignResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.campaign = Campaign.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PauseCampaignResponse {
+    return { campaign: isSet(object.campaign) ? Campaign.fromJSON(object.campaign) : undefined };
+  },
+
+  toJSON(message: PauseCampaignResponse): unknown {
+    const obj: any = {};
+    if (message.campaign !== undefined) {
+      obj.campaign = Campaign.toJSON(message.campaign);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PauseCampaignResponse>, I>>(base?: I): PauseCampaignResponse {
+    return PauseCampaignResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PauseCampaignResponse>, I>>(object: I): PauseCampaignResponse {
+    const message = createBasePauseCampaignResponse();
+    message.campaign = (object.campaign !== undefined && object.campaign !== null)
+      ? Campaign.fromPartial(object.campaign)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseResumeCampaignRequest(): ResumeCampaignRequest {
+  return { workspaceId: "", campaignId: "" };
+}
+
+export const ResumeCampaignRequest: MessageFns<ResumeCampaignRequest> = {
+  encode(message: ResumeCampaignRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.campaignId !== "") {
+      writer.uint32(18).string(message.campaignId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResumeCampaignRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResumeCampaignRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.campaignId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResumeCampaignRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      campaignId: isSet(object.campaignId)
+        ? globalThis.String(object.campaignId)
+        : isSet(object.campaign_id)
+        ? globalThis.String(object.campaign_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ResumeCampaignRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.campaignId !== "") {
+      obj.campaignId = message.campaignId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResumeCampaignRequest>, I>>(base?: I): ResumeCampaignRequest {
+    return ResumeCampaignRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResumeCampaignRequest>, I>>(object: I): ResumeCampaignRequest {
+    const message = createBaseResumeCampaignRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.campaignId = object.campaignId ?? "";
+    return message;
+  },
+};
+
+function createBaseResumeCampaignResponse(): ResumeCampaignResponse {
+  return { campaign: undefined };
+}
+
+export const ResumeCampaignResponse: MessageFns<ResumeCampaignResponse> = {
+  encode(message: ResumeCampaignResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.campaign !== undefined) {
+      Campaign.encode(message.campaign, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResumeCampaignResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResumeCampaignResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.campaign = Campaign.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ResumeCampaignResponse {
+    return { campaign: isSet(object.campaign) ? Campaign.fromJSON(object.campaign) : undefined };
+  },
+
+  toJSON(message: ResumeCampaignResponse): unknown {
+    const obj: any = {};
+    if (message.campaign !== undefined) {
+      obj.campaign = Campaign.toJSON(message.campaign);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ResumeCampaignResponse>, I>>(base?: I): ResumeCampaignResponse {
+    return ResumeCampaignResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResumeCampaignResponse>, I>>(object: I): ResumeCampaignResponse {
+    const message = createBaseResumeCampaignResponse();
+    message.campaign = (object.campaign !== undefined && object.campaign !== null)
+      ? Campaign.fromPartial(object.campaign)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseGetCampaignStatsRequest(): GetCampaignStatsRequest {
+  return { workspaceId: "", campaignId: "" };
+}
+
+export const GetCampaignStatsRequest: MessageFns<GetCampaignStatsRequest> = {
+  encode(message: GetCampaignStatsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.campaignId !== "") {
+      writer.uint32(18).string(message.campaignId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCampaignStatsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCampaignStatsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.campaignId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCampaignStatsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      campaignId: isSet(object.campaignId)
+        ? globalThis.String(object.campaignId)
+        : isSet(object.campaign_id)
+        ? globalThis.String(object.campaign_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetCampaignStatsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.campaignId !== "") {
+      obj.campaignId = message.campaignId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCampaignStatsRequest>, I>>(base?: I): GetCampaignStatsRequest {
+    return GetCampaignStatsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCampaignStatsRequest>, I>>(object: I): GetCampaignStatsRequest {
+    const message = createBaseGetCampaignStatsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.campaignId = object.campaignId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetCampaignStatsResponse(): GetCampaignStatsResponse {
+  return { totalSent: "0", totalDelivered: "0", totalClicked: "0", totalFailed: "0", deliveryRate: 0, clickRate: 0 };
+}
+
+export const GetCampaignStatsResponse: MessageFns<GetCampaignStatsResponse> = {
+  encode(message: GetCampaignStatsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.totalSent !== "0") {
+      writer.uint32(8).int64(message.totalSent);
+    }
+    if (message.totalDelivered !== "0") {
+      writer.uint32(16).int64(message.totalDelivered);
+    }
+    if (message.totalClicked !== "0") {
+      writer.uint32(24).int64(message.totalClicked);
+    }
+    if (message.totalFailed !== "0") {
+      writer.uint32(32).int64(message.totalFailed);
+    }
+    if (message.deliveryRate !== 0) {
+      writer.uint32(41).double(message.deliveryRate);
+    }
+    if (message.clickRate !== 0) {
+      writer.uint32(49).double(message.clickRate);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCampaignStatsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCampaignStatsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.totalSent = reader.int64().toString();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.totalDelivered = reader.int64().toString();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.totalClicked = reader.int64().toString();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.totalFailed = reader.int64().toString();
+            continue;
+          }
+          case 5: {
+            if (tag !== 41) {
+              break;
+            }
+
+            message.deliveryRate = reader.double();
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.clickRate = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCampaignStatsResponse {
+    return {
+      totalSent: isSet(object.totalSent)
+        ? globalThis.String(object.totalSent)
+        : isSet(object.total_sent)
+        ? globalThis.String(object.total_sent)
+        : "0",
+      totalDelivered: isSet(object.totalDelivered)
+        ? globalThis.String(object.totalDelivered)
+        : isSet(object.total_delivered)
+        ? globalThis.String(object.total_delivered)
+        : "0",
+      totalClicked: isSet(object.totalClicked)
+        ? globalThis.String(object.totalClicked)
+        : isSet(object.total_clicked)
+        ? globalThis.String(object.total_clicked)
+        : "0",
+      totalFailed: isSet(object.totalFailed)
+        ? globalThis.String(object.totalFailed)
+        : isSet(object.total_failed)
+        ? globalThis.String(object.total_failed)
+        : "0",
+      deliveryRate: isSet(object.deliveryRate)
+        ? globalThis.Number(object.deliveryRate)
+        : isSet(object.delivery_rate)
+        ? globalThis.Number(object.delivery_rate)
+        : 0,
+      clickRate: isSet(object.clickRate)
+        ? globalThis.Number(object.clickRate)
+        : isSet(object.click_rate)
+        ? globalThis.Number(object.click_rate)
+        : 0,
+    };
+  },
+
+  toJSON(message: GetCampaignStatsResponse): unknown {
+    const obj: any = {};
+    if (message.totalSent !== "0") {
+      obj.totalSent = message.totalSent;
+    }
+    if (message.totalDelivered !== "0") {
+      obj.totalDelivered = message.totalDelivered;
+    }
+    if (message.totalClicked !== "0") {
+      obj.totalClicked = message.totalClicked;
+    }
+    if (message.totalFailed !== "0") {
+      obj.totalFailed = message.totalFailed;
+    }
+    if (message.deliveryRate !== 0) {
+      obj.deliveryRate = floatToJson(message.deliveryRate);
+    }
+    if (message.clickRate !== 0) {
+      obj.clickRate = floatToJson(message.clickRate);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCampaignStatsResponse>, I>>(base?: I): GetCampaignStatsResponse {
+    return GetCampaignStatsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCampaignStatsResponse>, I>>(object: I): GetCampaignStatsResponse {
+    const message = createBaseGetCampaignStatsResponse();
+    message.totalSent = object.totalSent ?? "0";
+    message.totalDelivered = object.totalDelivered ?? "0";
+    message.totalClicked = object.totalClicked ?? "0";
+    message.totalFailed = object.totalFailed ?? "0";
+    message.deliveryRate = object.deliveryRate ?? 0;
+    message.clickRate = object.clickRate ?? 0;
+    return message;
+  },
+};
+
 /**
- * The campaign service owns notifications (one per POST /send) and, later, campaigns; it fans a
- * notification out to the delivery fleet and keeps its counters from the fleet's results.
+ * The campaign service owns campaigns: made by /campaigns, or by POST /send (a campaign created and
+ * started at once), or for a question's push (internal, not listed). It starts them (on demand or
+ * on schedule), fans them out to the delivery fleet, and keeps their counters from the fleet's
+ * results. A campaign is also readable as a notification (GET /notifications/{id}).
  */
 export type CampaignServiceService = typeof CampaignServiceService;
 export const CampaignServiceService = {
@@ -1375,6 +4167,105 @@ export const CampaignServiceService = {
     requestDeserialize: (value: Buffer): SendRequest => SendRequest.decode(value),
     responseSerialize: (value: SendResponse): Buffer => Buffer.from(SendResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): SendResponse => SendResponse.decode(value),
+  },
+  listCampaigns: {
+    path: "/herald.campaign.v1.CampaignService/ListCampaigns" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListCampaignsRequest): Buffer => Buffer.from(ListCampaignsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListCampaignsRequest => ListCampaignsRequest.decode(value),
+    responseSerialize: (value: ListCampaignsResponse): Buffer =>
+      Buffer.from(ListCampaignsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListCampaignsResponse => ListCampaignsResponse.decode(value),
+  },
+  createCampaign: {
+    path: "/herald.campaign.v1.CampaignService/CreateCampaign" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CreateCampaignRequest): Buffer =>
+      Buffer.from(CreateCampaignRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CreateCampaignRequest => CreateCampaignRequest.decode(value),
+    responseSerialize: (value: CreateCampaignResponse): Buffer =>
+      Buffer.from(CreateCampaignResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CreateCampaignResponse => CreateCampaignResponse.decode(value),
+  },
+  getCampaign: {
+    path: "/herald.campaign.v1.CampaignService/GetCampaign" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetCampaignRequest): Buffer => Buffer.from(GetCampaignRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetCampaignRequest => GetCampaignRequest.decode(value),
+    responseSerialize: (value: GetCampaignResponse): Buffer => Buffer.from(GetCampaignResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetCampaignResponse => GetCampaignResponse.decode(value),
+  },
+  /**
+   * Content, name and schedule change only while draft or scheduled; `status` moves as the state
+   * machine allows (the same moves as send, pause and resume, plus scheduled <-> draft).
+   */
+  updateCampaign: {
+    path: "/herald.campaign.v1.CampaignService/UpdateCampaign" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateCampaignRequest): Buffer =>
+      Buffer.from(UpdateCampaignRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateCampaignRequest => UpdateCampaignRequest.decode(value),
+    responseSerialize: (value: UpdateCampaignResponse): Buffer =>
+      Buffer.from(UpdateCampaignResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateCampaignResponse => UpdateCampaignResponse.decode(value),
+  },
+  /** Nothing more is sent; deliveries already made stay counted. */
+  deleteCampaign: {
+    path: "/herald.campaign.v1.CampaignService/DeleteCampaign" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteCampaignRequest): Buffer =>
+      Buffer.from(DeleteCampaignRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteCampaignRequest => DeleteCampaignRequest.decode(value),
+    responseSerialize: (value: DeleteCampaignResponse): Buffer =>
+      Buffer.from(DeleteCampaignResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteCampaignResponse => DeleteCampaignResponse.decode(value),
+  },
+  sendCampaign: {
+    path: "/herald.campaign.v1.CampaignService/SendCampaign" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SendCampaignRequest): Buffer => Buffer.from(SendCampaignRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SendCampaignRequest => SendCampaignRequest.decode(value),
+    responseSerialize: (value: SendCampaignResponse): Buffer =>
+      Buffer.from(SendCampaignResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SendCampaignResponse => SendCampaignResponse.decode(value),
+  },
+  pauseCampaign: {
+    path: "/herald.campaign.v1.CampaignService/PauseCampaign" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PauseCampaignRequest): Buffer => Buffer.from(PauseCampaignRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PauseCampaignRequest => PauseCampaignRequest.decode(value),
+    responseSerialize: (value: PauseCampaignResponse): Buffer =>
+      Buffer.from(PauseCampaignResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PauseCampaignResponse => PauseCampaignResponse.decode(value),
+  },
+  resumeCampaign: {
+    path: "/herald.campaign.v1.CampaignService/ResumeCampaign" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResumeCampaignRequest): Buffer =>
+      Buffer.from(ResumeCampaignRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResumeCampaignRequest => ResumeCampaignRequest.decode(value),
+    responseSerialize: (value: ResumeCampaignResponse): Buffer =>
+      Buffer.from(ResumeCampaignResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResumeCampaignResponse => ResumeCampaignResponse.decode(value),
+  },
+  getCampaignStats: {
+    path: "/herald.campaign.v1.CampaignService/GetCampaignStats" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetCampaignStatsRequest): Buffer =>
+      Buffer.from(GetCampaignStatsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetCampaignStatsRequest => GetCampaignStatsRequest.decode(value),
+    responseSerialize: (value: GetCampaignStatsResponse): Buffer =>
+      Buffer.from(GetCampaignStatsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetCampaignStatsResponse => GetCampaignStatsResponse.decode(value),
   },
   getNotification: {
     path: "/herald.campaign.v1.CampaignService/GetNotification" as const,
@@ -1406,6 +4297,20 @@ export const CampaignServiceService = {
 
 export interface CampaignServiceServer extends UntypedServiceImplementation {
   send: handleUnaryCall<SendRequest, SendResponse>;
+  listCampaigns: handleUnaryCall<ListCampaignsRequest, ListCampaignsResponse>;
+  createCampaign: handleUnaryCall<CreateCampaignRequest, CreateCampaignResponse>;
+  getCampaign: handleUnaryCall<GetCampaignRequest, GetCampaignResponse>;
+  /**
+   * Content, name and schedule change only while draft or scheduled; `status` moves as the state
+   * machine allows (the same moves as send, pause and resume, plus scheduled <-> draft).
+   */
+  updateCampaign: handleUnaryCall<UpdateCampaignRequest, UpdateCampaignResponse>;
+  /** Nothing more is sent; deliveries already made stay counted. */
+  deleteCampaign: handleUnaryCall<DeleteCampaignRequest, DeleteCampaignResponse>;
+  sendCampaign: handleUnaryCall<SendCampaignRequest, SendCampaignResponse>;
+  pauseCampaign: handleUnaryCall<PauseCampaignRequest, PauseCampaignResponse>;
+  resumeCampaign: handleUnaryCall<ResumeCampaignRequest, ResumeCampaignResponse>;
+  getCampaignStats: handleUnaryCall<GetCampaignStatsRequest, GetCampaignStatsResponse>;
   getNotification: handleUnaryCall<GetNotificationRequest, GetNotificationResponse>;
   /**
    * Internal (the gateway, for /ask and /decisions): pushes a question to the matching browser
@@ -1427,6 +4332,146 @@ export interface CampaignServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: SendResponse) => void,
+  ): ClientUnaryCall;
+  listCampaigns(
+    request: ListCampaignsRequest,
+    callback: (error: ServiceError | null, response: ListCampaignsResponse) => void,
+  ): ClientUnaryCall;
+  listCampaigns(
+    request: ListCampaignsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListCampaignsResponse) => void,
+  ): ClientUnaryCall;
+  listCampaigns(
+    request: ListCampaignsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListCampaignsResponse) => void,
+  ): ClientUnaryCall;
+  createCampaign(
+    request: CreateCampaignRequest,
+    callback: (error: ServiceError | null, response: CreateCampaignResponse) => void,
+  ): ClientUnaryCall;
+  createCampaign(
+    request: CreateCampaignRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CreateCampaignResponse) => void,
+  ): ClientUnaryCall;
+  createCampaign(
+    request: CreateCampaignRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CreateCampaignResponse) => void,
+  ): ClientUnaryCall;
+  getCampaign(
+    request: GetCampaignRequest,
+    callback: (error: ServiceError | null, response: GetCampaignResponse) => void,
+  ): ClientUnaryCall;
+  getCampaign(
+    request: GetCampaignRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetCampaignResponse) => void,
+  ): ClientUnaryCall;
+  getCampaign(
+    request: GetCampaignRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetCampaignResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Content, name and schedule change only while draft or scheduled; `status` moves as the state
+   * machine allows (the same moves as send, pause and resume, plus scheduled <-> draft).
+   */
+  updateCampaign(
+    request: UpdateCampaignRequest,
+    callback: (error: ServiceError | null, response: UpdateCampaignResponse) => void,
+  ): ClientUnaryCall;
+  updateCampaign(
+    request: UpdateCampaignRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateCampaignResponse) => void,
+  ): ClientUnaryCall;
+  updateCampaign(
+    request: UpdateCampaignRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateCampaignResponse) => void,
+  ): ClientUnaryCall;
+  /** Nothing more is sent; deliveries already made stay counted. */
+  deleteCampaign(
+    request: DeleteCampaignRequest,
+    callback: (error: ServiceError | null, response: DeleteCampaignResponse) => void,
+  ): ClientUnaryCall;
+  deleteCampaign(
+    request: DeleteCampaignRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteCampaignResponse) => void,
+  ): ClientUnaryCall;
+  deleteCampaign(
+    request: DeleteCampaignRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteCampaignResponse) => void,
+  ): ClientUnaryCall;
+  sendCampaign(
+    request: SendCampaignRequest,
+    callback: (error: ServiceError | null, response: SendCampaignResponse) => void,
+  ): ClientUnaryCall;
+  sendCampaign(
+    request: SendCampaignRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SendCampaignResponse) => void,
+  ): ClientUnaryCall;
+  sendCampaign(
+    request: SendCampaignRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SendCampaignResponse) => void,
+  ): ClientUnaryCall;
+  pauseCampaign(
+    request: PauseCampaignRequest,
+    callback: (error: ServiceError | null, response: PauseCampaignResponse) => void,
+  ): ClientUnaryCall;
+  pauseCampaign(
+    request: PauseCampaignRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PauseCampaignResponse) => void,
+  ): ClientUnaryCall;
+  pauseCampaign(
+    request: PauseCampaignRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PauseCampaignResponse) => void,
+  ): ClientUnaryCall;
+  resumeCampaign(
+    request: ResumeCampaignRequest,
+    callback: (error: ServiceError | null, response: ResumeCampaignResponse) => void,
+  ): ClientUnaryCall;
+  resumeCampaign(
+    request: ResumeCampaignRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResumeCampaignResponse) => void,
+  ): ClientUnaryCall;
+  resumeCampaign(
+    request: ResumeCampaignRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResumeCampaignResponse) => void,
+  ): ClientUnaryCall;
+  getCampaignStats(
+    request: GetCampaignStatsRequest,
+    callback: (error: ServiceError | null, response: GetCampaignStatsResponse) => void,
+  ): ClientUnaryCall;
+  getCampaignStats(
+    request: GetCampaignStatsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetCampaignStatsResponse) => void,
+  ): ClientUnaryCall;
+  getCampaignStats(
+    request: GetCampaignStatsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetCampaignStatsResponse) => void,
   ): ClientUnaryCall;
   getNotification(
     request: GetNotificationRequest,
@@ -1474,6 +4519,10 @@ export const CampaignServiceClient = makeGenericClientConstructor(
   serviceName: string;
 };
 
+function floatToJson(value: number | null | undefined): number | string | null | undefined {
+  return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
+
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 
 export type DeepPartial<T> = T extends Builtin ? T
@@ -1486,6 +4535,10 @@ export type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 export type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function isObject(value: any): boolean {
+  return typeof value === "object" && value !== null;
+}
 
 function isSet(value: any): boolean {
   return value !== null && value !== undefined;
