@@ -1438,6 +1438,7 @@ export interface operations {
                     imageUrl?: string | null;
                     name: string;
                     scheduledAt?: string | null;
+                    segmentId?: string | null;
                     /** @description Copy the content of this template (fields given here override it) */
                     templateId?: string;
                     throttlePerMinute?: number | null;
@@ -1605,6 +1606,7 @@ export interface operations {
                     imageUrl?: string | null;
                     name?: string;
                     scheduledAt?: string | null;
+                    segmentId?: string | null;
                     /** @description Moves the campaign as send, pause and resume do; draft and scheduled move between each other */
                     status?: "draft" | "scheduled" | "sending" | "active" | "paused";
                     throttlePerMinute?: number | null;

@@ -14,6 +14,13 @@ export function limitExceeded(limit: number): HeraldError {
   });
 }
 
+export function segmentGone(campaignId: string, segmentId: string): HeraldError {
+  return new HeraldError('conflict', `Campaign ${campaignId} targets segment ${segmentId}, which no longer exists.`, {
+    title: 'Segment missing',
+    hint: 'Give the campaign another segmentId, or null for every active subscriber (PATCH), then send it.',
+  });
+}
+
 /** What a campaign's pushes carry: its stored content. */
 export function contentOf(row: store.CampaignRow): NotificationContent {
   return { title: row.title, body: row.body, url: row.url ?? '', iconUrl: row.icon_url ?? '', imageUrl: row.image_url ?? '', actions: [], answerUrl: '' };
@@ -49,7 +56,11 @@ export async function startCampaign({ pool, account, audience }: StartDeps, row:
   }
   const limit = Number(facts.plan.monthlyNotificationAllowance);
   const targeting = targetingOf(row);
-  const { count } = await audience.countTargets({ workspaceId: row.workspace_id, targeting });
+  const { count } = await audience.countTargets({ workspaceId: row.workspace_id, targeting }).catch((err: unknown) => {
+    // Its segment was deleted since it was chosen: the campaign cannot start as it stands.
+    if (err instanceof HeraldError && err.code === 'not_found' && targeting.segmentId) throw segmentGone(row.id, targeting.segmentId);
+    throw err;
+  });
   const targeted = Number(count);
   return withTransaction(pool, async (tx) => {
     const started = await store.markStarted(tx, row.workspace_id, row.id, targeted, claim);
