@@ -19,7 +19,7 @@ import os from 'node:os';
 import { admin, call, connectDatabase, createKafkaNamespace, SERVER_API, type TestWorkspace } from '@herald/testkit';
 
 import { atCleanup, elapsedSeconds, infraEnv, intEnv, log, reportHead, runBench } from './lib/bench.js';
-import { copyFrom } from './lib/copy.js';
+import { seedSubscribers } from './lib/copy.js';
 import { percentile } from './lib/load.js';
 import { backgroundLoad } from './lib/processes.js';
 import { startHerald } from './lib/stack.js';
@@ -117,25 +117,7 @@ async function* subscriberRows(workspace: TestWorkspace, idPrefix: string, now: 
   if (chunk) yield chunk;
 }
 
-async function seedAudience(db: Db, workspace: TestWorkspace): Promise<{ copyMs: number; vacuumMs: number }> {
-  const idPrefix = `sub_${randomBytes(5).toString('hex')}`;
-  log(`seeding ${count(settings.subscribers)} subscribers with COPY`);
-  const started = performance.now();
-  const rows = await copyFrom(
-    db,
-    'COPY audience.subscribers (id, workspace_id, site_id, status, external_id, tags, custom_data, endpoint, p256dh, auth, browser, os, country, created_at) FROM STDIN',
-    subscriberRows(workspace, idPrefix, Date.now()),
-  );
-  const copyMs = performance.now() - started;
-  if (rows !== settings.subscribers) throw new Error(`COPY reported ${rows} rows, expected ${settings.subscribers}`);
-  log(`COPY ${count(rows)} rows in ${seconds(copyMs)}; VACUUM ANALYZE audience.subscribers`);
-  const vacuumStarted = performance.now();
-  // VACUUM too, so the visibility map allows index-only scans, as on a settled production table.
-  await db.query('VACUUM (ANALYZE) audience.subscribers');
-  const vacuumMs = performance.now() - vacuumStarted;
-  log(`VACUUM ANALYZE in ${seconds(vacuumMs)}`);
-  return { copyMs, vacuumMs };
-}
+const COLUMNS = ['id', 'workspace_id', 'site_id', 'status', 'external_id', 'tags', 'custom_data', 'endpoint', 'p256dh', 'auth', 'browser', 'os', 'country', 'created_at'];
 
 // ---------------------------------------------------------------- the segments measured
 const monthAgo = new Date(Date.now() - 30 * DAY_MS).toISOString();
@@ -195,7 +177,7 @@ async function main(): Promise<number> {
   atCleanup(() => namespace.remove());
   // The audience service migrates its schema (segments, indexes) before its port opens.
   const herald = await startHerald({ services: ['account', 'audience'], env: { ...infra, LOG_LEVEL: 'warn', HERALD_NAMESPACE: namespace.prefix } });
-  const seeding = await seedAudience(db, workspace);
+  const seeding = await seedSubscribers(db, COLUMNS, subscriberRows(workspace, `sub_${randomBytes(5).toString('hex')}`, Date.now()), settings.subscribers);
   const gatewayUrl = `http://127.0.0.1:${herald.gatewayPort}`;
   let sent = 0;
   const api = async <T>(path: string, options: { method?: string; body?: unknown } = {}): Promise<{ status: number; body: T }> => {
