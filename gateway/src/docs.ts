@@ -21,7 +21,23 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
   { name: 'Guides', pages: ['quick-start', 'authentication', 'approval-flow', 'mcp'] },
   {
     name: 'Reference',
-    pages: ['errors', 'limits', 'account', 'subscribers', 'browser-sdk', 'notifications', 'templates', 'segments', 'policy', 'keys-and-enrollment', 'ask', 'decisions', 'webhooks'],
+    pages: [
+      'errors',
+      'limits',
+      'account',
+      'subscribers',
+      'browser-sdk',
+      'notifications',
+      'campaigns',
+      'templates',
+      'segments',
+      'engagement',
+      'policy',
+      'keys-and-enrollment',
+      'ask',
+      'decisions',
+      'webhooks',
+    ],
   },
 ];
 

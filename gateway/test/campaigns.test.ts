@@ -266,7 +266,8 @@ test('send starts the fan-out at once: every subscriber gets it once, and the co
   const done = await settled(workspace, campaign.id);
   assertEachOnce(audience, campaign.id);
   const [message] = harness.peer.received().filter((m) => (JSON.parse(m.plaintext.toString()) as { notificationId: string }).notificationId === campaign.id);
-  assert.deepEqual(JSON.parse(message?.plaintext.toString() ?? '{}'), { notificationId: campaign.id, title: 'Sale', body: 'Everything -20%', url: 'https://shop.example.test/sale' });
+  assert.ok(message);
+  assert.deepEqual(harness.openPush(message).payload, { notificationId: campaign.id, title: 'Sale', body: 'Everything -20%', url: 'https://shop.example.test/sale' });
   assert.deepEqual(
     [done.totalTargeted, done.totalQueued, done.totalSent, done.totalFailed, done.totalDelivered, done.totalClicked],
     [5, 5, 5, 0, 0, 0],

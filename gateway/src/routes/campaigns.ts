@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import { Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
-import { ActionUrl, Body, HttpUrl, Name, PLACEHOLDERS, Title } from '../schemas/content.js';
+import { ActionUrl, Body, BodyAs, HttpUrl, Name, PLACEHOLDERS, Title, TitleAs } from '../schemas/content.js';
 
 /** /campaigns: scheduled or on-demand sends to the site's audience (dashboard keys). docs/campaigns.md has the states. */
 
@@ -57,11 +57,11 @@ const Variables = Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.]{0,
   description: "Values for the template's (or the content's) {{placeholders}}",
 });
 
-const CreateBody = Type.Object(
+export const CreateCampaignBody = Type.Object(
   {
     name: Name,
-    title: Type.Optional({ ...Title, description: `Required without templateId. ${PLACEHOLDERS}` }),
-    body: Type.Optional({ ...Body, description: `Required without templateId. ${PLACEHOLDERS}` }),
+    title: Type.Optional(TitleAs(`Required without templateId. ${PLACEHOLDERS}`)),
+    body: Type.Optional(BodyAs(`Required without templateId. ${PLACEHOLDERS}`)),
     iconUrl: Type.Optional(Nullable(HttpUrl('Small icon'))),
     imageUrl: Type.Optional(Nullable(HttpUrl('Large image'))),
     actionUrl: Type.Optional(Nullable(ActionUrl)),
@@ -170,7 +170,7 @@ export const campaignRoutes =
           tags,
           operationId: 'createCampaign',
           summary: 'Create a campaign: a draft, or scheduled when scheduledAt is given (creating never sends)',
-          body: CreateBody,
+          body: CreateCampaignBody,
           response: withErrors({ 201: CampaignRecord }),
         },
       },

@@ -10,6 +10,7 @@ import { CampaignServiceService } from '@herald/proto/herald/campaign/v1/campaig
 import { TemplateServiceService } from '@herald/proto/herald/campaign/v1/templates';
 
 import { readConfig } from './config.js';
+import { engagementEvents } from './engagement.js';
 import { fanout } from './fanout.js';
 import { campaignHandlers } from './handlers.js';
 import { templateHandlers } from './templates.js';
@@ -35,6 +36,12 @@ const subscriptions = await Promise.all([
   bus.subscribe({
     consumer: consumers.campaignResults,
     handle: deliveryResults(pool),
+  }),
+  // Keyed by subscriber, so a campaign's reports spread over every partition: work several at once.
+  bus.subscribe({
+    consumer: consumers.campaignEngagement,
+    concurrency: 4,
+    handle: engagementEvents(pool),
   }),
 ]);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [

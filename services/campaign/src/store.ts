@@ -42,6 +42,7 @@ export interface CampaignRow {
   expired: string;
   impressions: string;
   clicks: string;
+  dismissals: string;
   last_status_code: number | null;
   last_outcome: string | null;
   last_reported_at: Date | null;
@@ -346,6 +347,16 @@ export async function applyDeliveryResult(
     [result.notificationId, result.delivered, result.failed, result.expired, result.lastStatusCode, result.lastOutcome, result.reportedAt],
   );
   await tx.query(COMPLETE_WHEN_SETTLED, [result.notificationId]);
+}
+
+/** The counter each reported kind adds to. */
+const ENGAGEMENT_COLUMNS: Record<string, string> = { impression: 'impressions', click: 'clicks', dismiss: 'dismissals' };
+
+/** One more impression, click or dismissal of a campaign (the caller counts each report once). */
+export async function countEngagement(tx: Queryable, workspaceId: string, id: string, kind: string): Promise<void> {
+  const column = ENGAGEMENT_COLUMNS[kind];
+  if (!column) throw new Error(`unknown engagement kind ${kind}`);
+  await tx.query(`UPDATE campaigns SET ${column} = ${column} + 1 WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
 }
 
 /** A template's editable content, column by column (null clears an optional URL). */

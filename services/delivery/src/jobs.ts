@@ -64,7 +64,7 @@ export function deliveryJobs({ pool, sender, vapidKeys, maxAttempts, pushTimeout
       .map((target) => ({ ...target, attemptsBefore: 0 }));
     const attempts = await Promise.all(
       recipients.map((recipient) =>
-        sender.attempt({ ...recipient, payload: job.payload, ttlSeconds: job.ttlSeconds, urgency: job.urgency, topic: job.topic }, vapid),
+        sender.attempt({ ...push, ...recipient }, vapid),
       ),
     );
     const sorted = sortAttempts(recipients, attempts, maxAttempts);

@@ -50,7 +50,7 @@ export function startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts,
       attemptsBefore: row.attempts,
     }));
     const attempts = await Promise.all(
-      recipients.map((recipient) => sender.attempt({ ...recipient, payload: first.payload, ttlSeconds: first.ttl_seconds, urgency: first.urgency, topic: first.topic }, vapid)),
+      recipients.map((recipient) => sender.attempt({ ...push, ...recipient }, vapid)),
     );
     const sorted = sortAttempts(recipients, attempts, maxAttempts);
     await retryWhileUnreachable(() => withTransaction(pool, async (tx) => {
