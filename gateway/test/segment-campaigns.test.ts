@@ -113,3 +113,16 @@ test('a segment deleted mid fan-out ends it: the campaign completes with those a
   assert.deepEqual([done.totalSent, [...pushes.values()].every((count) => count === 1)], [Number(done.totalQueued), true]);
   assert.equal(pushes.size, Number(done.totalQueued));
 });
+
+test('a scheduled campaign whose segment was deleted does not start: back to draft, saying why', async () => {
+  const { workspace } = await seedAudience(harness, 1);
+  const segmentId = await createSegment(workspace, {});
+  const created = await createCampaign(workspace, { segmentId, scheduledAt: new Date(Date.now() + 1_500).toISOString() });
+  assert.equal(created.body.status, 'scheduled');
+  assert.equal((await api(workspace, `/segments/${segmentId}`, { method: 'DELETE' })).status, 204);
+  const refused = await eventually('back to draft', async () => (await api<Campaign>(workspace, `/campaigns/${created.body.id}`)).body, (campaign) => campaign.status === 'draft');
+  assert.deepEqual(
+    [refused.startError, refused.totalTargeted, refused.startedAt],
+    [`conflict: Campaign ${created.body.id} targets segment ${segmentId}, which no longer exists.`, 0, null],
+  );
+});
