@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
+import { ErrorResponse, Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
 import { ActionUrl, Body, BodyAs, HttpUrl, Name, PLACEHOLDERS, Title, TitleAs } from '../schemas/content.js';
 
 /** /campaigns: scheduled or on-demand sends to the site's audience (dashboard keys). docs/campaigns.md has the states. */
@@ -214,7 +214,7 @@ export const campaignRoutes =
           summary: 'Change a campaign: only the fields given; status moves it when the state machine allows',
           params: Params,
           body: PatchBody,
-          response: withErrors({ 200: CampaignRecord }),
+          response: withErrors({ 200: CampaignRecord, 409: ErrorResponse }),
         },
       },
       async (request) => {
@@ -262,7 +262,7 @@ export const campaignRoutes =
     for (const [action, operationId, summary] of moves) {
       app.post(
         `/campaigns/:campaignId/${action}`,
-        { config, schema: { tags, operationId, summary, params: Params, response: withErrors({ 200: CampaignRecord }) } },
+        { config, schema: { tags, operationId, summary, params: Params, response: withErrors({ 200: CampaignRecord, 409: ErrorResponse }) } },
         async (request) => toRecord((await clients.campaign[operationId](ref(request))).campaign),
       );
     }
