@@ -177,6 +177,42 @@ test('subscribers: list, count, get, patch, delete', async () => {
   await rejection(NotFoundError, client(audience.workspace.apiKey).getSubscriber(b.id));
 });
 
+test('templates and campaigns: create, page, change, send, pause/resume moves, stats, delete', async () => {
+  const local = await seedAudience(harness, 2);
+  const herald = client(local.workspace.apiKey);
+  const template = await herald.createTemplate({ name: 'Welcome', title: 'Hello {{name|friend}}', body: 'Thanks for joining' });
+  assert.deepEqual([template.name, template.title, template.actionUrl], ['Welcome', 'Hello {{name|friend}}', null]);
+  assert.equal((await herald.updateTemplate(template.id, { body: 'Welcome aboard' })).body, 'Welcome aboard');
+  assert.deepEqual((await herald.listTemplates({ limit: 1 })).data.map((item) => item.id), [template.id]);
+  assert.deepEqual(await herald.getTemplate(template.id), { ...template, body: 'Welcome aboard', updatedAt: (await herald.getTemplate(template.id)).updatedAt });
+
+  const fromTemplate = await herald.createCampaign({ name: 'Onboarding', templateId: template.id, variables: { name: 'Ada' } });
+  assert.deepEqual([fromTemplate.status, fromTemplate.title, fromTemplate.body, fromTemplate.templateId], ['draft', 'Hello Ada', 'Welcome aboard', template.id]);
+  const renamed = await herald.updateCampaign(fromTemplate.id, { name: 'Onboarding v2' });
+  assert.equal(renamed.name, 'Onboarding v2');
+  const sending = await herald.sendCampaign(fromTemplate.id);
+  assert.deepEqual([sending.status, sending.totalTargeted], ['sending', 2]);
+  const conflict = await rejection(ConflictError, herald.resumeCampaign(fromTemplate.id));
+  assert.deepEqual([conflict.status, conflict.code], [409, 'conflict']);
+  const stats = await eventually('the campaign sent', () => herald.getCampaignStats(fromTemplate.id), (read) => read.totalSent === 2);
+  assert.deepEqual(stats, { totalSent: 2, totalDelivered: 0, totalClicked: 0, totalFailed: 0, deliveryRate: 0, clickRate: 0 });
+
+  const scheduled = await herald.createCampaign({ name: 'Later', title: 'Soon', body: 'Tomorrow', scheduledAt: new Date(Date.now() + 86_400_000).toISOString() });
+  assert.equal(scheduled.status, 'scheduled');
+  const page = await herald.listCampaigns({ limit: 1 });
+  assert.deepEqual([page.data.map((item) => item.id), page.hasMore], [[scheduled.id], true]);
+  assert.equal((await herald.getCampaign(scheduled.id)).name, 'Later');
+  assert.equal(await herald.deleteCampaign(scheduled.id), undefined);
+  await rejection(NotFoundError, herald.getCampaign(scheduled.id));
+  assert.equal(await herald.deleteTemplate(template.id), undefined);
+  await rejection(NotFoundError, herald.getTemplate(template.id));
+  // Pause and resume answer the campaign in its new state.
+  const slow = await herald.createCampaign({ name: 'Slow', title: 't', body: 'b', throttlePerMinute: 1 });
+  await herald.sendCampaign(slow.id);
+  assert.equal((await herald.pauseCampaign(slow.id)).status, 'paused');
+  assert.equal((await herald.resumeCampaign(slow.id)).status, 'active');
+});
+
 const POLICY = `
 @id("read-anything")
 permit(principal, action, resource) when { resource.name == "read_file" };

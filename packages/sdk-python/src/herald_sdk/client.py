@@ -20,9 +20,15 @@ from .types import (
     AuthorizeRequest,
     AuthorizeThenDecideResult,
     BoundKey,
+    Campaign,
+    CampaignPage,
+    CampaignStats,
+    CampaignUpdate,
     Channels,
+    CreateCampaignRequest,
     CreatedKey,
     CreateKeyRequest,
+    CreateTemplateRequest,
     Decision,
     DecisionQuestion,
     DecisionRequest,
@@ -43,6 +49,9 @@ from .types import (
     SubscriberPage,
     SubscriberStatus,
     SubscriberUpdate,
+    Template,
+    TemplatePage,
+    TemplateUpdate,
     Verdict,
     WebhookSecret,
 )
@@ -196,6 +205,53 @@ class Herald:
 
     def delete_subscriber(self, subscriber_id: str, *, timeout: float | None = None) -> None:
         self.request("DELETE", f"/subscribers/{_segment(subscriber_id)}", timeout=timeout)
+
+    # ---- Campaigns ----
+
+    def list_campaigns(self, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> CampaignPage:
+        return cast(CampaignPage, self.request("GET", f"/campaigns{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
+
+    def create_campaign(self, campaign: CreateCampaignRequest, *, timeout: float | None = None) -> Campaign:
+        """A draft, or scheduled when ``scheduledAt`` is given; creating never sends (see ``send_campaign``)."""
+        return cast(Campaign, self.request("POST", "/campaigns", campaign, timeout=timeout))
+
+    def get_campaign(self, campaign_id: str, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("GET", f"/campaigns/{_segment(campaign_id)}", timeout=timeout))
+
+    def update_campaign(self, campaign_id: str, update: CampaignUpdate, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("PATCH", f"/campaigns/{_segment(campaign_id)}", update, timeout=timeout))
+
+    def delete_campaign(self, campaign_id: str, *, timeout: float | None = None) -> None:
+        self.request("DELETE", f"/campaigns/{_segment(campaign_id)}", timeout=timeout)
+
+    def send_campaign(self, campaign_id: str, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("POST", f"/campaigns/{_segment(campaign_id)}/send", timeout=timeout))
+
+    def pause_campaign(self, campaign_id: str, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("POST", f"/campaigns/{_segment(campaign_id)}/pause", timeout=timeout))
+
+    def resume_campaign(self, campaign_id: str, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("POST", f"/campaigns/{_segment(campaign_id)}/resume", timeout=timeout))
+
+    def get_campaign_stats(self, campaign_id: str, *, timeout: float | None = None) -> CampaignStats:
+        return cast(CampaignStats, self.request("GET", f"/campaigns/{_segment(campaign_id)}/stats", timeout=timeout))
+
+    # ---- Templates ----
+
+    def list_templates(self, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> TemplatePage:
+        return cast(TemplatePage, self.request("GET", f"/templates{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
+
+    def create_template(self, template: CreateTemplateRequest, *, timeout: float | None = None) -> Template:
+        return cast(Template, self.request("POST", "/templates", template, timeout=timeout))
+
+    def get_template(self, template_id: str, *, timeout: float | None = None) -> Template:
+        return cast(Template, self.request("GET", f"/templates/{_segment(template_id)}", timeout=timeout))
+
+    def update_template(self, template_id: str, update: TemplateUpdate, *, timeout: float | None = None) -> Template:
+        return cast(Template, self.request("PATCH", f"/templates/{_segment(template_id)}", update, timeout=timeout))
+
+    def delete_template(self, template_id: str, *, timeout: float | None = None) -> None:
+        self.request("DELETE", f"/templates/{_segment(template_id)}", timeout=timeout)
 
     # ---- Policy ----
 

@@ -214,6 +214,117 @@ class SubscriberUpdate(TypedDict, total=False):
     customData: dict[str, Any]
 
 
+# ---- Campaigns and templates ----
+
+CampaignStatus = Literal["draft", "scheduled", "sending", "active", "paused", "completed"]
+
+
+class Campaign(TypedDict):
+    id: str
+    name: str
+    status: CampaignStatus
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+    scheduledAt: str | None
+    segmentId: str | None
+    templateId: str | None
+    throttlePerMinute: int | None
+    totalTargeted: int
+    totalSent: int
+    totalDelivered: int
+    totalClicked: int
+    totalFailed: int
+    totalQueued: int
+    startError: str | None
+    createdAt: str
+    updatedAt: str
+    startedAt: str | None
+    completedAt: str | None
+
+
+class CampaignPage(TypedDict):
+    data: list[Campaign]
+    hasMore: bool
+    nextCursor: str | None
+
+
+class CreateCampaignRequest(TypedDict, total=False):
+    name: Required[str]
+    #: title and body are required without templateId.
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+    #: ISO 8601: the campaign is scheduled and starts then by itself.
+    scheduledAt: str | None
+    templateId: str
+    #: Values for the template's {{placeholders}}.
+    variables: dict[str, str]
+    throttlePerMinute: int | None
+
+
+class CampaignUpdate(TypedDict, total=False):
+    name: str
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+    scheduledAt: str | None
+    status: Literal["draft", "scheduled", "sending", "active", "paused"]
+    throttlePerMinute: int | None
+
+
+class CampaignStats(TypedDict):
+    totalSent: int
+    totalDelivered: int
+    totalClicked: int
+    totalFailed: int
+    #: Percent.
+    deliveryRate: float
+    clickRate: float
+
+
+class Template(TypedDict):
+    id: str
+    name: str
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+    createdAt: str
+    updatedAt: str
+
+
+class TemplatePage(TypedDict):
+    data: list[Template]
+    hasMore: bool
+    nextCursor: str | None
+
+
+class CreateTemplateRequest(TypedDict, total=False):
+    name: Required[str]
+    title: Required[str]
+    body: Required[str]
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+
+
+class TemplateUpdate(TypedDict, total=False):
+    name: str
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+
+
 # ---- Policy ----
 
 
