@@ -466,10 +466,8 @@ const likeLiteral = (value: string): string => value.replace(/[\\%_]/g, (char) =
  * text_pattern_ops) index.
  */
 function deviceMatch(column: 'browser' | 'os', names: string[], bind: (value: unknown) => string): string {
-  const alternatives = names.map((name) => {
-    const lower = name.toLowerCase();
-    return `lower(${column}) = ${bind(lower)} OR lower(${column}) LIKE ${bind(`${likeLiteral(lower)} %`)}`;
-  });
+  // Both sides folded by PostgreSQL's lower(), so they fold alike whatever the characters.
+  const alternatives = names.map((name) => `lower(${column}) = lower(${bind(name)}) OR lower(${column}) LIKE lower(${bind(`${likeLiteral(name)} %`)})`);
   return `(${alternatives.join(' OR ')})`;
 }
 
