@@ -39,6 +39,18 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'webhooks',
     ],
   },
+  {
+    name: 'Agent frameworks',
+    pages: [
+      'agents-vercel-ai-sdk',
+      'agents-mastra',
+      'agents-langgraph-js',
+      'agents-openai-agents-js',
+      'agents-langgraph-python',
+      'agents-crewai',
+      'agents-openai-agents-python',
+    ],
+  },
 ];
 
 const MARKDOWN = 'text/markdown; charset=utf-8';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { call, createKey, createWorkspace, eventually, freePort, seedAudience, startSendingHarness, type Audience, type SendingHarness } from '@herald/testkit';
+import { call, createKey, createWorkspace, eventually, freePort, pendingQuestionId, seedAudience, startSendingHarness, type Audience, type SendingHarness } from '@herald/testkit';
 
 import {
   AuthenticationError,
@@ -16,7 +16,7 @@ import {
   ValidationError,
   type AskRecord,
 } from '../src/index.js';
-import { pendingQuestionId, startCountingProxy } from './support.js';
+import { startCountingProxy } from './support.js';
 
 // The JavaScript SDK against the running system: gateway, account, audience, campaign, delivery
 // (to a strict local push service), policy and decision services. Questions live 8 s here, so a

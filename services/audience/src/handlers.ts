@@ -211,17 +211,24 @@ export function audienceHandlers(pool: Pool, logger: Logger) {
 
       // One page query per batch, each awaited by the transport before the next: memory stays
       // flat however many subscribers match, and no connection is held while the client reads.
-      async *streamTargets({ workspaceId, targeting, batchSize, after }) {
+      async *streamTargets({ workspaceId, targeting, batchSize, after, withProfile }) {
         const size = batchSize <= 0 ? DEFAULT_BATCH : Math.min(batchSize, MAX_BATCH);
         const filter = await targetingOf(pool, workspaceId, targeting);
         let cursor = after;
         for (;;) {
-          const page = await store.targetPage(pool, workspaceId, filter, cursor, size);
+          const page = await store.targetPage(pool, workspaceId, filter, cursor, size, withProfile);
           const last = page.at(-1);
           if (!last) return;
           cursor = last.subscriber_id;
           yield {
-            targets: page.map((row) => ({ subscriberId: row.subscriber_id, endpoint: row.endpoint, p256dh: row.p256dh, auth: row.auth })),
+            targets: page.map((row) => ({
+              subscriberId: row.subscriber_id,
+              endpoint: row.endpoint,
+              p256dh: row.p256dh,
+              auth: row.auth,
+              externalId: row.external_id ?? '',
+              customDataJson: row.custom_data ?? '',
+            })),
             cursor,
           };
           if (page.length < size) return;

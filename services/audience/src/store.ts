@@ -370,15 +370,20 @@ export interface TargetRow {
   endpoint: string;
   p256dh: string;
   auth: string;
+  /** With the profile only. */
+  external_id?: string | null;
+  /** customData as JSON text, with the profile only. */
+  custom_data?: string;
 }
 
-/** One keyset page of targets: ids greater than `after`, ascending. */
-export async function targetPage(db: Queryable, workspaceId: string, targeting: Targeting, after: string, limit: number): Promise<TargetRow[]> {
+/** One keyset page of targets: ids greater than `after`, ascending; with their profile when asked. */
+export async function targetPage(db: Queryable, workspaceId: string, targeting: Targeting, after: string, limit: number, withProfile = false): Promise<TargetRow[]> {
   const params: unknown[] = [];
   const where = targetingWhere(workspaceId, targeting, params);
   params.push(after, limit);
+  const profile = withProfile ? ', external_id, custom_data::text AS custom_data' : '';
   const { rows } = await db.query<TargetRow>(
-    `SELECT id AS subscriber_id, endpoint, p256dh, auth FROM subscribers
+    `SELECT id AS subscriber_id, endpoint, p256dh, auth${profile} FROM subscribers
       WHERE ${where} AND id > $${params.length - 1} ORDER BY id LIMIT $${params.length}`,
     params,
   );

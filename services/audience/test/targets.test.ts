@@ -62,7 +62,7 @@ const targeting = (partial: Partial<Targeting>): Targeting => ({ subscriberIds: 
 
 async function stream(request: Partial<StreamTargetsRequest>): Promise<StreamTargetsResponse[]> {
   const batches: StreamTargetsResponse[] = [];
-  for await (const batch of client.streamTargets({ workspaceId, targeting: undefined, batchSize: 0, after: '', ...request })) batches.push(batch);
+  for await (const batch of client.streamTargets({ workspaceId, targeting: undefined, batchSize: 0, after: '', withProfile: false, ...request })) batches.push(batch);
   return batches;
 }
 
@@ -94,8 +94,17 @@ test('no targeting streams every active subscriber exactly once, in batches of 5
     endpoint: `https://push.example/${workspaceId}/${first.n}`,
     p256dh: `p256dh-${first.n}`,
     auth: `auth-${first.n}`,
+    // Without withProfile the profile is not read.
+    externalId: '',
+    customDataJson: '',
   });
   assert.deepEqual(await client.countTargets({ workspaceId, targeting: undefined }), { count: '2250' });
+  // withProfile: each target also carries its external id and custom data (per-subscriber placeholders).
+  await db.query(`UPDATE audience.subscribers SET custom_data = '{"firstName": "Ada"}' WHERE id = $1`, [first.id]);
+  const [profiled] = await stream({ targeting: targeting({ subscriberIds: [first.id] }), withProfile: true });
+  assert.deepEqual(profiled?.targets.map(({ externalId, customDataJson }) => ({ externalId, customData: JSON.parse(customDataJson) as unknown })), [
+    { externalId: first.externalId, customData: { firstName: 'Ada' } },
+  ]);
 });
 
 test('targeting: tags need every tag, ids are alternatives, kinds combine with AND', async () => {
@@ -162,7 +171,7 @@ test('batch_size is honoured up to 1,000, and a stream resumes after a cursor', 
   );
   // Read one batch of 700, stop (cancelling the call), then resume after its cursor.
   let firstBatch: StreamTargetsResponse | undefined;
-  for await (const batch of client.streamTargets({ workspaceId, targeting: undefined, batchSize: 700, after: '' })) {
+  for await (const batch of client.streamTargets({ workspaceId, targeting: undefined, batchSize: 700, after: '', withProfile: false })) {
     firstBatch = batch;
     break;
   }

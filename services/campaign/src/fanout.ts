@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 
 import { topics, type Bus, type IncomingMessage, type OutgoingMessage } from '@herald/bus';
 import type { Pool } from '@herald/db';
+import { hasSubscriberPlaceholders } from '@herald/domain';
 import type { PromiseClient } from '@herald/grpc';
 import { HeraldError } from '@herald/errors';
 import type { Logger } from '@herald/logging';
@@ -79,6 +80,8 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
     const started = Date.now();
     const step = notification.throttle_per_minute ? throttleStep(notification.throttle_per_minute, batchSize) : undefined;
     const payload = notificationPayload(queued.notificationId, queued.content);
+    // Per-subscriber placeholders: the targets come with their profiles and the fleet fills them.
+    const personalized = hasSubscriberPlaceholders(queued.content.title, queued.content.body, queued.content.url);
     const topic = pushTopic(queued.notificationId);
     let sequence = notification.fanout_batches;
     const targeting = queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' };
@@ -87,6 +90,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
       targeting,
       batchSize: Math.min(batchSize, step?.recipients ?? batchSize),
       after: notification.fanout_cursor,
+      withProfile: personalized,
     });
     const targets = endingWhenSegmentGone(stream, targeting.segmentId, () =>
       logger.warn({ notificationId: queued.notificationId, segmentId: targeting.segmentId }, 'fan-out ends early: its segment was deleted'),
@@ -120,6 +124,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
         urgency: 'normal',
         topic,
         targets: batch.targets,
+        personalized,
       }).finish();
       pending.push({ topic: topics.deliveryJobs.name, key: jobId, value: Buffer.from(job) });
       pendingRecipients += batch.targets.length;
