@@ -30,6 +30,7 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'notifications',
       'campaigns',
       'templates',
+      'segments',
       'engagement',
       'policy',
       'keys-and-enrollment',

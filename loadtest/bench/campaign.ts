@@ -34,7 +34,7 @@ import { generateKeyPool, subscriptionFromPool, writeKeyPoolFile, type KeyPoolEn
 import { admin, call, connectDatabase, createKafkaNamespace, eventually, freePort, SERVER_API, type TestWorkspace } from '@herald/testkit';
 
 import { atCleanup, elapsedSeconds, infraEnv, intEnv, log, runBench } from './lib/bench.js';
-import { copyFrom } from './lib/copy.js';
+import { seedSubscribers, type Seeding } from './lib/copy.js';
 import { backgroundLoad, startProcess, type BenchProcess } from './lib/processes.js';
 import { summarizeProfileDir, type ProfiledProcess } from './lib/profile.js';
 import { startHerald, type Herald } from './lib/stack.js';
@@ -161,31 +161,11 @@ async function* subscriberRows(workspace: TestWorkspace, origin: string, pool: r
   if (chunk) yield chunk;
 }
 
-interface Seeding {
-  copyMs: number;
-  vacuumMs: number;
-  rows: number;
-}
-
 async function seedAudience(db: Db, workspace: TestWorkspace, origin: string, pool: readonly KeyPoolEntry[]): Promise<Seeding> {
   // Ids look like Herald's (sub_ + 16 lowercase characters), unique to this run.
   const idPrefix = `sub_${randomBytes(5).toString('hex')}`;
-  log(`seeding ${count(settings.subscribers)} subscribers with COPY`);
-  const started = performance.now();
-  const rows = await copyFrom(
-    db,
-    'COPY audience.subscribers (id, workspace_id, site_id, status, endpoint, p256dh, auth, created_at) FROM STDIN',
-    subscriberRows(workspace, origin, pool, idPrefix),
-  );
-  const copyMs = performance.now() - started;
-  if (rows !== settings.subscribers) throw new Error(`COPY reported ${rows} rows, expected ${settings.subscribers}`);
-  log(`COPY ${count(rows)} rows in ${seconds(copyMs)}; VACUUM ANALYZE audience.subscribers`);
-  const vacuumStarted = performance.now();
-  // VACUUM too, so the visibility map lets the send's count use an index-only scan.
-  await db.query('VACUUM (ANALYZE) audience.subscribers');
-  const vacuumMs = performance.now() - vacuumStarted;
-  log(`VACUUM ANALYZE in ${seconds(vacuumMs)}`);
-  return { copyMs, vacuumMs, rows };
+  const columns = ['id', 'workspace_id', 'site_id', 'status', 'endpoint', 'p256dh', 'auth', 'created_at'];
+  return seedSubscribers(db, columns, subscriberRows(workspace, origin, pool, idPrefix), settings.subscribers);
 }
 
 const DELIVERY_TABLES = ['delivery.deliveries', 'delivery.retries'];

@@ -1,11 +1,10 @@
-import type { Pool } from '@herald/db';
+import { pageRequest, type Pool } from '@herald/db';
 import { PLACEHOLDER, randomId, SUBSCRIBER_PREFIX, subscriberFieldProblem } from '@herald/domain';
 import { HeraldError, invalidFields, type FieldProblem } from '@herald/errors';
 import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import { TemplateServiceService, type Template } from '@herald/proto/herald/campaign/v1/templates';
 
-import { pageRequest } from './pages.js';
 import * as store from './store.js';
 
 /** /templates: reusable content with {{placeholders}}, newest-first pages of a workspace's own. */
