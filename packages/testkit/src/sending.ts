@@ -94,6 +94,16 @@ export async function seedAudience(
   return { workspace, vapidPublicKey, subscribers };
 }
 
+/** Pushes of one notification (a campaign's id) the strict peer accepted, counted per endpoint. */
+export function pushesOf(peer: PushPeer, notificationId: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const message of peer.received()) {
+    if ((JSON.parse(message.plaintext.toString()) as { notificationId: string }).notificationId !== notificationId) continue;
+    counts.set(message.endpoint, (counts.get(message.endpoint) ?? 0) + 1);
+  }
+  return counts;
+}
+
 export async function eventually<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -1,4 +1,4 @@
-import { ENGAGEMENT_TOKEN_FIELD_BYTES } from '@herald/domain';
+import { atLongest, ENGAGEMENT_TOKEN_FIELD_BYTES } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campaign';
 import { MAX_PAYLOAD_BYTES } from '@herald/webpush';
@@ -24,10 +24,13 @@ export function notificationPayload(notificationId: string, content: Notificatio
 
 /**
  * Refuses, before anything is stored, a notification too large for one encrypted push message
- * once the fleet has added the recipient's engagement token (counted at its longest).
+ * once the fleet has filled it for a recipient and added its engagement token (both counted at
+ * their longest).
  */
 export function assertFits(notificationId: string, content: NotificationContent): void {
-  const payloadBytes = notificationPayload(notificationId, content).length + ENGAGEMENT_TOKEN_FIELD_BYTES;
+  // Per-subscriber placeholders counted as filled with values of full length.
+  const longest = { ...content, title: atLongest(content.title), body: atLongest(content.body), url: atLongest(content.url) };
+  const payloadBytes = notificationPayload(notificationId, longest).length + ENGAGEMENT_TOKEN_FIELD_BYTES;
   if (payloadBytes > MAX_PAYLOAD_BYTES) {
     throw new HeraldError(
       'invalid_request',

@@ -48,6 +48,8 @@ export function startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts,
       p256dh: row.p256dh,
       auth: row.auth,
       attemptsBefore: row.attempts,
+      // Each row keeps the payload its recipient was first sent (personalized or not).
+      payload: row.payload,
     }));
     const attempts = await Promise.all(
       recipients.map((recipient) => sender.attempt({ ...push, ...recipient }, vapid)),
