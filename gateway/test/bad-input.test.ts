@@ -244,6 +244,7 @@ test("another tenant's id in any path parameter is a 404, for every operation, a
     notificationId: await made(as(owner, 'POST', '/send', { title: 'Mine', body: 'Only mine' }), 'campaignId'),
     campaignId: await made(as(owner, 'POST', '/campaigns', { name: 'Mine', title: 'Mine', body: 'Only mine' }), 'id'),
     templateId: await made(as(owner, 'POST', '/templates', { name: 'Mine', title: 'Mine', body: 'Only mine' }), 'id'),
+    segmentId: await made(as(owner, 'POST', '/segments', { name: 'Mine', filter: { tags: { all: ['vip'] } } }), 'id'),
     correlationId: await made(as(owner, 'POST', '/ask', { question: 'Mine?', wait: false }), 'correlationId'),
     decisionId: await made(as(owner, 'POST', '/decisions', { question: 'Mine?' }), 'decisionId'),
     keyId: (await createKey(ownerPartner.workspaceId, 'bound', '--external-id', 'user-1')).keyId,
@@ -253,13 +254,16 @@ test("another tenant's id in any path parameter is a 404, for every operation, a
     'PATCH /subscribers/{subscriberId}': { tags: ['stolen'] },
     'PATCH /campaigns/{campaignId}': { name: 'Stolen' },
     'PATCH /templates/{templateId}': { name: 'Stolen' },
+    'PATCH /segments/{segmentId}': { name: 'Stolen' },
     'POST /decisions/{decisionId}': { answer: 'yes' },
   };
   const document = (await call<{ paths: Record<string, Record<string, unknown>> }>(stack.gatewayUrl, '/openapi.json')).body;
   const operations = Object.entries(document.paths).flatMap(([path, item]) =>
     path.startsWith(SERVER_API) && path.includes('{') ? Object.keys(item).filter((method) => ['get', 'post', 'patch', 'delete'].includes(method)).map((method) => [method.toUpperCase(), path.slice(SERVER_API.length)] as const) : [],
   );
-  assert.equal(operations.length, 21, JSON.stringify(operations));
+  // A resource added later fails here by name until this test makes one to point at.
+  const parameters = new Set(operations.flatMap(([, path]) => [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1])));
+  assert.deepEqual([...parameters].sort(), Object.keys(ids).sort());
   const before = await Promise.all(operations.filter(([method]) => method === 'GET').map(async ([, path]) => [path, await as(owner, 'GET', path.replace(/\{(\w+)\}/g, (_match, name: string) => ids[name] ?? name))] as const));
   for (const [method, template] of operations) {
     const path = template.replace(/\{(\w+)\}/g, (_match, name: string) => {
