@@ -3,6 +3,8 @@
 #   helm, kubeconform   `go install` from the Go module proxy into .local/bin
 #   Kubernetes schemas  the JSON schemas inside the kubernetes-validate wheel (PyPI), for kubeconform
 #   schemathesis        the OpenAPI fuzzer (PyPI), in a venv at .local/venv, for the gateway's schemathesis test
+#   agent frameworks    LangGraph, the OpenAI Agents SDK, CrewAI (PyPI), a venv each at .local/venv-agents/<name>,
+#                       for packages/agents-python's tests (its scripts/ensure-venv.sh; pins in its requirements/)
 # Idempotent: what is already there at its pinned version is skipped. Prints what it does.
 #
 #   deploy/tools.sh          ensure everything
@@ -126,6 +128,16 @@ ensure_schemathesis() {
   echo "$SCHEMATHESIS" >"$stamp"
 }
 
+# Made here rather than inside the test, so a test's time limit never covers the installs.
+ensure_agent_venvs() {
+  local framework
+  python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null || ensure_packages python3-venv
+  for framework in langgraph openai_agents crewai; do
+    bash "$REPO_ROOT/packages/agents-python/scripts/ensure-venv.sh" "$framework" >/dev/null || die "the $framework venv could not be made"
+  done
+  log "agent frameworks: venvs ready in $LOCAL_DIR/venv-agents"
+}
+
 cmd_env() {
   local dir
   dir=$(schema_dir)
@@ -141,6 +153,7 @@ case "${1:-up}" in
     go_tool kubeconform "$KUBECONFORM_MODULE"
     ensure_schemas
     ensure_schemathesis
+    ensure_agent_venvs
     log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, schemas in $(schema_dir), $LOCAL_DIR/venv/bin/schemathesis"
     ;;
   env) cmd_env ;;

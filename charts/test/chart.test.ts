@@ -73,6 +73,22 @@ interface Deployment extends K8sObject {
     };
   };
 }
+interface Job extends K8sObject {
+  spec: {
+    backoffLimit: number;
+    activeDeadlineSeconds: number;
+    template: {
+      metadata: Metadata;
+      spec: {
+        restartPolicy: string;
+        automountServiceAccountToken: boolean;
+        securityContext: Record<string, unknown>;
+        imagePullSecrets?: { name: string }[];
+        containers: Array<Pick<Container, 'name' | 'image' | 'args' | 'resources' | 'securityContext'> & { env: Array<{ name: string; value?: string; valueFrom?: unknown }> }>;
+      };
+    };
+  };
+}
 interface ConfigMap extends K8sObject {
   data: Record<string, string>;
 }
@@ -229,6 +245,7 @@ describe('the default values', () => {
     assert.deepEqual(names('HorizontalPodAutoscaler'), ['herald-delivery', 'herald-gateway']);
     assert.deepEqual(names('ServiceAccount'), ['herald']);
     assert.deepEqual(names('Secret'), [], 'credentials come from an existing Secret, never from the chart');
+    assert.deepEqual(names('Job'), [], 'the load test is off unless loadTest.enabled');
   });
 
   test('every pod runs non-root with a read-only root filesystem, no capabilities and seccomp RuntimeDefault', () => {
@@ -320,6 +337,7 @@ describe('the default values', () => {
       RATE_LIMIT_WINDOW_MS: '60000',
       BODY_LIMIT_BYTES: '1048576',
       REQUEST_TIMEOUT_MS: '70000',
+      HEADERS_TIMEOUT_MS: '10000',
       ALLOW_LOCALHOST_SITES: 'false',
       ALLOW_ANY_PUSH_SERVICE: 'false',
       IP_RATE_LIMIT_PER_MINUTE: '100',
@@ -536,6 +554,82 @@ describe('ci/production-values.yaml', () => {
   });
 });
 
+describe('loadTest.enabled: a helm test Job per journey', () => {
+  let objects: K8sObject[];
+  const JOURNEYS = ['identity', 'authorize', 'approval', 'mcp'];
+  before(async () => {
+    const rendered = await render('--values', productionValues, '--set', 'loadTest.enabled=true');
+    objects = rendered.objects;
+    // The production objects, one Job per default journey and the test pods' NetworkPolicy.
+    await assertValidKubernetes(rendered.yaml, 1 + 5 * COMPONENTS.length + 2 + JOURNEYS.length + 1);
+  });
+
+  test("each Job runs its journey's smoke form against the gateway Service, in turn, as a test hook", () => {
+    const jobs = all<Job>(objects, 'Job');
+    assert.deepEqual(
+      jobs.map((job) => job.metadata.name),
+      JOURNEYS.map((journey) => `herald-load-${journey}`),
+    );
+    for (const [index, job] of jobs.entries()) {
+      const journey = JOURNEYS[index] as string;
+      assert.deepEqual(job.metadata.annotations, { 'helm.sh/hook': 'test', 'helm.sh/hook-weight': String(index), 'helm.sh/hook-delete-policy': 'before-hook-creation' });
+      assert.deepEqual(job.metadata.labels['app.kubernetes.io/component'], 'load-test');
+      assert.deepEqual([job.spec.backoffLimit, job.spec.activeDeadlineSeconds, job.spec.template.spec.restartPolicy], [0, 300, 'Never']);
+      const pod = job.spec.template.spec;
+      assert.equal(pod.automountServiceAccountToken, false);
+      assert.deepEqual(pod.imagePullSecrets, [{ name: 'registry-credentials' }]);
+      assert.deepEqual(pod.securityContext, one<Deployment>(objects, 'Deployment', 'herald-gateway').spec.template.spec.securityContext);
+      const [load, ...others] = pod.containers;
+      assert.equal(others.length, 0);
+      assert.deepEqual(
+        { name: load?.name, image: load?.image, args: load?.args, env: load?.env },
+        {
+          name: 'load',
+          image: 'registry.example.com/herald:1.4.2',
+          args: ['loadtest/dist/run.js', journey, '--smoke', '--remote'],
+          env: [
+            { name: 'HERALD_URL', value: 'http://herald-gateway:8080' },
+            { name: 'LOAD_SUMMARY_DIR', value: '/tmp/load' },
+            { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'herald-production', key: 'DATABASE_URL' } } },
+          ],
+        },
+      );
+      assert.deepEqual(load?.securityContext, container(objects, 'gateway').securityContext);
+      assert.deepEqual(load?.resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } });
+    }
+  });
+
+  test('the test pods reach only DNS, the gateway and PostgreSQL; the gateway lets them in beside gatewayFrom', () => {
+    const policy = one<NetworkPolicy>(objects, 'NetworkPolicy', 'herald-load-test');
+    assert.equal(policy.metadata.annotations?.['helm.sh/hook'], 'test');
+    assert.deepEqual(policy.spec.podSelector.matchLabels, selects('load-test'));
+    assert.deepEqual(policy.spec.ingress, []);
+    assert.deepEqual(policy.spec.egress.slice(1), [
+      { to: [fromComponent('gateway')], ports: tcp(8080) },
+      { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.20.0.0/24' } }] },
+    ]);
+    assert.deepEqual(one<NetworkPolicy>(objects, 'NetworkPolicy', 'herald-gateway').spec.ingress, [
+      { ports: tcp(8080), from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
+      { from: [fromComponent('load-test')], ports: tcp(8080) },
+    ]);
+  });
+
+  test('with the default values (gatewayFrom empty: anyone) the gateway needs no extra rule; engagement also gets the token secret', async () => {
+    const { yaml, objects: rendered } = await render('--set', 'loadTest.enabled=true', '--set', 'loadTest.journeys={send,engagement}', '--set', 'loadTest.activeDeadlineSeconds=60');
+    await assertValidKubernetes(yaml, 1 + 5 * COMPONENTS.length + 2 + 2 + 1);
+    assert.deepEqual(one<NetworkPolicy>(rendered, 'NetworkPolicy', 'herald-gateway').spec.ingress, [{ ports: tcp(8080) }]);
+    const secrets = (job: Job) => job.spec.template.spec.containers[0]?.env.filter((variable) => variable.valueFrom !== undefined).map((variable) => variable.name);
+    assert.deepEqual(
+      all<Job>(rendered, 'Job').map((job) => [job.metadata.name, job.spec.activeDeadlineSeconds, job.spec.template.spec.containers[0]?.args[1], secrets(job)]),
+      [
+        ['herald-load-send', 60, 'send', ['DATABASE_URL']],
+        // It signs report tokens as the delivery fleet does.
+        ['herald-load-engagement', 60, 'engagement', ['DATABASE_URL', 'ENGAGEMENT_TOKEN_SECRET']],
+      ],
+    );
+  });
+});
+
 test('a false or 0 in a component overrides the default; a null variable is unset', async () => {
   const { yaml, objects } = await render(
     '--set',
@@ -586,6 +680,9 @@ describe('values.schema.json refuses bad values', () => {
       ['components.journeys.replicas=1', "- at '/components/journeys': missing property 'port'"],
       ['components.delivery.uses={postgres,mysql}', "- at '/components/delivery/uses/1': value must be one of 'postgres', 'redis', 'kafka', 'internet'"],
       ['existingSecret=', "- at '/existingSecret': minLength: got 0, want 1"],
+      ['loadTest.journeys={identity,checkout}', "- at '/loadTest/journeys/1': value must be one of 'identity', 'subscribe', 'send', 'campaign', 'engagement', 'approval', 'authorize', 'mcp'"],
+      ['loadTest.journeys={mcp,mcp}', "- at '/loadTest/journeys': items at 0 and 1 are equal"],
+      ['loadTest.activeDeadlineSeconds=5', "- at '/loadTest/activeDeadlineSeconds': minimum: got 5, want 30"],
     ] as const) {
       const result = await run(helm, ['template', 'herald', chart, '--set', setting]);
       assert.equal(result.code, 1, setting);

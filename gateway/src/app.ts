@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 import type { Bus } from '@herald/bus';
+import { HeraldError } from '@herald/errors';
 import type { Logger } from '@herald/logging';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
@@ -44,6 +45,9 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,
+    // Node checks these time-outs only every connectionsCheckingInterval (30 s by default), so a
+    // client trickling header lines would hold its socket that long past HEADERS_TIMEOUT_MS.
+    http: { headersTimeout: Math.min(config.headersTimeoutMs, config.requestTimeoutMs), connectionsCheckingInterval: 1_000 },
     genReqId: (request) => {
       const supplied = request.headers['x-request-id'];
       return typeof supplied === 'string' && /^[\w.-]{1,128}$/.test(supplied) ? supplied : randomUUID();
@@ -66,6 +70,21 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
 
   // JSON only: a text/plain body is refused instead of arriving as a string.
   app.removeContentTypeParser('text/plain');
+  // JSON bodies must be valid UTF-8: the default parser decodes leniently, so invalid bytes would
+  // be stored as U+FFFD instead of refused. Parsing itself stays fastify's (proto poisoning refused).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    let text: string;
+    try {
+      text = strictUtf8.decode(body as Buffer);
+    } catch {
+      done(new HeraldError('invalid_request', 'The body is not valid UTF-8.', { title: 'Invalid JSON' }), undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
 
   installErrorHandling(app, {
     documentationBase,

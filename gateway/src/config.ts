@@ -69,6 +69,8 @@ export function readConfig(env: Env) {
     ...pieces.namespace(env),
     bodyLimitBytes: env.integer('BODY_LIMIT_BYTES', 1_048_576, { min: 1_024, max: 16_777_216 }),
     requestTimeoutMs: env.integer('REQUEST_TIMEOUT_MS', 70_000, { min: 1_000, max: 600_000 }),
+    /** A client must have sent its request line and headers within this (slow-loris clients are cut off). */
+    headersTimeoutMs: env.integer('HEADERS_TIMEOUT_MS', 10_000, { min: 1_000, max: 60_000 }),
   };
 }
 

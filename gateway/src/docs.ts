@@ -18,8 +18,7 @@ const DOCS_DIR = new URL('../../../docs/', import.meta.url);
 
 /** Where each page is listed in llms.txt and the navigation; a page not named here goes last. */
 const SECTIONS: Array<{ name: string; pages: string[] }> = [
-  { name: 'Guides', pages: ['quick-start', 'authentication', 'approval-flow', 'mcp'] },
-  { name: 'Agent frameworks', pages: ['agents-vercel-ai-sdk', 'agents-mastra', 'agents-langgraph-js', 'agents-openai-agents-js'] },
+  { name: 'Guides', pages: ['quick-start', 'authentication', 'approval-flow', 'mcp', 'load-testing'] },
   {
     name: 'Reference',
     pages: [
@@ -31,6 +30,7 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'notifications',
       'campaigns',
       'templates',
+      'segments',
       'flows',
       'engagement',
       'policy',
@@ -38,6 +38,18 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'ask',
       'decisions',
       'webhooks',
+    ],
+  },
+  {
+    name: 'Agent frameworks',
+    pages: [
+      'agents-vercel-ai-sdk',
+      'agents-mastra',
+      'agents-langgraph-js',
+      'agents-openai-agents-js',
+      'agents-langgraph-python',
+      'agents-crewai',
+      'agents-openai-agents-python',
     ],
   },
 ];

@@ -7,6 +7,7 @@ import {
   createKey,
   errorBody,
   eventually,
+  pushesOf as peerPushesOf,
   seedAudience,
   SERVER_API,
   startSendingHarness,
@@ -65,14 +66,7 @@ const settled = (workspace: TestWorkspace, id: string, timeoutMs = 20_000) =>
   eventually(`campaign ${id} completed`, () => read(workspace, id), (campaign) => campaign.status === 'completed', timeoutMs);
 
 /** Pushes of this campaign the strict peer accepted, by endpoint. */
-function pushesOf(campaignId: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const message of harness.peer.received()) {
-    if ((JSON.parse(message.plaintext.toString()) as { notificationId: string }).notificationId !== campaignId) continue;
-    counts.set(message.endpoint, (counts.get(message.endpoint) ?? 0) + 1);
-  }
-  return counts;
-}
+const pushesOf = (campaignId: string): Map<string, number> => peerPushesOf(harness.peer, campaignId);
 const pushCount = (campaignId: string): number => [...pushesOf(campaignId).values()].reduce((sum, count) => sum + count, 0);
 
 /** Every subscriber of the audience got the campaign exactly once. */

@@ -156,7 +156,7 @@ export const TOOLS: readonly HeraldTool[] = [
     name: 'create_campaign',
     title: 'Create a campaign',
     description:
-      "Create a push campaign to the site's browser subscribers (every active subscriber): content given here or copied from a template (templateId, with variables for its {{placeholders}}). " +
+      "Create a push campaign to the site's browser subscribers (every active subscriber, or a saved segment's with segmentId): content given here or copied from a template (templateId, with variables for its {{placeholders}}). " +
       'It is a draft, or scheduled when scheduledAt (ISO 8601) is given; with sendNow: true it is started at once. ' +
       'Returns the campaign {id, status, totalTargeted, ...}. Read its figures later with get_campaign_stats.',
     scope: 'campaigns',

@@ -15,6 +15,7 @@ const Status = Type.Union(
 );
 const ThrottlePerMinute = Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'At most this many recipients queued per minute' });
 const ScheduledAt = Type.String({ format: 'date-time', description: 'ISO 8601; the campaign starts then by itself' });
+const SegmentId = Type.String({ minLength: 1, maxLength: 64, description: 'A segment of the workspace (/segments); null: every active subscriber' });
 
 const CampaignRecord = Type.Object({
   id: Type.String(),
@@ -68,6 +69,7 @@ export const CreateCampaignBody = Type.Object(
     templateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Copy the content of this template (fields given here override it)' })),
     variables: Type.Optional(Variables),
     throttlePerMinute: Type.Optional(Nullable(ThrottlePerMinute)),
+    segmentId: Type.Optional(Nullable(SegmentId)),
   },
   { additionalProperties: false },
 );
@@ -88,6 +90,7 @@ const PatchBody = Type.Object(
       ),
     ),
     throttlePerMinute: Type.Optional(Nullable(ThrottlePerMinute)),
+    segmentId: Type.Optional(Nullable(SegmentId)),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -106,7 +109,7 @@ function toRecord(campaign: Campaign | undefined) {
     imageUrl: orNull(campaign.imageUrl),
     actionUrl: orNull(campaign.actionUrl),
     scheduledAt: orNull(campaign.scheduledAt),
-    segmentId: null,
+    segmentId: orNull(campaign.segmentId),
     templateId: orNull(campaign.templateId),
     throttlePerMinute: Number(campaign.throttlePerMinute) || null,
     totalTargeted: Number(campaign.totalTargeted),
@@ -189,6 +192,7 @@ export const campaignRoutes =
           variables: body.variables ?? {},
           scheduledAt: body.scheduledAt ?? '',
           throttlePerMinute: String(body.throttlePerMinute ?? 0),
+          segmentId: body.segmentId ?? '',
         });
         return reply.code(201).send(toRecord(campaign));
       },
@@ -226,6 +230,7 @@ export const campaignRoutes =
           ...given('scheduledAt', body.scheduledAt, ''),
           ...given('status', body.status, ''),
           ...given('throttlePerMinute', body.throttlePerMinute === undefined ? undefined : String(body.throttlePerMinute ?? 0), '0'),
+          ...given('segmentId', body.segmentId, ''),
         });
         return toRecord(campaign);
       },

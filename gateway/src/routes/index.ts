@@ -19,6 +19,7 @@ import { keyRoutes } from './keys.js';
 import { notificationRoutes } from './notifications.js';
 import { policyRoutes } from './policy.js';
 import { publicRoutes } from './public.js';
+import { segmentRoutes } from './segments.js';
 import { subscriberRoutes } from './subscribers.js';
 import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
@@ -37,6 +38,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   const pages = { clients, config, limiter };
   await app.register(accountRoutes(clients), { prefix: API_PREFIX });
   await app.register(subscriberRoutes(clients), { prefix: API_PREFIX });
+  await app.register(segmentRoutes(clients), { prefix: API_PREFIX });
   await app.register(publicRoutes(pages), { prefix: PUBLIC_PREFIX });
   await app.register(engagementRoutes({ config, limiter, bus }), { prefix: PUBLIC_PREFIX });
   await app.register(notificationRoutes(clients), { prefix: API_PREFIX });

@@ -185,4 +185,3 @@ export function createWakeup(): Wakeup {
   };
 }
 export * from './cursor.js';
-export * from './pages.js';

@@ -134,6 +134,29 @@ class CampaignTest(unittest.TestCase):
         raised(NotFoundError, lambda: herald.get_template(template["id"]))
 
 
+class SegmentTest(unittest.TestCase):
+    def test_segments(self) -> None:
+        herald = client()
+        identified = herald.create_segment({"name": "Identified", "filter": {"hasExternalId": True, "status": ["active"]}})
+        self.assertEqual((identified["name"], identified["filter"]), ("Identified", {"hasExternalId": True, "status": ["active"]}))
+        nobody = herald.create_segment({"name": "Nobody", "filter": {"tags": {"all": ["nobody"]}}})
+        page = herald.list_segments(limit=1)
+        self.assertEqual(([s["id"] for s in page["data"]], page["hasMore"]), ([nobody["id"]], True))
+        self.assertEqual(herald.get_segment(identified["id"]), identified)
+        # Every subscriber of this workspace has an externalId (other tests may remove some).
+        active = herald.count_subscribers()["active"]
+        self.assertEqual(herald.count_segment(identified["id"]), {"active": active, "total": active})
+        self.assertEqual(herald.count_segment(nobody["id"]), {"active": 0, "total": 0})
+        renamed = herald.update_segment(nobody["id"], {"name": "No one"})
+        self.assertEqual((renamed["name"], renamed["filter"]), ("No one", {"tags": {"all": ["nobody"]}}))
+        campaign = herald.create_campaign({"name": "Identified only", "title": "t", "body": "b", "segmentId": identified["id"]})
+        self.assertEqual(campaign["segmentId"], identified["id"])
+        invalid = raised(ValidationError, lambda: herald.create_segment({"name": "Bad", "filter": {"country": ["fr"]}}))
+        self.assertEqual([f["field"] for f in invalid.fields], ["filter.country.0"])
+        herald.delete_segment(nobody["id"])
+        raised(NotFoundError, lambda: herald.count_segment(nobody["id"]))
+
+
 class FlowTest(unittest.TestCase):
     def test_flows(self) -> None:
         herald = client()

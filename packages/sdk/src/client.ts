@@ -12,6 +12,7 @@ import type {
   CreateFlowRequest,
   CreatedKey,
   CreateKeyRequest,
+  CreateSegmentRequest,
   CreateTemplateRequest,
   Decision,
   DecisionRequest,
@@ -29,6 +30,9 @@ import type {
   PersonReachability,
   PolicyDocument,
   Recipient,
+  Segment,
+  SegmentCount,
+  SegmentUpdate,
   RecipientQuery,
   SendRequest,
   SendResult,
@@ -273,6 +277,34 @@ export class Herald {
 
   async deleteTemplate(templateId: string, options?: RequestOptions): Promise<void> {
     await this.request<undefined>('DELETE', `/templates/${segment(templateId)}`, undefined, options);
+  }
+
+  // ---- Segments ----
+
+  listSegments(params: PageQuery = {}, options?: RequestOptions): Promise<Page<Segment>> {
+    return this.request('GET', `/segments${query({ ...params })}`, undefined, options);
+  }
+
+  createSegment(definition: CreateSegmentRequest, options?: RequestOptions): Promise<Segment> {
+    return this.request('POST', '/segments', definition, options);
+  }
+
+  getSegment(segmentId: string, options?: RequestOptions): Promise<Segment> {
+    return this.request('GET', `/segments/${segment(segmentId)}`, undefined, options);
+  }
+
+  /** A `filter` given replaces the whole filter. */
+  updateSegment(segmentId: string, update: SegmentUpdate, options?: RequestOptions): Promise<Segment> {
+    return this.request('PATCH', `/segments/${segment(segmentId)}`, update, options);
+  }
+
+  async deleteSegment(segmentId: string, options?: RequestOptions): Promise<void> {
+    await this.request<undefined>('DELETE', `/segments/${segment(segmentId)}`, undefined, options);
+  }
+
+  /** `active`: whom a campaign to the segment reaches now; `total`: every subscriber it matches. */
+  countSegment(segmentId: string, options?: RequestOptions): Promise<SegmentCount> {
+    return this.request('GET', `/segments/${segment(segmentId)}/count`, undefined, options);
   }
 
   // ---- Flows ----

@@ -64,6 +64,14 @@ export type Template = Success<'getTemplate'>;
 export type CreateTemplateRequest = RequestBody<'createTemplate'>;
 export type TemplateUpdate = RequestBody<'updateTemplate'>;
 
+// ---- Segments ----
+
+export type Segment = Success<'getSegment'>;
+export type SegmentFilter = Segment['filter'];
+export type CreateSegmentRequest = RequestBody<'createSegment'>;
+export type SegmentUpdate = RequestBody<'updateSegment'>;
+export type SegmentCount = Success<'countSegment'>;
+
 // ---- Flows ----
 
 export type Flow = Success<'getFlow'>;

@@ -225,6 +225,28 @@ test('templates and campaigns: create, page, change, send, pause/resume moves, s
   assert.equal((await herald.resumeCampaign(slow.id)).status, 'active');
 });
 
+test('segments: create, page, read, count, change, aim a campaign, delete', async () => {
+  const local = await seedAudience(harness, 3, 'growth', (n) => ({ externalId: `user-${n}`, tags: n === 0 ? ['vip'] : [] }));
+  const herald = client(local.workspace.apiKey);
+  const vips = await herald.createSegment({ name: 'VIPs', filter: { tags: { all: ['vip'] }, hasExternalId: true } });
+  assert.deepEqual([vips.name, vips.filter], ['VIPs', { tags: { all: ['vip'] }, hasExternalId: true }]);
+  const everyone = await herald.createSegment({ name: 'Everyone', filter: {} });
+  const page = await herald.listSegments({ limit: 1 });
+  assert.deepEqual([page.data.map((item) => item.id), page.hasMore], [[everyone.id], true]);
+  assert.deepEqual(await herald.getSegment(vips.id), vips);
+  assert.deepEqual(await herald.countSegment(vips.id), { active: 1, total: 1 });
+  assert.deepEqual(await herald.countSegment(everyone.id), { active: 3, total: 3 });
+  const changed = await herald.updateSegment(vips.id, { filter: { tags: { none: ['vip'] } } });
+  assert.deepEqual(changed.filter, { tags: { none: ['vip'] } });
+  assert.deepEqual(await herald.countSegment(vips.id), { active: 2, total: 2 });
+  const campaign = await herald.createCampaign({ name: 'To some', title: 't', body: 'b', segmentId: vips.id });
+  assert.equal(campaign.segmentId, vips.id);
+  const invalid = await rejection(ValidationError, herald.createCampaign({ name: 'To none', title: 't', body: 'b', segmentId: 'seg_unknown' }));
+  assert.deepEqual([invalid.status, invalid.fields], [400, [{ field: 'segmentId', in: 'body', problem: 'names no segment of this workspace' }]]);
+  assert.equal(await herald.deleteSegment(everyone.id), undefined);
+  await rejection(NotFoundError, herald.countSegment(everyone.id));
+});
+
 test('flows: create, activate (409 without steps), a subscription runs it, page by status, change, pause, delete', async () => {
   const local = await seedAudience(harness, 0);
   const herald = client(local.workspace.apiKey);

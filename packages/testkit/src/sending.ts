@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { EngagementTokens, type EngagementSubject } from '@herald/domain';
-import { startPushPeer, type PushPeer, type ReceivedMessage } from '@herald/push-peer';
+import { startPushPeer, type PushPeer, type PushPeerOptions, type ReceivedMessage } from '@herald/push-peer';
 import { createWorkspace, type TestWorkspace } from './admin.js';
 import { call, SERVER_API } from './http.js';
 import { startStack, type Stack, type StackOptions } from './processes.js';
@@ -30,15 +30,20 @@ export interface OpenedPush {
   engagement: EngagementSubject;
 }
 
-export async function startSendingHarness(options: StackOptions = {}): Promise<SendingHarness> {
-  const peer = await startPushPeer({ tls: true });
+/** `peerOptions` change the push peer (e.g. a key pool whose endpoints exist without being created). */
+export async function startSendingHarness(options: StackOptions = {}, peerOptions: PushPeerOptions = {}): Promise<SendingHarness> {
+  const peer = await startPushPeer({ tls: true, ...peerOptions });
   const caFile = join(await mkdtemp(join(tmpdir(), 'herald-peer-')), 'ca.pem');
   await writeFile(caFile, peer.ca ?? '');
+  // A stack that cannot start must not leave the peer listening: it would keep the process alive.
   const stack = await startStack({
     ...options,
     sending: true,
     gatewayEnv: { ALLOW_ANY_PUSH_SERVICE: 'true', ...options.gatewayEnv },
     deliveryEnv: { PUSH_CA_FILE: caFile, RETRY_POLL_MS: '50', PUSH_RETRY_BASE_MS: '100', ...options.deliveryEnv },
+  }).catch(async (err: unknown) => {
+    await peer.close();
+    throw err;
   });
   const tokens = new EngagementTokens(stack.engagementTokenSecret);
   return {
@@ -101,6 +106,16 @@ export async function seedAudience(
   const subscribers: Subscribed[] = [];
   for (let index = 0; index < count; index += 1) subscribers.push(await subscribeBrowser(harness, { workspace, vapidPublicKey }, describe(index)));
   return { workspace, vapidPublicKey, subscribers };
+}
+
+/** Pushes of one notification (a campaign's id) the strict peer accepted, counted per endpoint. */
+export function pushesOf(peer: PushPeer, notificationId: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const message of peer.received()) {
+    if ((JSON.parse(message.plaintext.toString()) as { notificationId: string }).notificationId !== notificationId) continue;
+    counts.set(message.endpoint, (counts.get(message.endpoint) ?? 0) + 1);
+  }
+  return counts;
 }
 
 export async function eventually<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {

@@ -4,13 +4,14 @@ import { after, before, test } from 'node:test';
 
 import type { PromiseClient } from '@herald/grpc';
 import type { AudienceServiceClient, StreamTargetsRequest, StreamTargetsResponse, Targeting } from '@herald/proto/herald/audience/v1/audience';
+import { SegmentFilter } from '@herald/proto/herald/audience/v1/segments';
 import { connectDatabase } from '@herald/testkit';
 import type pg from 'pg';
 
 import { startAudience, type AudienceService } from './helpers.js';
 
 // Sending targets: CountTargets and StreamTargets over 2,500 seeded subscribers, every targeting
-// combination, batches, resumption; and ExpireSubscriptions.
+// combination (segments included), batches, resumption; and ExpireSubscriptions.
 
 const SIZE = 2_500;
 let service: AudienceService;
@@ -57,7 +58,7 @@ after(async () => {
   await service.stop();
 });
 
-const targeting = (partial: Partial<Targeting>): Targeting => ({ subscriberIds: [], externalIds: [], tags: [], ...partial });
+const targeting = (partial: Partial<Targeting>): Targeting => ({ subscriberIds: [], externalIds: [], tags: [], segmentId: '', ...partial });
 
 async function stream(request: Partial<StreamTargetsRequest>): Promise<StreamTargetsResponse[]> {
   const batches: StreamTargetsResponse[] = [];
@@ -131,6 +132,36 @@ test('targeting: tags need every tag, ids are alternatives, kinds combine with A
   const foreign = targeting({ subscriberIds: [inactive.id, rows[0]?.id as string] });
   assert.deepEqual(await stream({ targeting: foreign }), []);
   assert.deepEqual(await client.countTargets({ workspaceId, targeting: foreign }), { count: '0' });
+});
+
+test('targeting by segment: its filter applies, ANDed with the other kinds; an unknown, foreign or deleted segment is NOT_FOUND', async () => {
+  const segment = async (workspace: string, filter: Partial<SegmentFilter>): Promise<string> => {
+    const { segment: created } = await service.segments.createSegment({ workspaceId: workspace, name: 'targets', filter: SegmentFilter.fromPartial(filter) });
+    return created?.id as string;
+  };
+  // Even and not divisible by three; and separately, a status filter never widens a send past active subscribers.
+  const evenNotThree = await segment(workspaceId, { tagsAll: ['even'], tagsNone: ['three'] });
+  const anyStatus = await segment(workspaceId, { statuses: ['unsubscribed', 'active'], hasExternalId: true });
+  const cases: Array<[string, Targeting, (subscriber: Seeded) => boolean]> = [
+    ['a segment alone', targeting({ segmentId: evenNotThree }), (s) => s.n % 2 === 0 && s.n % 3 !== 0],
+    ['a segment and external ids', targeting({ segmentId: evenNotThree, externalIds: ['user-2', 'user-3', 'user-4'] }), (s) => [2, 4].includes(s.n % 100) && s.n % 3 !== 0],
+    ['a segment and a tag it excludes', targeting({ segmentId: evenNotThree, tags: ['three'] }), () => false],
+    ['a segment allowing inactive states', targeting({ segmentId: anyStatus }), () => true],
+  ];
+  for (const [name, filter, match] of cases) {
+    const want = expected(match);
+    assert.deepEqual(idsOf(await stream({ targeting: filter, batchSize: 700 })), want, name);
+    assert.deepEqual(await client.countTargets({ workspaceId, targeting: filter }), { count: String(want.length) }, name);
+  }
+
+  const foreign = await segment(otherWorkspaceId, {});
+  const deleted = await segment(workspaceId, {});
+  await service.segments.deleteSegment({ workspaceId, segmentId: deleted });
+  for (const segmentId of ['seg_unknown', foreign, deleted]) {
+    const message = `No segment ${segmentId}.`;
+    await assert.rejects(client.countTargets({ workspaceId, targeting: targeting({ segmentId }) }), { code: 'not_found', message }, segmentId);
+    await assert.rejects(stream({ targeting: targeting({ segmentId }) }), { code: 'not_found', message }, segmentId);
+  }
 });
 
 test('batch_size is honoured up to 1,000, and a stream resumes after a cursor', async () => {

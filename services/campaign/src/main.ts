@@ -5,6 +5,7 @@ import { createClient, startGrpcServer } from '@herald/grpc';
 import { createLogger } from '@herald/logging';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { SegmentServiceClient } from '@herald/proto/herald/audience/v1/segments';
 import { CampaignServiceService } from '@herald/proto/herald/campaign/v1/campaign';
 import { TemplateServiceService } from '@herald/proto/herald/campaign/v1/templates';
 
@@ -24,8 +25,9 @@ await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migratio
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-campaign`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);
+const segments = createClient(SegmentServiceClient, config.audienceGrpcUrl);
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
-const deps = { pool, account, audience, logger };
+const deps = { pool, account, audience, segments, logger };
 const subscriptions = await Promise.all([
   bus.subscribe({
     consumer: consumers.campaignFanout,
@@ -57,6 +59,7 @@ drainOnSignal(
     await relay.stop();
     await bus.close();
     audience.close();
+    segments.close();
     account.close();
     await pool.end();
   },

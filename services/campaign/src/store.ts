@@ -102,6 +102,8 @@ export interface NewCampaign {
   templateId: string | null;
   scheduledAt: Date | null;
   throttlePerMinute: number | null;
+  /** Whom it goes to (a segment, or every active subscriber). */
+  targeting: Targeting;
 }
 
 export async function insertCampaign(db: Queryable, c: NewCampaign): Promise<CampaignRow> {
@@ -109,9 +111,9 @@ export async function insertCampaign(db: Queryable, c: NewCampaign): Promise<Cam
     `INSERT INTO campaigns (id, kind, workspace_id, site_id, name, title, body, url, icon_url, image_url, template_id, scheduled_at, due_at,
                             throttle_per_minute, status, targeting, targeted)
      VALUES ($1, 'campaign', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, CASE WHEN $11::timestamptz IS NULL THEN 'draft' ELSE 'scheduled' END,
-             '{"subscriberIds":[],"externalIds":[],"tags":[]}', 0)
+             $13, 0)
      RETURNING ${CAMPAIGN_COLUMNS}`,
-    [c.id, c.workspaceId, c.siteId, c.name, c.title, c.body, c.actionUrl, c.iconUrl, c.imageUrl, c.templateId, c.scheduledAt, c.throttlePerMinute],
+    [c.id, c.workspaceId, c.siteId, c.name, c.title, c.body, c.actionUrl, c.iconUrl, c.imageUrl, c.templateId, c.scheduledAt, c.throttlePerMinute, c.targeting],
   );
   return rows[0] as CampaignRow;
 }
@@ -151,6 +153,7 @@ export interface CampaignChanges {
   scheduled_at?: Date | null;
   throttle_per_minute?: number | null;
   status?: CampaignStatus;
+  targeting?: Targeting;
 }
 
 /**

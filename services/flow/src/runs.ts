@@ -85,7 +85,7 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
           actions: [],
           answerUrl: '',
         },
-        targeting: { subscriberIds: [run.subscriber_id], externalIds: [], tags: [] },
+        targeting: { subscriberIds: [run.subscriber_id], externalIds: [], tags: [], segmentId: '' },
         // Working the run again (a crash, a lost claim) replays this send instead of sending twice.
         idempotencyKey: `flow:${run.id}:${index}`,
         monthlyAllowance: String(await allowanceOf(run.workspace_id)),

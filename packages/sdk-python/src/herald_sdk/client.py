@@ -29,6 +29,7 @@ from .types import (
     CreateFlowRequest,
     CreatedKey,
     CreateKeyRequest,
+    CreateSegmentRequest,
     CreateTemplateRequest,
     Decision,
     DecisionQuestion,
@@ -52,6 +53,10 @@ from .types import (
     Site,
     SubscriberCounts,
     SubscriberDetail,
+    Segment,
+    SegmentCount,
+    SegmentPage,
+    SegmentUpdate,
     SubscriberPage,
     SubscriberStatus,
     SubscriberUpdate,
@@ -258,6 +263,28 @@ class Herald:
 
     def delete_template(self, template_id: str, *, timeout: float | None = None) -> None:
         self.request("DELETE", f"/templates/{_segment(template_id)}", timeout=timeout)
+
+    # ---- Segments ----
+
+    def list_segments(self, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> SegmentPage:
+        return cast(SegmentPage, self.request("GET", f"/segments{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
+
+    def create_segment(self, definition: CreateSegmentRequest, *, timeout: float | None = None) -> Segment:
+        return cast(Segment, self.request("POST", "/segments", definition, timeout=timeout))
+
+    def get_segment(self, segment_id: str, *, timeout: float | None = None) -> Segment:
+        return cast(Segment, self.request("GET", f"/segments/{_segment(segment_id)}", timeout=timeout))
+
+    def update_segment(self, segment_id: str, update: SegmentUpdate, *, timeout: float | None = None) -> Segment:
+        """A ``filter`` given replaces the whole filter."""
+        return cast(Segment, self.request("PATCH", f"/segments/{_segment(segment_id)}", update, timeout=timeout))
+
+    def delete_segment(self, segment_id: str, *, timeout: float | None = None) -> None:
+        self.request("DELETE", f"/segments/{_segment(segment_id)}", timeout=timeout)
+
+    def count_segment(self, segment_id: str, *, timeout: float | None = None) -> SegmentCount:
+        """``active``: whom a campaign to the segment reaches now; ``total``: every subscriber it matches."""
+        return cast(SegmentCount, self.request("GET", f"/segments/{_segment(segment_id)}/count", timeout=timeout))
 
     # ---- Flows ----
 

@@ -265,6 +265,8 @@ class CreateCampaignRequest(TypedDict, total=False):
     #: Values for the template's {{placeholders}}.
     variables: dict[str, str]
     throttlePerMinute: int | None
+    #: A segment of the workspace; None (or absent): every active subscriber.
+    segmentId: str | None
 
 
 class CampaignUpdate(TypedDict, total=False):
@@ -277,6 +279,7 @@ class CampaignUpdate(TypedDict, total=False):
     scheduledAt: str | None
     status: Literal["draft", "scheduled", "sending", "active", "paused"]
     throttlePerMinute: int | None
+    segmentId: str | None
 
 
 class CampaignStats(TypedDict):
@@ -325,6 +328,42 @@ class TemplateUpdate(TypedDict, total=False):
     actionUrl: str | None
 
 
+# ---- Segments ----
+
+
+class SegmentTags(TypedDict, total=False):
+    #: The subscriber holds every one of these ...
+    all: list[str]
+    #: ... at least one of these ...
+    any: list[str]
+    #: ... and none of these.
+    none: list[str]
+
+
+class SegmentFilter(TypedDict, total=False):
+    """Every dimension given must hold; an empty filter matches every subscriber."""
+
+    tags: SegmentTags
+    hasExternalId: bool
+    status: list[SubscriberStatus]
+    #: Case-insensitive; "Firefox" also matches "Firefox 128".
+    browser: list[str]
+    os: list[str]
+    #: ISO 3166-1 alpha-2 codes, upper case.
+    country: list[str]
+    #: Top-level keys the subscriber's customData holds with these values.
+    customData: dict[str, str | int | float | bool]
+    #: ISO 8601: subscribed at or after / before.
+    createdAfter: str
+    createdBefore: str
+
+
+class Segment(TypedDict):
+    id: str
+    name: str
+    filter: SegmentFilter
+
+
 # ---- Flows ----
 
 FlowStatus = Literal["draft", "active", "paused", "archived"]
@@ -363,10 +402,32 @@ class Flow(TypedDict):
     updatedAt: str
 
 
+class SegmentPage(TypedDict):
+    data: list[Segment]
+
+
 class FlowPage(TypedDict):
     data: list[Flow]
     hasMore: bool
     nextCursor: str | None
+
+
+class CreateSegmentRequest(TypedDict):
+    name: str
+    filter: SegmentFilter
+
+
+class SegmentUpdate(TypedDict, total=False):
+    name: str
+    #: Replaces the whole filter.
+    filter: SegmentFilter
+
+
+class SegmentCount(TypedDict):
+    #: Active subscribers matching: whom a campaign to the segment reaches now.
+    active: int
+    #: Subscribers matching in any status the filter allows.
+    total: int
 
 
 class CreateFlowRequest(TypedDict, total=False):

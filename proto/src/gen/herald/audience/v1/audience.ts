@@ -165,6 +165,11 @@ export interface Targeting {
   externalIds: string[];
   /** The subscriber must hold every tag. */
   tags: string[];
+  /**
+   * A segment of the workspace (segments.proto): its filter applies too. An unknown segment
+   * (another workspace's, or deleted) is NOT_FOUND.
+   */
+  segmentId: string;
 }
 
 export interface CountTargetsRequest {
@@ -2564,7 +2569,7 @@ export const UnsubscribeResponse: MessageFns<UnsubscribeResponse> = {
 };
 
 function createBaseTargeting(): Targeting {
-  return { subscriberIds: [], externalIds: [], tags: [] };
+  return { subscriberIds: [], externalIds: [], tags: [], segmentId: "" };
 }
 
 export const Targeting: MessageFns<Targeting> = {
@@ -2577,6 +2582,9 @@ export const Targeting: MessageFns<Targeting> = {
     }
     for (const v of message.tags) {
       writer.uint32(26).string(v!);
+    }
+    if (message.segmentId !== "") {
+      writer.uint32(34).string(message.segmentId);
     }
     return writer;
   },
@@ -2618,6 +2626,14 @@ export const Targeting: MessageFns<Targeting> = {
             message.tags.push(reader.string());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.segmentId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2643,6 +2659,11 @@ export const Targeting: MessageFns<Targeting> = {
         ? object.external_ids.map((e: any) => globalThis.String(e))
         : [],
       tags: globalThis.Array.isArray(object?.tags) ? object.tags.map((e: any) => globalThis.String(e)) : [],
+      segmentId: isSet(object.segmentId)
+        ? globalThis.String(object.segmentId)
+        : isSet(object.segment_id)
+        ? globalThis.String(object.segment_id)
+        : "",
     };
   },
 
@@ -2657,6 +2678,9 @@ export const Targeting: MessageFns<Targeting> = {
     if (message.tags?.length) {
       obj.tags = message.tags;
     }
+    if (message.segmentId !== "") {
+      obj.segmentId = message.segmentId;
+    }
     return obj;
   },
 
@@ -2668,6 +2692,7 @@ export const Targeting: MessageFns<Targeting> = {
     message.subscriberIds = object.subscriberIds?.map((e) => e) || [];
     message.externalIds = object.externalIds?.map((e) => e) || [];
     message.tags = object.tags?.map((e) => e) || [];
+    message.segmentId = object.segmentId ?? "";
     return message;
   },
 };
