@@ -362,6 +362,32 @@ class Segment(TypedDict):
     id: str
     name: str
     filter: SegmentFilter
+    createdAt: str
+    updatedAt: str
+
+
+class SegmentPage(TypedDict):
+    data: list[Segment]
+    hasMore: bool
+    nextCursor: str | None
+
+
+class CreateSegmentRequest(TypedDict):
+    name: str
+    filter: SegmentFilter
+
+
+class SegmentUpdate(TypedDict, total=False):
+    name: str
+    #: Replaces the whole filter.
+    filter: SegmentFilter
+
+
+class SegmentCount(TypedDict):
+    #: Active subscribers matching: whom a campaign to the segment reaches now.
+    active: int
+    #: Subscribers matching in any status the filter allows.
+    total: int
 
 
 # ---- Flows ----
@@ -402,32 +428,10 @@ class Flow(TypedDict):
     updatedAt: str
 
 
-class SegmentPage(TypedDict):
-    data: list[Segment]
-
-
 class FlowPage(TypedDict):
     data: list[Flow]
     hasMore: bool
     nextCursor: str | None
-
-
-class CreateSegmentRequest(TypedDict):
-    name: str
-    filter: SegmentFilter
-
-
-class SegmentUpdate(TypedDict, total=False):
-    name: str
-    #: Replaces the whole filter.
-    filter: SegmentFilter
-
-
-class SegmentCount(TypedDict):
-    #: Active subscribers matching: whom a campaign to the segment reaches now.
-    active: int
-    #: Subscribers matching in any status the filter allows.
-    total: int
 
 
 class CreateFlowRequest(TypedDict, total=False):
