@@ -14,6 +14,15 @@ import * as store from './store.js';
 const SENDS_PER_BATCH = 32;
 /** How long a workspace's allowance is reused before asking the account service again. */
 const FACTS_TTL_MS = 5_000;
+/** Entries a cache keeps before it starts over (versions and allowances are cheap to read again). */
+const CACHE_LIMIT = 10_000;
+
+/** Starts a full cache over, so a long-lived process does not keep every flow version it ever ran. */
+function remember<V>(cache: Map<string, V>, key: string, value: V): V {
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(key, value);
+  return value;
+}
 
 const lateness = histogram('flow', 'herald.flow.run.lateness', { description: 'How long after its due time a run was worked', unit: 'ms' });
 
@@ -51,8 +60,7 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
     const key = `${run.flow_id}/${run.version}`;
     let steps = versions.get(key);
     if (!steps) {
-      steps = store.findVersionSteps(pool, run.flow_id, run.version);
-      versions.set(key, steps);
+      steps = remember(versions, key, store.findVersionSteps(pool, run.flow_id, run.version));
       steps.catch(() => versions.delete(key));
     }
     return steps;
@@ -65,7 +73,7 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
       if (!facts.plan?.active) throw new RunEnded('failed', 'subscription_required: this workspace has no active plan');
       return Number(facts.plan.monthlyNotificationAllowance);
     });
-    allowances.set(workspaceId, { limit, at: Date.now() });
+    remember(allowances, workspaceId, { limit, at: Date.now() });
     limit.catch(() => allowances.delete(workspaceId));
     return limit;
   }
