@@ -5,9 +5,10 @@ import type { Bus, OutgoingMessage } from './kafka.js';
  * gateway's engagement endpoint answers a browser only then). The producer sends one batch at a
  * time (idempotent, one request in flight); messages that arrive meanwhile wait and go together in
  * the next batch, so throughput grows with load instead of being one round trip per message.
- * A failed batch fails every caller in it; each caller decides what to answer.
+ * A failed batch fails every caller in it; each caller decides what to answer. At most
+ * `maxWaiting` messages wait: beyond that (Kafka down for long) a caller is refused at once.
  */
-export function batchingPublisher(bus: Bus, maxBatch = 1_000): (message: OutgoingMessage) => Promise<void> {
+export function batchingPublisher(bus: Bus, maxBatch = 1_000, maxWaiting = 20_000): (message: OutgoingMessage) => Promise<void> {
   const waiting: Array<{ message: OutgoingMessage; settle: (err?: unknown) => void }> = [];
   let sending = false;
 
@@ -27,6 +28,11 @@ export function batchingPublisher(bus: Bus, maxBatch = 1_000): (message: Outgoin
 
   return (message) =>
     new Promise<void>((resolve, reject) => {
+      // While Kafka is down nothing drains: refuse at once rather than hold callers' messages without bound.
+      if (waiting.length >= maxWaiting) {
+        reject(new Error(`${waiting.length} messages already wait for Kafka`));
+        return;
+      }
       waiting.push({ message, settle: (err) => (err === undefined ? resolve() : reject(err)) });
       if (!sending) void drain();
     });
