@@ -45,7 +45,11 @@ export interface FaultRow {
   fault: FaultName | 'none';
   /** Requests started while the fault lasted, until the API served end to end again. */
   requests: number;
-  /** Answers other than 2xx by status (`network`: the connection failed; `timeout`: no answer within the deadline). */
+  /**
+   * Answers other than 2xx by status, filed under the moment they came (`network`: the connection
+   * failed; `timeout`: no answer within the deadline); `push <status>`: what the push service
+   * answered the delivery fleet other than 201 (`push reset`: a reset stream).
+   */
   errors: Record<string, number>;
   /** From the fault's end (server started, replacement ready, push service healthy) until a send made then reached every subscriber. */
   recoveryMs: number | undefined;
@@ -114,6 +118,10 @@ interface Question {
   waiter: 'waiting' | 'woken' | 'timed-out' | 'failed';
 }
 
+function countInto(counts: Record<string, number>, key: string): void {
+  counts[key] = (counts[key] ?? 0) + 1;
+}
+
 function isDown(process: RunningProcess): boolean {
   return process.child.exitCode !== null || process.child.signalCode !== null;
 }
@@ -177,11 +185,13 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
     } catch (err) {
       outcome = (err as Error).name === 'TimeoutError' ? 'timeout' : 'network';
     }
-    if (typeof outcome !== 'number' || outcome >= 300) row.errors[String(outcome)] = (row.errors[String(outcome)] ?? 0) + 1;
+    // An error belongs to the moment it happened (a waiter started before a fault fails during it).
+    const failedIn = rowAt(Date.now());
+    if (typeof outcome !== 'number' || outcome >= 300) countInto(failedIn.errors, String(outcome));
     const code = (response?.body as { code?: unknown } | undefined)?.code;
     const expected =
       (typeof outcome === 'number' && (outcome < 300 || outcome === 409 || (outcome === 503 && code === 'unavailable'))) || (outcome === 'network' && gatewayDown);
-    if (!expected) row.problems.push(`${what}: ${outcome}${code ? ` ${String(code)}` : ''} after ${Date.now() - at} ms`);
+    if (!expected) failedIn.problems.push(`${what}: ${outcome}${code ? ` ${String(code)}` : ''} after ${Date.now() - at} ms`);
     return response ? { outcome, response } : { outcome };
   }
 
@@ -449,6 +459,10 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
       gatewayDown = false;
       if (row.recoveryMs === undefined) row.problems.push(`the API did not serve end to end within ${RECOVERY_LIMIT_MS / 1_000} s`);
       window.end = Date.now();
+      // What the delivery fleet met at the push service meanwhile (it retries those).
+      for (const attempt of peer.attempts()) {
+        if (attempt.at >= window.start && attempt.at <= window.end && attempt.status !== 201) countInto(row.errors, `push ${attempt.status}`);
+      }
       settings.log(`  ${row.requests} requests, recovered in ${row.recoveryMs ?? '-'} ms`);
       await sleep(settings.calmMs);
     }
