@@ -26,7 +26,7 @@ test('faults one after another under load: for each, zero lost, zero duplicated,
     [...FAULTS, 'none'],
   );
   for (const row of report.rows) {
-    assert.deepEqual([row.fault, row.lost, row.duplicated], [row.fault, 0, 0], `${row.fault}: lost or duplicated`);
+    assert.deepEqual([row.fault, row.lost, row.duplicated], [row.fault, 0, 0], `${row.fault}: lost or duplicated:\n${row.problems.join('\n')}`);
     assert.ok(row.requests > 0, `${row.fault}: no load ran during it`);
     const statuses = Object.keys(row.errors).filter(
       (status) => !status.startsWith('push ') && status !== '503' && status !== '409' && !(row.fault === 'gateway-kill' && status === 'network'),

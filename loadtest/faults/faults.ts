@@ -47,7 +47,7 @@ async function main(): Promise<number> {
   for (const line of reportHead('Faults under load, reconciled', null)) console.log(line);
   console.log(
     `load: ${totals.requests} requests; ${totals.notifications} notifications (${totals.pushes} pushes accepted by the peer), ` +
-      `${totals.reports} distinct engagement reports accepted, ${totals.questions} questions answered ` +
+      `${totals.reports} distinct engagement reports accepted, ${totals.questions} questions answered (${totals.questionPushes} pushed) ` +
       `(${totals.wokenWaiters} waiters woken, ${totals.readAfterwards} read it afterwards); ${(report.durationMs / 1_000).toFixed(0)} s`,
   );
   console.log('');

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FaultRule } from '@herald/push-peer';
 
 import { waitForQuiet, type ConsumedTopics } from './consumers.js';
+import { connectDatabase } from './database.js';
 import { call, SERVER_API, type ApiResponse, type RequestOptions } from './http.js';
 import { infraComponent } from './infra.js';
 import type { RunningProcess } from './processes.js';
@@ -63,7 +64,18 @@ export interface FaultRow {
 
 export interface FaultDrillReport {
   rows: FaultRow[];
-  totals: { requests: number; notifications: number; pushes: number; reports: number; questions: number; wokenWaiters: number; readAfterwards: number };
+  totals: {
+    requests: number;
+    /** Sends, campaigns, probes and questions' pushes. */
+    notifications: number;
+    pushes: number;
+    reports: number;
+    questions: number;
+    /** Questions whose push the campaign service queued. */
+    questionPushes: number;
+    wokenWaiters: number;
+    readAfterwards: number;
+  };
   /** Every problem of every row, and those of the whole run. */
   problems: string[];
   durationMs: number;
@@ -83,6 +95,8 @@ type Outcome = number | 'network' | 'timeout';
 interface Tracked {
   /** When the request that made it started (or the fault began, for a recovery probe). */
   at: number;
+  /** A question's push (best effort, no campaign stats): checked for pushes, not for counters. */
+  question?: boolean;
 }
 interface PendingSend {
   key: string;
@@ -107,6 +121,7 @@ interface Report {
 }
 interface Question {
   id: string;
+  liveUrl: string;
   token: string;
   at: number;
   answerDueAt: number;
@@ -261,10 +276,12 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
     const received = peer.received(undefined, { includeReplaced: true });
     for (const message of received.slice(seenPushes)) {
       const opened = harness.openPush(message);
+      seenPushes += 1;
+      // A question's push is answered, not reported on, in this drill.
+      if ('answerUrl' in opened.payload) continue;
       const base = { notificationId: opened.payload.notificationId, subscriberId: opened.engagement.subscriberId, token: opened.token, attempts: 0 };
       reports.push({ ...base, kind: 'impression' });
       if (seenPushes % 2 === 0) reports.push({ ...base, kind: 'click' });
-      seenPushes += 1;
     }
   }
 
@@ -279,6 +296,7 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
     const { correlationId, liveUrl } = response.body;
     const question: Question = {
       id: correlationId,
+      liveUrl,
       token: liveUrl.slice(liveUrl.indexOf('/a/') + 3),
       at,
       answerDueAt: at + 1_000,
@@ -400,7 +418,8 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
     pool.splice(pool.indexOf(url), 1);
     await victim.exited;
     await sleep(settings.holdMs);
-    const replacement = await stack.addGateway(GATEWAY_ENV);
+    // On a machine this busy a gateway may miss its 20 s to get ready: a second try, as an orchestrator would.
+    const replacement = await stack.addGateway(GATEWAY_ENV).catch(() => stack.addGateway(GATEWAY_ENV));
     stack.gatewayUrls.push(replacement);
     pool.push(replacement);
   }
@@ -489,6 +508,18 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
   };
   await drain();
 
+  // The questions' pushes the campaign service queued (an ask answered while it could not be queued stays answerable through its link).
+  const db = await connectDatabase();
+  try {
+    const { rows: queued } = await db.query<{ id: string; url: string }>(`SELECT id, url FROM campaign.campaigns WHERE workspace_id = $1 AND kind = 'question'`, [audience.workspace.workspaceId]);
+    for (const { id, url } of queued) {
+      const question = questions.find((candidate) => candidate.liveUrl === url);
+      if (question) notifications.set(id, { at: question.at, question: true });
+      else runProblems.push(`a question push ${id} for a question the drill did not ask`);
+    }
+  } finally {
+    await db.end();
+  }
   settings.log(`reconciling ${notifications.size} notifications, ${acceptedReports.size} reports, ${questions.length} questions`);
   for (const [id, tracked] of notifications) {
     const row = rowAt(tracked.at);
@@ -520,6 +551,7 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
       const count = counts.get(endpoint) ?? 0;
       if (count === 0) row.lost += 1;
       if (count > 1) row.duplicated += count - 1;
+      if (count !== 1) row.problems.push(`${id}: ${count} pushes to ${endpoint}`);
     }
   }
   const unknown = new Set(peer.received(undefined, { includeReplaced: true }).map((message) => harness.openPush(message).payload.notificationId).filter((id) => !notifications.has(id)));
@@ -533,7 +565,8 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
     entry.at = Math.max(entry.at, accepted.at);
     expected.set(accepted.notificationId, entry);
   }
-  for (const id of notifications.keys()) {
+  for (const [id, tracked] of notifications) {
+    if (tracked.question) continue;
     const want = expected.get(id) ?? { impression: 0, click: 0, at: notifications.get(id)?.at ?? 0 };
     const row = rowAt(want.at);
     const stats = await call<{ totalDelivered: number; totalClicked: number }>(pool[0] as string, `${SERVER_API}/campaigns/${id}/stats`, { key: apiKey, timeoutMs: REQUEST_DEADLINE_MS });
@@ -548,6 +581,9 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
       if (counted < wanted) row.lost += wanted - counted;
       if (counted > wanted) row.duplicated += counted - wanted;
     }
+    if (stats.body.totalDelivered !== want.impression || stats.body.totalClicked !== want.click) {
+      row.problems.push(`${id}: counted ${stats.body.totalDelivered} impressions and ${stats.body.totalClicked} clicks for ${want.impression} and ${want.click} accepted`);
+    }
   }
 
   // Questions: each answered once, its answer readable, its waiter woken (or it reads the answer now).
@@ -556,7 +592,10 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
     const row = rowAt(question.at);
     if (question.answered200 > 1) row.duplicated += question.answered200 - 1;
     const read = await call<{ answered: boolean; value?: string }>(pool[0] as string, `${SERVER_API}/ask/${question.id}`, { key: apiKey, timeoutMs: REQUEST_DEADLINE_MS });
-    if (read.status !== 200 || read.body.answered !== true || read.body.value !== 'yes') row.lost += 1;
+    if (read.status !== 200 || read.body.answered !== true || read.body.value !== 'yes') {
+      row.lost += 1;
+      row.problems.push(`question ${question.id} reads ${read.status} ${JSON.stringify(read.body)}`);
+    }
     else if (question.waiter !== 'woken') readAfterwards += 1;
   }
 
@@ -573,6 +612,7 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
       pushes: peer.received(undefined, { includeReplaced: true }).length,
       reports: acceptedReports.size,
       questions: questions.length,
+      questionPushes: [...notifications.values()].filter((tracked) => tracked.question).length,
       wokenWaiters: questions.filter((question) => question.waiter === 'woken').length,
       readAfterwards,
     },
