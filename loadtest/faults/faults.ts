@@ -14,7 +14,8 @@
 // It STOPS AND STARTS the PostgreSQL, Redis and Kafka that `deploy/infra.sh` runs for this
 // checkout (with the HERALD_*_PORT variables of this shell): never run it against servers other
 // work is using. Settings: FAULTS_HOLD_S (3, how long each fault lasts), FAULTS_CALM_S (2, load
-// without a fault between two), FAULTS_ROUND_MS (500), FAULTS_SUBSCRIBERS (4).
+// without a fault between two), FAULTS_ROUND_MS (500), FAULTS_SUBSCRIBERS (4), PUSH_MAX_ATTEMPTS
+// (the delivery fleet's, 5 as shipped).
 import { consumers, SEND_PIPELINE } from '@herald/bus';
 import { FAULTS, formatFaultTable, runFaultDrill, type FaultName } from '@herald/testkit';
 
@@ -39,6 +40,8 @@ async function main(): Promise<number> {
     calmMs: intEnv('FAULTS_CALM_S', 2) * 1_000,
     roundMs: intEnv('FAULTS_ROUND_MS', 500),
     subscribers: intEnv('FAULTS_SUBSCRIBERS', 4),
+    // Production's PUSH_MAX_ATTEMPTS unless told otherwise: the table shows what a deployment as shipped loses.
+    ...(process.env.PUSH_MAX_ATTEMPTS ? { deliveryEnv: { PUSH_MAX_ATTEMPTS: process.env.PUSH_MAX_ATTEMPTS } } : {}),
     settle: [...SEND_PIPELINE, consumers.campaignEngagement],
     log,
   });

@@ -36,6 +36,11 @@ export interface FaultDrillOptions {
   holdMs?: number;
   /** Load without a fault before the first fault and between two. Default 2 s. */
   calmMs?: number;
+  /**
+   * Extra environment for the delivery fleet. By default it runs with the production back-off
+   * (PUSH_RETRY_BASE_MS 1 s, PUSH_MAX_ATTEMPTS 5), capped at 8 s here.
+   */
+  deliveryEnv?: Record<string, string>;
   /** The consumer groups that must have caught up before the counts are compared (@herald/bus SEND_PIPELINE and campaignEngagement). */
   settle: readonly ConsumedTopics[];
   log?: (line: string) => void;
@@ -142,7 +147,7 @@ function isDown(process: RunningProcess): boolean {
 }
 
 export async function runFaultDrill(options: FaultDrillOptions): Promise<FaultDrillReport> {
-  const { faults = FAULTS, subscribers: audienceSize = 4, roundMs = 500, holdMs = 3_000, calmMs = 2_000, settle, log = () => undefined } = options;
+  const { faults = FAULTS, subscribers: audienceSize = 4, roundMs = 500, holdMs = 3_000, calmMs = 2_000, deliveryEnv = {}, settle, log = () => undefined } = options;
   const started = Date.now();
   log('starting Herald: two gateways, account, audience, campaign, delivery, decision; a strict push peer');
   const harness = await startSendingHarness({
@@ -150,7 +155,7 @@ export async function runFaultDrill(options: FaultDrillOptions): Promise<FaultDr
     gateways: 2,
     gatewayEnv: GATEWAY_ENV,
     // The production back-off (1 s base): a push service failing for a few seconds is ridden out, not given up on.
-    deliveryEnv: { PUSH_RETRY_BASE_MS: '1000', PUSH_RETRY_CAP_MS: '8000' },
+    deliveryEnv: { PUSH_RETRY_BASE_MS: '1000', PUSH_RETRY_CAP_MS: '8000', ...deliveryEnv },
   });
   try {
     const audience = await seedAudience(harness, audienceSize, 'enterprise');
@@ -217,6 +222,9 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
   const reports: Report[] = [];
   const acceptedReports = new Map<string, Report & { at: number }>();
   const questions: Question[] = [];
+  /** Asks that got no 200, by their question text: made anyway only if the connection was cut (a killed gateway). */
+  const unanswered = new Map<string, Outcome>();
+  let asked = 0;
   let seenPushes = 0;
   const inFlight = new Set<Promise<unknown>>();
   const track = (work: Promise<unknown>): void => {
@@ -287,12 +295,16 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
 
   async function ask(): Promise<void> {
     const at = Date.now();
-    const { response } = await request<{ correlationId: string; liveUrl: string }>('ask', `${SERVER_API}/ask`, {
+    const text = `Proceed with drill step ${(asked += 1)}?`;
+    const { outcome, response } = await request<{ correlationId: string; liveUrl: string }>('ask', `${SERVER_API}/ask`, {
       method: 'POST',
       key: apiKey,
-      body: { question: 'Proceed with the drill?', wait: false },
+      body: { question: text, wait: false },
     });
-    if (response?.status !== 200) return;
+    if (response?.status !== 200) {
+      unanswered.set(text, outcome);
+      return;
+    }
     const { correlationId, liveUrl } = response.body;
     const question: Question = {
       id: correlationId,
@@ -511,11 +523,15 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
   // The questions' pushes the campaign service queued (an ask answered while it could not be queued stays answerable through its link).
   const db = await connectDatabase();
   try {
-    const { rows: queued } = await db.query<{ id: string; url: string }>(`SELECT id, url FROM campaign.campaigns WHERE workspace_id = $1 AND kind = 'question'`, [audience.workspace.workspaceId]);
-    for (const { id, url } of queued) {
+    const { rows: queued } = await db.query<{ id: string; url: string; body: string; created_at: Date }>(
+      `SELECT id, url, body, created_at FROM campaign.campaigns WHERE workspace_id = $1 AND kind = 'question'`,
+      [audience.workspace.workspaceId],
+    );
+    for (const { id, url, body, created_at: createdAt } of queued) {
       const question = questions.find((candidate) => candidate.liveUrl === url);
       if (question) notifications.set(id, { at: question.at, question: true });
-      else runProblems.push(`a question push ${id} for a question the drill did not ask`);
+      else if (unanswered.get(body) === 'network') notifications.set(id, { at: createdAt.getTime(), question: true });
+      else runProblems.push(`question push ${id} of "${body}", an ask answered ${unanswered.get(body) ?? 'never'}`);
     }
   } finally {
     await db.end();
