@@ -401,6 +401,17 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
     return undefined;
   }
 
+  /** What Herald recorded of one recipient of a notification (for the account of a loss). */
+  async function recipientRecord(notificationId: string, subscriberId: string | undefined): Promise<string> {
+    const page = await call<{ data: Array<{ subscriberId: string; status: string; attempts: number; lastStatusCode: number | null }> }>(
+      pool[0] as string,
+      `${SERVER_API}/notifications/${notificationId}/recipients?limit=100`,
+      { key: apiKey, timeoutMs: REQUEST_DEADLINE_MS },
+    );
+    const found = page.status === 200 ? page.body.data.find((recipient) => recipient.subscriberId === subscriberId) : undefined;
+    return found ? `${found.status} after ${found.attempts} attempts (last status ${found.lastStatusCode})` : `unknown (${page.status})`;
+  }
+
   function countPushes(notificationId: string): Map<string, number> {
     const counts = new Map<string, number>();
     for (const message of peer.received(undefined, { includeReplaced: true })) {
@@ -560,6 +571,7 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
 
   // Pushes: each subscriber each notification exactly once; and nothing the drill did not have accepted.
   const endpoints = new Set(audience.subscribers.map((subscriber) => subscriber.endpoint));
+  const subscriberOf = new Map(audience.subscribers.map((subscriber) => [subscriber.endpoint, subscriber.id]));
   for (const [id, tracked] of notifications) {
     const row = rowAt(tracked.at);
     const counts = countPushes(id);
@@ -567,7 +579,7 @@ async function drill(harness: SendingHarness, audience: Audience, settings: Dril
       const count = counts.get(endpoint) ?? 0;
       if (count === 0) row.lost += 1;
       if (count > 1) row.duplicated += count - 1;
-      if (count !== 1) row.problems.push(`${id}: ${count} pushes to ${endpoint}`);
+      if (count !== 1) row.problems.push(`${id}: ${count} pushes to subscriber ${subscriberOf.get(endpoint)}${count === 0 ? `, recorded as ${await recipientRecord(id, subscriberOf.get(endpoint))}` : ''}`);
     }
   }
   const unknown = new Set(peer.received(undefined, { includeReplaced: true }).map((message) => harness.openPush(message).payload.notificationId).filter((id) => !notifications.has(id)));
