@@ -24,6 +24,7 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
     pages: [
       'errors',
       'limits',
+      'reliability',
       'account',
       'subscribers',
       'browser-sdk',

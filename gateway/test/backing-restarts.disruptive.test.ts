@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { topics } from '@herald/bus';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
-import { call, createWorkspace, eventually, repoRoot, requiredEnv, seedAudience, SERVER_API, startSendingHarness, type Audience, type SendingHarness } from '@herald/testkit';
+import { call, createWorkspace, eventually, infraComponent as infra, requiredEnv, seedAudience, SERVER_API, startSendingHarness, type Audience, type InfraComponent, type SendingHarness } from '@herald/testkit';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 
 // PostgreSQL, Redis and Kafka restarted in turn (deploy/infra.sh, as an operator would) while a
@@ -31,16 +30,6 @@ interface Outcome {
   id: string | undefined;
 }
 const outcomes: Outcome[] = [];
-
-function infra(action: 'stop' | 'start', component: Component): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['deploy/infra.sh', action, component], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`deploy/infra.sh ${action} ${component} exited ${code}:\n${output}`))));
-  });
-}
 
 before(async () => {
   harness = await startSendingHarness({ decisions: true });
@@ -136,14 +125,12 @@ async function assertAnnouncedExactlyOnce(subscriberIds: string[]): Promise<void
   for (const [id, count] of announced) assert.equal(count, 1, `subscriber ${id} announced ${count} times`);
 }
 
-type Component = 'postgres' | 'redis' | 'kafka';
-
 /**
  * With the load running: a caller starts waiting on a question, the server stops for 3 s (the
  * question is answered meanwhile unless it needs that server), starts again, and the API is probed
  * until a send is accepted. Returns how long after the start the API and the waiter answered.
  */
-async function restartUnderLoad(component: Component): Promise<{ recoveredMs: number; answerMs: number }> {
+async function restartUnderLoad(component: InfraComponent): Promise<{ recoveredMs: number; answerMs: number }> {
   await sleep(1_500);
   // A caller waiting on a question across the restart (an ask needs PostgreSQL, so it starts before).
   const { apiKey } = await createWorkspace();

@@ -13,6 +13,8 @@ export interface RequestOptions {
   /** Sent as-is (for malformed-body tests); overrides `body`. */
   rawBody?: string;
   headers?: Record<string, string>;
+  /** Gives up (the promise rejects with a TimeoutError) after this long. */
+  timeoutMs?: number;
 }
 
 export async function call<T = Record<string, unknown>>(baseUrl: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
@@ -23,7 +25,8 @@ export async function call<T = Record<string, unknown>>(baseUrl: string, path: s
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(`${baseUrl}${path}`, { method: options.method ?? 'GET', headers, body });
+  const signal = options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs);
+  const response = await fetch(`${baseUrl}${path}`, { method: options.method ?? 'GET', headers, body, signal });
   const text = await response.text();
   let parsed: unknown = text;
   if ((response.headers.get('content-type') ?? '').includes('json') && text !== '') parsed = JSON.parse(text);

@@ -2,6 +2,8 @@ export * from './admin.js';
 export * from './commands.js';
 export * from './consumers.js';
 export * from './http.js';
+export * from './infra.js';
+export * from './faults.js';
 export * from './processes.js';
 export * from './database.js';
 export * from './kafka.js';

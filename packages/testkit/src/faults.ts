@@ -1,0 +1,669 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import type { FaultRule } from '@herald/push-peer';
+
+import { waitForQuiet, type ConsumedTopics } from './consumers.js';
+import { connectDatabase } from './database.js';
+import { call, SERVER_API, type ApiResponse, type RequestOptions } from './http.js';
+import { infraComponent } from './infra.js';
+import type { RunningProcess } from './processes.js';
+import { eventually, seedAudience, startSendingHarness, type Audience, type SendingHarness } from './sending.js';
+
+/**
+ * A fault drill: a steady small load against a local Herald (sends and campaigns to a known
+ * audience through the strict push peer, engagement reports made with the pushes' tokens,
+ * questions with a waiter, answered through the answer endpoint) while faults are injected one
+ * after another; then a reconciliation against the records: each subscriber got each notification
+ * exactly once, each accepted report is counted once, each question is answered once and readable,
+ * nothing is left pending or unpublished, and the API answered only 2xx, expected 409s, or
+ * 503 `unavailable` within its deadline. Used by `npm run faults` and by
+ * gateway/test/faults-under-load.disruptive.test.ts (it stops and starts PostgreSQL, Redis and
+ * Kafka through deploy/infra.sh: only against infrastructure nothing else is using).
+ */
+
+export const FAULTS = ['delivery-kill', 'campaign-kill', 'gateway-kill', 'postgres-restart', 'kafka-restart', 'redis-restart', 'push-429', 'push-503', 'push-reset'] as const;
+export type FaultName = (typeof FAULTS)[number];
+
+export interface FaultDrillOptions {
+  /** The faults, in order (all of FAULTS by default). */
+  faults?: readonly FaultName[];
+  /** Subscribers every notification goes to. Default 4. */
+  subscribers?: number;
+  /** One round of load (a send or a campaign, reports, a question every fourth round) this often. Default 500 ms. */
+  roundMs?: number;
+  /** How long each fault lasts (a server down, a process gone, the push service failing). Default 3 s. */
+  holdMs?: number;
+  /** Load without a fault before the first fault and between two. Default 2 s. */
+  calmMs?: number;
+  /**
+   * Extra environment for the delivery fleet. By default it runs with the production back-off
+   * (PUSH_RETRY_BASE_MS 1 s, PUSH_MAX_ATTEMPTS 5), capped at 8 s here.
+   */
+  deliveryEnv?: Record<string, string>;
+  /** The consumer groups that must have caught up before the counts are compared (@herald/bus SEND_PIPELINE and campaignEngagement). */
+  settle: readonly ConsumedTopics[];
+  log?: (line: string) => void;
+}
+
+/** One row of the drill's table: a fault (or `none`, the load between faults) and what it cost. */
+export interface FaultRow {
+  fault: FaultName | 'none';
+  /** Requests started while the fault lasted, until the API served end to end again. */
+  requests: number;
+  /**
+   * Answers other than 2xx by status, filed under the moment they came (`network`: the connection
+   * failed; `timeout`: no answer within the deadline); `push <status>`: what the push service
+   * answered the delivery fleet other than 201 (`push reset`: a reset stream).
+   */
+  errors: Record<string, number>;
+  /** From the fault's end (server started, replacement ready, push service healthy) until a send made then reached every subscriber. */
+  recoveryMs: number | undefined;
+  /** Pushes missing, counted reports missing, answers not readable, for what was accepted during this row. */
+  lost: number;
+  /** Pushes made twice, reports counted twice, answers applied twice. */
+  duplicated: number;
+  /** Broken promises: an unexpected status, a hang, a process that died by itself. */
+  problems: string[];
+}
+
+export interface FaultDrillReport {
+  rows: FaultRow[];
+  totals: {
+    requests: number;
+    /** Sends, campaigns, probes and questions' pushes. */
+    notifications: number;
+    pushes: number;
+    reports: number;
+    questions: number;
+    /** Questions whose push the campaign service queued. */
+    questionPushes: number;
+    wokenWaiters: number;
+    readAfterwards: number;
+  };
+  /** Every problem of every row, and those of the whole run. */
+  problems: string[];
+  durationMs: number;
+}
+
+/** gRPC deadlines are 5 s; an answer later than this is a hang. */
+const REQUEST_DEADLINE_MS = 7_000;
+const WAIT_SECONDS = 10;
+const SITE_ORIGIN = 'https://shop.example.test';
+const GATEWAY_ENV = { ENGAGEMENT_IP_RATE_LIMIT_PER_MINUTE: '1000000' };
+/** Bounds on every loop: the drill always ends by itself. */
+const RECOVERY_LIMIT_MS = 90_000;
+const DRAIN_LIMIT_MS = 120_000;
+const MAX_ATTEMPTS = 200;
+
+type Outcome = number | 'network' | 'timeout';
+interface Tracked {
+  /** When the request that made it started (or the fault began, for a recovery probe). */
+  at: number;
+  /** A question's push (best effort, no campaign stats): checked for pushes, not for counters. */
+  question?: boolean;
+}
+interface PendingSend {
+  key: string;
+  round: number;
+  attempts: number;
+  at: number;
+}
+interface PendingCampaignStart {
+  campaignId: string;
+  attempts: number;
+  uncertain: boolean;
+  at: number;
+}
+interface Report {
+  notificationId: string;
+  subscriberId: string;
+  kind: 'impression' | 'click';
+  token: string;
+  attempts: number;
+  /** A report made again on purpose (a browser retrying): sent once, not retried. */
+  repeat?: boolean;
+}
+interface Question {
+  id: string;
+  liveUrl: string;
+  token: string;
+  at: number;
+  answerDueAt: number;
+  answered200: number;
+  /** An answer attempt whose outcome is unknown (no answer, or a 5xx): a later 409 is then its success. */
+  uncertain: boolean;
+  settled: boolean;
+  attempts: number;
+  waiter: 'waiting' | 'woken' | 'timed-out' | 'failed';
+}
+
+function countInto(counts: Record<string, number>, key: string): void {
+  counts[key] = (counts[key] ?? 0) + 1;
+}
+
+function isDown(process: RunningProcess): boolean {
+  return process.child.exitCode !== null || process.child.signalCode !== null;
+}
+
+export async function runFaultDrill(options: FaultDrillOptions): Promise<FaultDrillReport> {
+  const { faults = FAULTS, subscribers: audienceSize = 4, roundMs = 500, holdMs = 3_000, calmMs = 2_000, deliveryEnv = {}, settle, log = () => undefined } = options;
+  const started = Date.now();
+  log('starting Herald: two gateways, account, audience, campaign, delivery, decision; a strict push peer');
+  const harness = await startSendingHarness({
+    decisions: true,
+    gateways: 2,
+    gatewayEnv: GATEWAY_ENV,
+    // Production's back-off base (1 s) and PUSH_MAX_ATTEMPTS (5) unless `deliveryEnv` says otherwise; the 8 s cap keeps a drill short.
+    deliveryEnv: { PUSH_RETRY_BASE_MS: '1000', PUSH_RETRY_CAP_MS: '8000', ...deliveryEnv },
+  });
+  try {
+    const audience = await seedAudience(harness, audienceSize, 'enterprise');
+    log(`audience: ${audienceSize} subscribers`);
+    return await drill(harness, audience, { faults, roundMs, holdMs, calmMs, settle, log, started });
+  } finally {
+    harness.peer.respondWith(null);
+    await harness.stop();
+  }
+}
+
+interface DrillSettings {
+  faults: readonly FaultName[];
+  roundMs: number;
+  holdMs: number;
+  calmMs: number;
+  settle: readonly ConsumedTopics[];
+  log: (line: string) => void;
+  started: number;
+}
+
+async function drill(harness: SendingHarness, audience: Audience, settings: DrillSettings): Promise<FaultDrillReport> {
+  const { stack, peer } = harness;
+  const { apiKey } = audience.workspace;
+  const runProblems: string[] = [];
+  const calm: FaultRow = { fault: 'none', requests: 0, errors: {}, recoveryMs: undefined, lost: 0, duplicated: 0, problems: [] };
+  const windows: Array<{ row: FaultRow; start: number; end: number }> = [];
+  const rowAt = (at: number): FaultRow => windows.find((window) => at >= window.start && at <= window.end)?.row ?? calm;
+  /** Gateways the load goes through (a killed one leaves the pool at once, as a load balancer's health check would take it out). */
+  const pool = [...stack.gatewayUrls];
+  const killed = new Set<RunningProcess>();
+  let gatewayDown = false;
+  let requestCounter = 0;
+  const gateway = (): string => pool[requestCounter++ % pool.length] as string;
+
+  /** One request through the next gateway of the pool, counted under the row of the moment it started. Never throws. */
+  async function request<T = Record<string, unknown>>(what: string, path: string, init: RequestOptions & { deadlineMs?: number }): Promise<{ outcome: Outcome; response?: ApiResponse<T> }> {
+    const at = Date.now();
+    const row = rowAt(at);
+    row.requests += 1;
+    const deadline = init.deadlineMs ?? REQUEST_DEADLINE_MS;
+    let outcome: Outcome;
+    let response: ApiResponse<T> | undefined;
+    try {
+      response = await call<T>(gateway(), path, { ...init, timeoutMs: deadline });
+      outcome = response.status;
+    } catch (err) {
+      outcome = (err as Error).name === 'TimeoutError' ? 'timeout' : 'network';
+    }
+    // An error belongs to the moment it happened (a waiter started before a fault fails during it).
+    const failedIn = rowAt(Date.now());
+    if (typeof outcome !== 'number' || outcome >= 300) countInto(failedIn.errors, String(outcome));
+    const code = (response?.body as { code?: unknown } | undefined)?.code;
+    const expected =
+      (typeof outcome === 'number' && (outcome < 300 || outcome === 409 || (outcome === 503 && code === 'unavailable'))) || (outcome === 'network' && gatewayDown);
+    if (!expected) failedIn.problems.push(`${what}: ${outcome}${code ? ` ${String(code)}` : ''} after ${Date.now() - at} ms`);
+    return response ? { outcome, response } : { outcome };
+  }
+
+  // What was accepted, for the reconciliation.
+  const notifications = new Map<string, Tracked>();
+  const sends: PendingSend[] = [];
+  const campaignStarts: PendingCampaignStart[] = [];
+  const reports: Report[] = [];
+  const acceptedReports = new Map<string, Report & { at: number }>();
+  const questions: Question[] = [];
+  /** Asks that got no 200, by their question text: made anyway only if the connection was cut (a killed gateway). */
+  const unanswered = new Map<string, Outcome>();
+  let asked = 0;
+  let seenPushes = 0;
+  const inFlight = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>): void => {
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  };
+
+  /** POST /send with an idempotency key; retried with the same key until accepted, as a careful client does. */
+  async function send(pending: PendingSend): Promise<void> {
+    pending.attempts += 1;
+    const { response } = await request<{ campaignId: string }>('send', `${SERVER_API}/send`, {
+      method: 'POST',
+      key: apiKey,
+      headers: { 'idempotency-key': pending.key },
+      body: { title: `round ${pending.round}`, body: 'fault drill' },
+    });
+    if (response?.status === 200) notifications.set(response.body.campaignId, { at: pending.at });
+    else if (pending.attempts < MAX_ATTEMPTS) sends.push(pending);
+    else runProblems.push(`a send (key ${pending.key}) was never accepted`);
+  }
+
+  async function startCampaign(pending: PendingCampaignStart): Promise<void> {
+    pending.attempts += 1;
+    const { outcome } = await request('campaign send', `${SERVER_API}/campaigns/${pending.campaignId}/send`, { method: 'POST', key: apiKey });
+    // A 409 after an attempt of unknown outcome: that attempt started it.
+    if (outcome === 200 || (outcome === 409 && pending.uncertain)) notifications.set(pending.campaignId, { at: pending.at });
+    else if (pending.attempts < MAX_ATTEMPTS) {
+      pending.uncertain ||= outcome !== 503;
+      campaignStarts.push(pending);
+    } else runProblems.push(`campaign ${pending.campaignId} never started`);
+  }
+
+  async function createCampaign(round: number): Promise<void> {
+    const at = Date.now();
+    const { response } = await request<{ id: string }>('campaign create', `${SERVER_API}/campaigns`, {
+      method: 'POST',
+      key: apiKey,
+      body: { name: `Drill ${round}`, title: `campaign ${round}`, body: 'fault drill' },
+    });
+    // A create that failed made at most a draft, which sends nothing.
+    if (response?.status === 201) await startCampaign({ campaignId: response.body.id, attempts: 0, uncertain: false, at });
+  }
+
+  async function report(item: Report): Promise<void> {
+    item.attempts += 1;
+    const { outcome } = await request('engagement report', '/api/v1/events', { method: 'POST', headers: { origin: SITE_ORIGIN }, body: { type: item.kind, token: item.token } });
+    const key = `${item.notificationId}|${item.subscriberId}|${item.kind}`;
+    if (outcome === 202) {
+      if (!acceptedReports.has(key)) acceptedReports.set(key, { ...item, at: Date.now() });
+    } else if (item.repeat) return;
+    else if (item.attempts < MAX_ATTEMPTS) reports.push(item);
+    else runProblems.push(`a ${item.kind} report on ${item.notificationId} was never accepted`);
+  }
+
+  /** Reports for every push that arrived since the last look: an impression each, a click for every other one. */
+  function harvestPushes(): void {
+    const received = peer.received(undefined, { includeReplaced: true });
+    for (const message of received.slice(seenPushes)) {
+      const opened = harness.openPush(message);
+      seenPushes += 1;
+      // A question's push is answered, not reported on, in this drill.
+      if ('answerUrl' in opened.payload) continue;
+      const base = { notificationId: opened.payload.notificationId, subscriberId: opened.engagement.subscriberId, token: opened.token, attempts: 0 };
+      reports.push({ ...base, kind: 'impression' });
+      if (seenPushes % 2 === 0) reports.push({ ...base, kind: 'click' });
+    }
+  }
+
+  async function ask(): Promise<void> {
+    const at = Date.now();
+    const text = `Proceed with drill step ${(asked += 1)}?`;
+    const { outcome, response } = await request<{ correlationId: string; liveUrl: string }>('ask', `${SERVER_API}/ask`, {
+      method: 'POST',
+      key: apiKey,
+      body: { question: text, wait: false },
+    });
+    if (response?.status !== 200) {
+      unanswered.set(text, outcome);
+      return;
+    }
+    const { correlationId, liveUrl } = response.body;
+    const question: Question = {
+      id: correlationId,
+      liveUrl,
+      token: liveUrl.slice(liveUrl.indexOf('/a/') + 3),
+      at,
+      answerDueAt: at + 1_000,
+      answered200: 0,
+      uncertain: false,
+      settled: false,
+      attempts: 0,
+      waiter: 'waiting',
+    };
+    questions.push(question);
+    const waited = await request<{ answered: boolean; value?: string }>('ask wait', `${SERVER_API}/ask/${correlationId}?wait=${WAIT_SECONDS}`, {
+      key: apiKey,
+      deadlineMs: WAIT_SECONDS * 1_000 + REQUEST_DEADLINE_MS,
+    });
+    const body = waited.response?.body;
+    question.waiter = waited.outcome !== 200 ? 'failed' : body?.answered === true && body.value === 'yes' ? 'woken' : 'timed-out';
+  }
+
+  async function answer(question: Question): Promise<void> {
+    question.attempts += 1;
+    const { outcome } = await request('answer', `/api/v1/answer/${question.token}`, { method: 'POST', body: { answer: 'yes' } });
+    if (outcome === 200) {
+      question.answered200 += 1;
+      question.settled = true;
+    } else if (outcome === 409) {
+      // Answered already: by an earlier attempt whose answer never came back, or by no one the drill knows of.
+      question.settled = true;
+      if (!question.uncertain) runProblems.push(`question ${question.id}: the first answer was refused as already answered`);
+    } else if (question.attempts >= MAX_ATTEMPTS) {
+      question.settled = true;
+      runProblems.push(`question ${question.id} could not be answered`);
+    } else {
+      question.uncertain ||= outcome !== 503;
+      question.answerDueAt = Date.now() + 500;
+    }
+  }
+
+  /** Everything due now: retries first, then (unless draining) this round's new work. */
+  function round(index: number, generate: boolean): void {
+    harvestPushes();
+    for (const pending of sends.splice(0, 4)) track(send(pending));
+    for (const pending of campaignStarts.splice(0, 2)) track(startCampaign(pending));
+    for (const item of reports.splice(0, 12)) track(report(item));
+    for (const question of questions) {
+      if (!question.settled && question.answerDueAt <= Date.now() && question.answerDueAt > 0) {
+        question.answerDueAt = 0;
+        track(answer(question));
+      }
+    }
+    if (!generate) return;
+    if (index % 4 === 3) track(createCampaign(index));
+    else track(send({ key: randomUUID(), round: index, attempts: 0, at: Date.now() }));
+    if (index % 4 === 1) track(ask());
+    // A report already accepted, made again (a browser retrying): counted once still.
+    const again = [...acceptedReports.values()].at(-1 - (index % 5));
+    if (again) track(report({ notificationId: again.notificationId, subscriberId: again.subscriberId, kind: again.kind, token: again.token, attempts: 0, repeat: true }));
+  }
+
+  let generating = true;
+  const loop = (async () => {
+    for (let index = 0; generating && index < 100_000; index += 1) {
+      if (inFlight.size < 60) round(index, true);
+      await sleep(settings.roundMs);
+    }
+  })();
+
+  /** A send made now, through a live gateway, accepted and pushed to every subscriber: how long after `from` that took. */
+  async function recovery(from: number): Promise<number | undefined> {
+    const key = randomUUID();
+    const deadline = from + RECOVERY_LIMIT_MS;
+    while (Date.now() < deadline) {
+      const { response } = await request<{ campaignId: string }>('probe send', `${SERVER_API}/send`, {
+        method: 'POST',
+        key: apiKey,
+        headers: { 'idempotency-key': key },
+        body: { title: 'probe', body: 'is it back?' },
+      });
+      if (response?.status === 200) {
+        const id = response.body.campaignId;
+        notifications.set(id, { at: from });
+        try {
+          await eventually('the probe reached every subscriber', async () => countPushes(id).size, (reached) => reached === audience.subscribers.length, Math.max(1, deadline - Date.now()));
+          return Date.now() - from;
+        } catch {
+          return undefined;
+        }
+      }
+      await sleep(200);
+    }
+    return undefined;
+  }
+
+  /** What Herald recorded of one recipient of a notification (for the account of a loss). */
+  async function recipientRecord(notificationId: string, subscriberId: string | undefined): Promise<string> {
+    const page = await call<{ data: Array<{ subscriberId: string; status: string; attempts: number; lastStatusCode: number | null }> }>(
+      pool[0] as string,
+      `${SERVER_API}/notifications/${notificationId}/recipients?limit=100`,
+      { key: apiKey, timeoutMs: REQUEST_DEADLINE_MS },
+    );
+    const found = page.status === 200 ? page.body.data.find((recipient) => recipient.subscriberId === subscriberId) : undefined;
+    return found ? `${found.status} after ${found.attempts} attempts (last status ${found.lastStatusCode})` : `unknown (${page.status})`;
+  }
+
+  function countPushes(notificationId: string): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const message of peer.received(undefined, { includeReplaced: true })) {
+      if (harness.openPush(message).payload.notificationId !== notificationId) continue;
+      counts.set(message.endpoint, (counts.get(message.endpoint) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  async function killService(name: string, env: Record<string, string>): Promise<void> {
+    const victim = stack.services.find((running) => !isDown(running) && running.output().includes(`${name} service serving`));
+    if (!victim) throw new Error(`no running ${name} service to kill`);
+    killed.add(victim);
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    await sleep(settings.holdMs);
+    await stack.startService(name, env, { replacing: true });
+  }
+
+  async function killGateway(): Promise<void> {
+    const victim = stack.gateways.find((running, index) => index > 0 && !isDown(running));
+    const url = victim ? stack.gatewayUrls[stack.gateways.indexOf(victim)] : undefined;
+    if (!victim || !url) throw new Error('no second gateway to kill');
+    killed.add(victim);
+    gatewayDown = true;
+    victim.child.kill('SIGKILL');
+    pool.splice(pool.indexOf(url), 1);
+    await victim.exited;
+    await sleep(settings.holdMs);
+    // On a machine this busy a gateway may miss its 20 s to get ready: a second try, as an orchestrator would.
+    const replacement = await stack.addGateway(GATEWAY_ENV).catch(() => stack.addGateway(GATEWAY_ENV));
+    stack.gatewayUrls.push(replacement);
+    pool.push(replacement);
+  }
+
+  async function restartServer(component: 'postgres' | 'redis' | 'kafka'): Promise<void> {
+    // Slow pushes while it stops: some are in flight when it goes, and their outcome must be recorded once it is back.
+    peer.respondWith({ delayMs: 1_000 });
+    await infraComponent('stop', component);
+    await sleep(settings.holdMs);
+    peer.respondWith(null);
+    await infraComponent('start', component);
+  }
+
+  async function pushServiceFailing(rule: FaultRule): Promise<void> {
+    peer.respondWith(rule);
+    await sleep(settings.holdMs);
+    peer.respondWith(null);
+  }
+
+  const inject: Record<FaultName, () => Promise<void>> = {
+    'delivery-kill': async () => {
+      // Slow pushes so that the kill lands with some in flight.
+      peer.respondWith({ delayMs: 800 });
+      try {
+        await killService('delivery', {});
+      } finally {
+        peer.respondWith(null);
+      }
+    },
+    'campaign-kill': () => killService('campaign', { CAMPAIGN_TIMER_POLL_MS: '100' }),
+    'gateway-kill': () => killGateway(),
+    'postgres-restart': () => restartServer('postgres'),
+    'kafka-restart': () => restartServer('kafka'),
+    'redis-restart': () => restartServer('redis'),
+    'push-429': () => pushServiceFailing({ status: 429, retryAfter: 1 }),
+    'push-503': () => pushServiceFailing({ status: 503 }),
+    'push-reset': () => pushServiceFailing({ resetStream: true }),
+  };
+
+  const rows: FaultRow[] = [];
+  try {
+    await sleep(settings.calmMs);
+    for (const fault of settings.faults) {
+      const row: FaultRow = { fault, requests: 0, errors: {}, recoveryMs: undefined, lost: 0, duplicated: 0, problems: [] };
+      const window = { row, start: Date.now(), end: Number.MAX_SAFE_INTEGER };
+      windows.push(window);
+      rows.push(row);
+      settings.log(`fault: ${fault}`);
+      try {
+        await inject[fault]();
+      } catch (err) {
+        row.problems.push(`injecting the fault failed: ${(err as Error).message}`);
+      }
+      const restored = Date.now();
+      row.recoveryMs = await recovery(restored);
+      gatewayDown = false;
+      if (row.recoveryMs === undefined) row.problems.push(`the API did not serve end to end within ${RECOVERY_LIMIT_MS / 1_000} s`);
+      window.end = Date.now();
+      // What the delivery fleet met at the push service meanwhile (it retries those).
+      for (const attempt of peer.attempts()) {
+        if (attempt.at >= window.start && attempt.at <= window.end && attempt.status !== 201) countInto(row.errors, `push ${attempt.status}`);
+      }
+      settings.log(`  ${row.requests} requests, recovered in ${row.recoveryMs ?? '-'} ms`);
+      await sleep(settings.calmMs);
+    }
+  } finally {
+    generating = false;
+    await loop;
+  }
+
+  // Drain: the retries of what was refused, the reports of the last pushes, the last answers.
+  settings.log('load stopped; draining retries and the last reports');
+  const drainDeadline = Date.now() + DRAIN_LIMIT_MS;
+  const drain = async (): Promise<void> => {
+    for (;;) {
+      round(0, false);
+      await Promise.all([...inFlight]);
+      const open = sends.length + campaignStarts.length + reports.length + questions.filter((question) => !question.settled).length;
+      if (open === 0 && peer.received(undefined, { includeReplaced: true }).length === seenPushes) return;
+      if (Date.now() > drainDeadline) {
+        runProblems.push(`still open after the drain: ${open} requests`);
+        return;
+      }
+      await sleep(settings.roundMs);
+    }
+  };
+  await drain();
+
+  // The questions' pushes the campaign service queued (an ask answered while it could not be queued stays answerable through its link).
+  const db = await connectDatabase();
+  try {
+    const { rows: queued } = await db.query<{ id: string; url: string; body: string; created_at: Date }>(
+      `SELECT id, url, body, created_at FROM campaign.campaigns WHERE workspace_id = $1 AND kind = 'question'`,
+      [audience.workspace.workspaceId],
+    );
+    for (const { id, url, body, created_at: createdAt } of queued) {
+      const question = questions.find((candidate) => candidate.liveUrl === url);
+      if (question) notifications.set(id, { at: question.at, question: true });
+      else if (unanswered.get(body) === 'network') notifications.set(id, { at: createdAt.getTime(), question: true });
+      else runProblems.push(`question push ${id} of "${body}", an ask answered ${unanswered.get(body) ?? 'never'}`);
+    }
+  } finally {
+    await db.end();
+  }
+  settings.log(`reconciling ${notifications.size} notifications, ${acceptedReports.size} reports, ${questions.length} questions`);
+  for (const [id, tracked] of notifications) {
+    const row = rowAt(tracked.at);
+    try {
+      await eventually(
+        `notification ${id} completed with nothing pending`,
+        () => call<{ status: string; counts: { pending: number } }>(pool[0] as string, `${SERVER_API}/notifications/${id}`, { key: apiKey, timeoutMs: REQUEST_DEADLINE_MS }),
+        (reply) => reply.status === 200 && reply.body.status === 'completed' && reply.body.counts.pending === 0,
+        Math.max(1_000, drainDeadline - Date.now()),
+      );
+    } catch (err) {
+      row.problems.push((err as Error).message);
+    }
+  }
+  // Late pushes (retried ones) bring their reports; then every outbox row is published and every consumer caught up.
+  await drain();
+  try {
+    await waitForQuiet(stack.topicPrefix, settings.settle, { timeoutMs: DRAIN_LIMIT_MS });
+  } catch (err) {
+    runProblems.push(`outboxes or consumers not quiet: ${(err as Error).message}`);
+  }
+
+  // Pushes: each subscriber each notification exactly once; and nothing the drill did not have accepted.
+  const endpoints = new Set(audience.subscribers.map((subscriber) => subscriber.endpoint));
+  const subscriberOf = new Map(audience.subscribers.map((subscriber) => [subscriber.endpoint, subscriber.id]));
+  for (const [id, tracked] of notifications) {
+    const row = rowAt(tracked.at);
+    const counts = countPushes(id);
+    for (const endpoint of endpoints) {
+      const count = counts.get(endpoint) ?? 0;
+      if (count === 0) row.lost += 1;
+      if (count > 1) row.duplicated += count - 1;
+      if (count !== 1) row.problems.push(`${id}: ${count} pushes to subscriber ${subscriberOf.get(endpoint)}${count === 0 ? `, recorded as ${await recipientRecord(id, subscriberOf.get(endpoint))}` : ''}`);
+    }
+  }
+  const unknown = new Set(peer.received(undefined, { includeReplaced: true }).map((message) => harness.openPush(message).payload.notificationId).filter((id) => !notifications.has(id)));
+  if (unknown.size > 0) runProblems.push(`pushes of ${unknown.size} notifications no accepted request made: ${[...unknown].join(', ')}`);
+
+  // Engagement: the campaign counters equal the distinct accepted reports.
+  const expected = new Map<string, { impression: number; click: number; at: number }>();
+  for (const accepted of acceptedReports.values()) {
+    const entry = expected.get(accepted.notificationId) ?? { impression: 0, click: 0, at: accepted.at };
+    entry[accepted.kind] += 1;
+    entry.at = Math.max(entry.at, accepted.at);
+    expected.set(accepted.notificationId, entry);
+  }
+  for (const [id, tracked] of notifications) {
+    if (tracked.question) continue;
+    const want = expected.get(id) ?? { impression: 0, click: 0, at: notifications.get(id)?.at ?? 0 };
+    const row = rowAt(want.at);
+    const stats = await call<{ totalDelivered: number; totalClicked: number }>(pool[0] as string, `${SERVER_API}/campaigns/${id}/stats`, { key: apiKey, timeoutMs: REQUEST_DEADLINE_MS });
+    if (stats.status !== 200) {
+      row.problems.push(`stats of ${id}: ${stats.status}`);
+      continue;
+    }
+    for (const [counted, wanted] of [
+      [stats.body.totalDelivered, want.impression],
+      [stats.body.totalClicked, want.click],
+    ] as const) {
+      if (counted < wanted) row.lost += wanted - counted;
+      if (counted > wanted) row.duplicated += counted - wanted;
+    }
+    if (stats.body.totalDelivered !== want.impression || stats.body.totalClicked !== want.click) {
+      row.problems.push(`${id}: counted ${stats.body.totalDelivered} impressions and ${stats.body.totalClicked} clicks for ${want.impression} and ${want.click} accepted`);
+    }
+  }
+
+  // Questions: each answered once, its answer readable, its waiter woken (or it reads the answer now).
+  let readAfterwards = 0;
+  for (const question of questions) {
+    const row = rowAt(question.at);
+    if (question.answered200 > 1) row.duplicated += question.answered200 - 1;
+    const read = await call<{ answered: boolean; value?: string }>(pool[0] as string, `${SERVER_API}/ask/${question.id}`, { key: apiKey, timeoutMs: REQUEST_DEADLINE_MS });
+    if (read.status !== 200 || read.body.answered !== true || read.body.value !== 'yes') {
+      row.lost += 1;
+      row.problems.push(`question ${question.id} reads ${read.status} ${JSON.stringify(read.body)}`);
+    }
+    else if (question.waiter !== 'woken') readAfterwards += 1;
+  }
+
+  for (const running of [...stack.gateways, ...stack.services]) {
+    if (!killed.has(running) && isDown(running)) runProblems.push(`a process exited by itself:\n${running.output().slice(-2_000)}`);
+  }
+
+  const all = [...rows, calm];
+  return {
+    rows: all,
+    totals: {
+      requests: all.reduce((sum, row) => sum + row.requests, 0),
+      notifications: notifications.size,
+      pushes: peer.received(undefined, { includeReplaced: true }).length,
+      reports: acceptedReports.size,
+      questions: questions.length,
+      questionPushes: [...notifications.values()].filter((tracked) => tracked.question).length,
+      wokenWaiters: questions.filter((question) => question.waiter === 'woken').length,
+      readAfterwards,
+    },
+    problems: [...all.flatMap((row) => row.problems.map((problem) => `${row.fault}: ${problem}`)), ...runProblems],
+    durationMs: Date.now() - settings.started,
+  };
+}
+
+/** The drill's table: fault, requests during it, errors by status, recovery time, lost, duplicated. */
+export function formatFaultTable(report: FaultDrillReport): string {
+  const header = ['fault', 'requests', 'errors by status', 'recovery', 'lost', 'duplicated'];
+  const lines = report.rows.map((row) => [
+    row.fault,
+    String(row.requests),
+    Object.entries(row.errors)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([status, count]) => `${status}: ${count}`)
+      .join(', ') || '-',
+    row.recoveryMs === undefined ? '-' : `${(row.recoveryMs / 1_000).toFixed(1)} s`,
+    String(row.lost),
+    String(row.duplicated),
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)));
+  const render = (cells: string[]) => `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`;
+  return [render(header), `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`, ...lines.map(render)].join('\n');
+}
