@@ -18,11 +18,6 @@ test('faults one after another under load: for each, zero lost, zero duplicated,
     faults: FAULTS,
     holdMs: 2_000,
     calmMs: 1_000,
-    // Pushes back off with full jitter (a random delay below 1 s, 2 s, 4 s, ...), so five attempts
-    // can all fall inside a push service's two-second outage, and each push deferred behind a 429's
-    // Retry-After uses one: as shipped, `npm run faults` shows such pushes failed. Ten attempts ride
-    // the drill's outages out; what is asserted here is that nothing else is lost or doubled.
-    deliveryEnv: { PUSH_MAX_ATTEMPTS: '10' },
     settle: [...SEND_PIPELINE, consumers.campaignEngagement],
   });
   console.log(formatFaultTable(report).replace(/^/gm, '# '));

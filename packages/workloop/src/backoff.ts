@@ -15,11 +15,16 @@ export interface BackoffOptions {
   random?: () => number;
 }
 
-/** Delay before retry number `attempt` (1 = the first retry): uniform in [0, min(cap, base * 2^(attempt-1))), at least min(Retry-After, cap). */
+/**
+ * Delay before retry number `attempt` (1 = the first retry): uniform in [c/2, c) where
+ * c = min(cap, base * 2^(attempt-1)), and at least min(Retry-After, cap). Half of each step is
+ * kept (equal jitter) so that the attempts span a real stretch of time: with full jitter a few
+ * retries could all fall inside one short outage of the far side and use up every attempt.
+ */
 export function backoffMs(attempt: number, { baseMs, capMs, random = Math.random }: BackoffOptions, retryAfterMs?: number): number {
   if (!Number.isInteger(attempt) || attempt < 1) throw new RangeError('attempt must be an integer >= 1');
   const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(attempt - 1, 52));
-  const jittered = Math.floor(random() * ceiling);
+  const jittered = Math.floor(ceiling / 2 + random() * (ceiling / 2));
   const floor = retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs > 0 ? Math.min(capMs, Math.ceil(retryAfterMs)) : 0;
   return Math.max(jittered, floor);
 }

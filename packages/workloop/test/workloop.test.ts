@@ -185,25 +185,25 @@ test('claim statements refuse what is not a plain, schema-qualified name', () =>
   assert.throws(() => claimStatement({ ...table, due: 'due_at; DROP TABLE x' }), /is not a plain column name/);
 });
 
-test('backoff: full jitter in [0, min(cap, base*2^(n-1))), exponential, capped', () => {
+test('backoff: equal jitter in [c/2, c), c = min(cap, base*2^(n-1)), exponential, capped', () => {
   const options = { baseMs: 1000, capMs: 60_000 };
-  assert.equal(backoffMs(1, { ...options, random: () => 0 }), 0);
+  assert.equal(backoffMs(1, { ...options, random: () => 0 }), 500);
   assert.equal(backoffMs(1, { ...options, random: () => 0.999999 }), 999);
-  assert.equal(backoffMs(3, { ...options, random: () => 0.5 }), 2000);
+  assert.equal(backoffMs(3, { ...options, random: () => 0.5 }), 3000);
   assert.equal(backoffMs(4, { ...options, random: () => 0.999999 }), 7999);
   assert.equal(backoffMs(20, { ...options, random: () => 0.999999 }), 59_999);
-  assert.equal(backoffMs(5000, { ...options, random: () => 0.5 }), 30_000);
+  assert.equal(backoffMs(5000, { ...options, random: () => 0.5 }), 45_000);
   for (let attempt = 1; attempt <= 12; attempt++) {
     const ceiling = Math.min(60_000, 1000 * 2 ** (attempt - 1));
     let low = Infinity;
     let high = -Infinity;
     for (let i = 0; i < 2000; i++) {
       const delay = backoffMs(attempt, options);
-      assert.ok(Number.isInteger(delay) && delay >= 0 && delay < ceiling, `attempt ${attempt}: ${delay}`);
+      assert.ok(Number.isInteger(delay) && delay >= ceiling / 2 && delay < ceiling, `attempt ${attempt}: ${delay}`);
       low = Math.min(low, delay);
       high = Math.max(high, delay);
     }
-    assert.ok(low < ceiling * 0.1 && high > ceiling * 0.9, `attempt ${attempt} spreads over the range: ${low}..${high}`);
+    assert.ok(low < ceiling * 0.55 && high > ceiling * 0.95, `attempt ${attempt} spreads over the upper half: ${low}..${high}`);
   }
   assert.throws(() => backoffMs(0, options), RangeError);
 });

@@ -14,7 +14,8 @@ export function sortAttempts(recipients: Recipient[], attempts: Attempt[], maxAt
   recipients.forEach((recipient, index) => {
     const attempt = attempts[index];
     if (!attempt) return;
-    const made = recipient.attemptsBefore + 1;
+    // A push held back for its push service's Retry-After was never sent: it costs no attempt.
+    const made = recipient.attemptsBefore + (attempt.kind === 'retry' && attempt.heldBack ? 0 : 1);
     if (attempt.kind === 'final') {
       sorted.finals.push({ subscriberId: recipient.subscriberId, status: attempt.status, statusCode: attempt.statusCode, attempts: made });
     } else if (made >= maxAttempts) {

@@ -8,7 +8,8 @@ import type { FinalStatus, PushContext, Recipient } from './store.js';
 /** What one push attempt came to. */
 export type Attempt =
   | { kind: 'final'; status: FinalStatus; statusCode: number }
-  | { kind: 'retry'; statusCode: number; notBefore: number };
+  /** `heldBack`: not sent at all (its push service asked for a pause); it uses up no attempt. */
+  | { kind: 'retry'; statusCode: number; notBefore: number; heldBack?: true };
 
 /** One recipient of a notification; `payload` is the notification's, before the recipient's token. */
 export type PushRequest = PushContext & Recipient;
@@ -36,7 +37,7 @@ export class Sender {
     const origin = new URL(request.endpoint).origin;
     const now = Date.now();
     const paused = this.pausedUntil.get(origin) ?? 0;
-    if (paused > now) return { kind: 'retry', statusCode: 429, notBefore: paused };
+    if (paused > now) return { kind: 'retry', statusCode: 429, notBefore: paused, heldBack: true };
     let body: Buffer;
     try {
       const token = this.engagementTokens.sign(request);
