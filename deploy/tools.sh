@@ -3,6 +3,7 @@
 #   helm, kubeconform   `go install` from the Go module proxy into .local/bin
 #   Kubernetes schemas  the JSON schemas inside the kubernetes-validate wheel (PyPI), for kubeconform
 #   schemathesis        the OpenAPI fuzzer (PyPI), in a venv at .local/venv, for the gateway's schemathesis test
+#   chromium, firefox   Debian's chromium and firefox-esr (apt), for the browser SDK's real-browser tests
 # Idempotent: what is already there at its pinned version is skipped. Prints what it does.
 #
 #   deploy/tools.sh          ensure everything
@@ -126,12 +127,21 @@ ensure_schemathesis() {
   echo "$SCHEMATHESIS" >"$stamp"
 }
 
+# The browser SDK's tests drive Debian's browsers (playwright-core with an explicit
+# executablePath: nothing is downloaded from a browser vendor).
+ensure_browsers() {
+  ensure_packages chromium firefox-esr
+  log "browsers: $(command -v chromium) and $(command -v firefox-esr)"
+}
+
 cmd_env() {
   local dir
   dir=$(schema_dir)
   cat <<EOF
 export HERALD_TOOLS_BIN=$BIN_DIR
 export KUBERNETES_SCHEMA_DIR=$dir
+export HERALD_CHROMIUM=$(command -v chromium || true)
+export HERALD_FIREFOX=$(command -v firefox-esr || true)
 EOF
 }
 
@@ -141,6 +151,7 @@ case "${1:-up}" in
     go_tool kubeconform "$KUBECONFORM_MODULE"
     ensure_schemas
     ensure_schemathesis
+    ensure_browsers
     log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, schemas in $(schema_dir), $LOCAL_DIR/venv/bin/schemathesis"
     ;;
   env) cmd_env ;;
