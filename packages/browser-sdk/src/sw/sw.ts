@@ -136,7 +136,8 @@ async function openOrFocus(url: string, clickData: object): Promise<void> {
   const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
   const page = windows.find((client) => client.url === target.href) ?? windows.find((client) => new URL(client.url).origin === self.location.origin);
   if (page) {
-    const focused = await page.focus();
+    // A browser may refuse the focus (it needs the click's user activation); the page can still take the click.
+    const focused = await page.focus().catch(() => page);
     if ((await handOver(focused, target.href, clickData)) || focused.url === target.href) return;
   }
   // No page took it: the click opens the URL, and the page it opens finds the click there.
