@@ -17,8 +17,11 @@ const gateway = spawn(process.execPath, ['gateway/dist/src/main.js'], {
     PATH: process.env.PATH,
     PORT: '0',
     PUBLIC_ORIGIN: 'http://localhost:8080',
-    // Never connected to: /openapi.json touches neither Redis nor a service.
+    // Never connected to: /openapi.json touches neither Redis, Kafka nor a service.
     REDIS_URL: 'redis://127.0.0.1:1',
+    KAFKA_BROKERS: '127.0.0.1:1',
+    // Checks nothing here; a throwaway value of the required length.
+    ENGAGEMENT_TOKEN_SECRET: 'openapi-generation-only-not-a-secret',
     LOG_LEVEL: 'info',
   },
   stdio: ['ignore', 'pipe', 'pipe'],

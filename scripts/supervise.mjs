@@ -23,12 +23,16 @@ if (given && (given.length !== components.length || given.some((port) => !Number
 const ports = Object.fromEntries(components.map((component, index) => [component.name, given?.[index] ?? component.port]));
 if (!given && process.env.PORT) ports.gateway = Number(process.env.PORT);
 
+// Engagement tokens in pushes are signed by the delivery fleet and checked by the gateway: one
+// secret for both, made per run unless set (pushes shown before a restart then report nothing).
+const engagementTokenSecret = process.env.ENGAGEMENT_TOKEN_SECRET ?? randomBytes(32).toString('base64url');
 // Answer links are signed with this secret; a local run makes a new one unless one is set, so links
 // from an earlier run stop working (the decision service keeps it across its own restarts).
 const localEnv = {
   decision: { ANSWER_TOKEN_SECRET: process.env.ANSWER_TOKEN_SECRET ?? randomBytes(32).toString('base64url') },
+  delivery: { ENGAGEMENT_TOKEN_SECRET: engagementTokenSecret },
   // A local run accepts push endpoints on any https host (local push services); production does not.
-  gateway: { ALLOW_ANY_PUSH_SERVICE: process.env.ALLOW_ANY_PUSH_SERVICE ?? 'true' },
+  gateway: { ALLOW_ANY_PUSH_SERVICE: process.env.ALLOW_ANY_PUSH_SERVICE ?? 'true', ENGAGEMENT_TOKEN_SECRET: engagementTokenSecret },
 };
 
 const log = (message) => console.error(`[supervise] ${message}`);

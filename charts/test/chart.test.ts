@@ -285,12 +285,13 @@ describe('the default values', () => {
   test('credentials come from the existing Secret, each only to the components that need it', () => {
     const secretsOf = (name: string) => (container(objects, name).env ?? []).map(({ name: variable, valueFrom }) => ({ variable, ...valueFrom.secretKeyRef }));
     const from = (variable: string) => ({ variable, name: 'herald', key: variable });
-    assert.deepEqual(secretsOf('gateway'), [from('REDIS_URL')]);
-    for (const name of ['account', 'audience', 'campaign', 'delivery', 'policy']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
+    assert.deepEqual(secretsOf('gateway'), [from('REDIS_URL'), from('ENGAGEMENT_TOKEN_SECRET')]);
+    for (const name of ['account', 'audience', 'campaign', 'policy']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
+    assert.deepEqual(secretsOf('delivery'), [from('DATABASE_URL'), from('ENGAGEMENT_TOKEN_SECRET')]);
     assert.deepEqual(secretsOf('decision'), [from('REDIS_URL'), from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET')]);
     for (const name of COMPONENTS) {
       assert.deepEqual(container(objects, name).envFrom, [{ configMapRef: { name: `herald-${name}` } }]);
-      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
+      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET', 'ENGAGEMENT_TOKEN_SECRET']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
     }
   });
 
@@ -300,6 +301,7 @@ describe('the default values', () => {
     const kafka = { KAFKA_BROKERS: 'kafka:9092', KAFKA_CLIENT_ID: 'herald', KAFKA_SESSION_TIMEOUT_MS: '30000' };
     assert.deepEqual(env(objects, 'gateway'), {
       ...common('gateway'),
+      ...kafka,
       HOST: '0.0.0.0',
       PORT: '8080',
       PUBLIC_ORIGIN: 'http://localhost:8080',
@@ -332,6 +334,7 @@ describe('the default values', () => {
     assert.deepEqual(env(objects, 'campaign'), {
       ...grpc('campaign'),
       ...kafka,
+      ACCOUNT_GRPC_URL: 'herald-account:50051',
       AUDIENCE_GRPC_URL: 'herald-audience:50052',
       FANOUT_BATCH_SIZE: '500',
       PUSH_TTL_SECONDS: '86400',
@@ -364,7 +367,12 @@ describe('the default values', () => {
 
   test("each component's own config parser accepts its rendered environment, which differs from the code's defaults only where it must", async () => {
     // What a pod gets from the Secret, and what the code requires without a default.
-    const secrets: Record<string, string> = { DATABASE_URL: 'postgres://herald@db/herald', REDIS_URL: 'redis://redis:6379', ANSWER_TOKEN_SECRET: 'answer-secret' };
+    const secrets: Record<string, string> = {
+      DATABASE_URL: 'postgres://herald@db/herald',
+      REDIS_URL: 'redis://redis:6379',
+      ANSWER_TOKEN_SECRET: 'answer-secret',
+      ENGAGEMENT_TOKEN_SECRET: 'engagement-secret',
+    };
     const required: Record<string, string> = { ...secrets, KAFKA_BROKERS: 'kafka:9092' };
     const differences: Record<string, Record<string, unknown>> = {
       gateway: {
@@ -373,7 +381,7 @@ describe('the default values', () => {
         rateLimitFallbackReplicas: 10,
         allowLocalhostSites: false,
       },
-      campaign: { audienceGrpcUrl: 'herald-audience:50052' },
+      campaign: { accountGrpcUrl: 'herald-account:50051', audienceGrpcUrl: 'herald-audience:50052' },
       delivery: { accountGrpcUrl: 'herald-account:50051' },
       decision: { accountGrpcUrl: 'herald-account:50051' },
     };
@@ -435,13 +443,13 @@ describe('the default values', () => {
       assert.deepEqual(policy(name).policyTypes, ['Ingress', 'Egress']);
     }
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }]);
-    assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }]);
-    assert.deepEqual(policy('account').ingress, calledBy(50051, 'decision', 'delivery', 'gateway'));
+    assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }, kafka]);
+    assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'gateway'));
     assert.deepEqual(policy('account').egress, [dns, postgres, kafka]);
     assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
     assert.deepEqual(policy('audience').egress, [dns, postgres, kafka]);
     assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'gateway'));
-    assert.deepEqual(policy('campaign').egress, [dns, call('audience'), postgres, kafka]);
+    assert.deepEqual(policy('campaign').egress, [dns, call('account'), call('audience'), postgres, kafka]);
     assert.deepEqual(policy('delivery').ingress, calledBy(50054, 'gateway'));
     assert.deepEqual(policy('delivery').egress, [dns, call('account'), postgres, kafka, internet]);
     assert.deepEqual(policy('policy').ingress, calledBy(50055, 'gateway'));
@@ -507,7 +515,7 @@ describe('ci/production-values.yaml', () => {
     const namespace = (name: string) => [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } } }];
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080), from: namespace('ingress-nginx') }]);
     const collector = { ports: tcp(4317, 4318), to: namespace('observability') };
-    assert.deepEqual(policy('gateway').egress.slice(-2), [{ ports: tcp(6379), to: namespace('redis') }, collector]);
+    assert.deepEqual(policy('gateway').egress.slice(-3), [{ ports: tcp(6379), to: namespace('redis') }, { ports: tcp(9092), to: namespace('data') }, collector]);
     assert.deepEqual(policy('account').egress.slice(-3), [
       { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.20.0.0/24' } }] },
       { ports: tcp(9092), to: namespace('data') },

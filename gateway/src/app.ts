@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
+import type { Bus } from '@herald/bus';
 import type { Logger } from '@herald/logging';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
@@ -30,12 +31,14 @@ export interface AppDependencies {
   config: GatewayConfig;
   clients: ServiceClients;
   redis: Redis;
+  /** Where engagement reports are published. */
+  bus: Bus;
   logger: Logger;
 }
 
 export type App = FastifyInstance;
 
-export async function buildApp({ config, clients, redis, logger }: AppDependencies): Promise<App> {
+export async function buildApp({ config, clients, redis, bus, logger }: AppDependencies): Promise<App> {
   const documentationBase = `${config.publicOrigin}/docs/errors`;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -94,6 +97,6 @@ export async function buildApp({ config, clients, redis, logger }: AppDependenci
   // Before the routes: the OpenAPI generator sees each route as it is registered.
   await registerOpenApi(app, config.publicOrigin);
   await registerDocs(app, config.publicOrigin);
-  await registerRoutes(app, { config, clients, limiter, waiters });
+  await registerRoutes(app, { config, clients, limiter, waiters, bus });
   return app;
 }

@@ -1,6 +1,7 @@
 import { createClient, type PromiseClient } from '@herald/grpc';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { SegmentServiceClient } from '@herald/proto/herald/audience/v1/segments';
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { DecisionServiceClient } from '@herald/proto/herald/decision/v1/decision';
 import { DeliveryServiceClient } from '@herald/proto/herald/delivery/v1/delivery';
@@ -13,6 +14,8 @@ import type { GatewayConfig } from './config.js';
 export interface ServiceClients {
   account: PromiseClient<AccountServiceClient>;
   audience: PromiseClient<AudienceServiceClient>;
+  /** Served by the audience service. */
+  segments: PromiseClient<SegmentServiceClient>;
   campaign: PromiseClient<CampaignServiceClient>;
   /** Served by the campaign service. */
   templates: PromiseClient<TemplateServiceClient>;
@@ -25,6 +28,7 @@ export function createServiceClients(config: GatewayConfig): ServiceClients {
   return {
     account: createClient(AccountServiceClient, config.accountGrpcUrl, config.grpcDeadlineMs),
     audience: createClient(AudienceServiceClient, config.audienceGrpcUrl, config.grpcDeadlineMs),
+    segments: createClient(SegmentServiceClient, config.audienceGrpcUrl, config.grpcDeadlineMs),
     campaign: createClient(CampaignServiceClient, config.campaignGrpcUrl, config.grpcDeadlineMs),
     templates: createClient(TemplateServiceClient, config.campaignGrpcUrl, config.grpcDeadlineMs),
     delivery: createClient(DeliveryServiceClient, config.deliveryGrpcUrl, config.grpcDeadlineMs),

@@ -3,6 +3,7 @@ import { pieces, type Env } from '@herald/config';
 export function readConfig(env: Env) {
   return {
     ...pieces.redis(env),
+    ...pieces.kafka(env),
     ...pieces.shutdown(env),
     host: env.string('HOST', '127.0.0.1'),
     port: env.port('PORT', 8080),
@@ -53,6 +54,14 @@ export function readConfig(env: Env) {
     ]),
     /** Accept endpoints on any https host (tests, local push services); never in production. */
     allowAnyPushService: env.boolean('ALLOW_ANY_PUSH_SERVICE', false),
+    /** Checks the engagement tokens the delivery fleet signs into pushes; the same secret as the fleet's. */
+    engagementTokenSecret: env.string('ENGAGEMENT_TOKEN_SECRET'),
+    /** Engagement reports (POST /api/v1/events) a site may send per minute: a campaign's impressions arrive at once. */
+    engagementSiteRateLimitPerMinute: env.integer('ENGAGEMENT_SITE_RATE_LIMIT_PER_MINUTE', 1_000_000, { min: 1, max: 100_000_000 }),
+    /** ...and one client IP (a browser reports a few per push). */
+    engagementIpRateLimitPerMinute: env.integer('ENGAGEMENT_IP_RATE_LIMIT_PER_MINUTE', 600, { min: 1, max: 1_000_000 }),
+    /** How long an engagement report waits for Kafka's acknowledgement before it is answered 503. */
+    engagementPublishTimeoutMs: env.integer('ENGAGEMENT_PUBLISH_TIMEOUT_MS', 5_000, { min: 100, max: 60_000 }),
     /** GET /api/v1/site/{slug} needs no key: it is limited per client IP instead. */
     ipRateLimitPerMinute: env.integer('IP_RATE_LIMIT_PER_MINUTE', 100, { min: 1, max: 100_000 }),
     // Put in the rate-limit buckets' Redis keys: deployments sharing a Redis keep their own counts.

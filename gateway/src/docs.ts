@@ -21,7 +21,35 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
   { name: 'Guides', pages: ['quick-start', 'authentication', 'approval-flow', 'mcp'] },
   {
     name: 'Reference',
-    pages: ['errors', 'limits', 'account', 'subscribers', 'browser-sdk', 'notifications', 'templates', 'policy', 'keys-and-enrollment', 'ask', 'decisions', 'webhooks'],
+    pages: [
+      'errors',
+      'limits',
+      'account',
+      'subscribers',
+      'browser-sdk',
+      'notifications',
+      'campaigns',
+      'templates',
+      'segments',
+      'engagement',
+      'policy',
+      'keys-and-enrollment',
+      'ask',
+      'decisions',
+      'webhooks',
+    ],
+  },
+  {
+    name: 'Agent frameworks',
+    pages: [
+      'agents-vercel-ai-sdk',
+      'agents-mastra',
+      'agents-langgraph-js',
+      'agents-openai-agents-js',
+      'agents-langgraph-python',
+      'agents-crewai',
+      'agents-openai-agents-python',
+    ],
   },
 ];
 

@@ -1,3 +1,4 @@
+import { createKafkaBus } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { Redis } from 'ioredis';
@@ -14,7 +15,9 @@ const logger = createLogger('gateway');
 const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
 redis.on('error', () => undefined);
 const clients = createServiceClients(config);
-const app = await buildApp({ config, clients, redis, logger });
+// Engagement reports go straight to Kafka (the gateway keeps no database); connected on first use.
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-gateway`, logger, topicPrefix: config.namespace });
+const app = await buildApp({ config, clients, redis, bus, logger });
 await app.listen({ host: config.host, port: config.port });
 
 drainOnSignal(
@@ -22,6 +25,7 @@ drainOnSignal(
     // Stops accepting, answers new requests on kept-alive sockets with 503, waits for in-flight ones.
     await app.close();
     closeServiceClients(clients);
+    await bus.close();
     redis.disconnect();
   },
   config.shutdownGraceMs,

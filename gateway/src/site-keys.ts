@@ -1,12 +1,14 @@
 import { parseKey } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { ResolveSiteKeyResponse } from '@herald/proto/herald/account/v1/account';
+import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { assertActivePlan } from './access.js';
 import { VerifiedCache } from './cache.js';
 import type { ServiceClients } from './clients.js';
 import { enforceRateLimit, type RateLimiter } from './rate-limit.js';
+import { withErrors } from './schemas/common.js';
 
 /**
  * Site-key authentication for the browser SDK's endpoints (routes declaring `access: {siteKey:
@@ -124,6 +126,31 @@ function assertOrigin(origin: string | undefined, domain: string, allowLocalhost
   }
   return origin;
 }
+
+/**
+ * CORS preflights of the browser SDK's endpoints carry no key: any origin that could be a site's
+ * may ask; the request itself is then held to its own site's domain (or, for engagement reports,
+ * to its token). With `anyOrigin` (the public site record) every page may ask.
+ */
+export const corsPreflight =
+  (config: { allowLocalhostSites: boolean }, methods: string, anyOrigin: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
+    const origin = request.headers.origin;
+    if (anyOrigin) reply.header('access-control-allow-origin', '*');
+    else if (allowOrigin(request, reply, config.allowLocalhostSites) === undefined) {
+      throw originForbidden(
+        origin ? `Origin ${origin} cannot be a site's: pages must be served over https (http only on localhost).` : 'A CORS preflight needs an Origin header.',
+      );
+    }
+    return reply
+      .code(204)
+      .header('access-control-allow-methods', methods)
+      .header('access-control-allow-headers', 'authorization, content-type')
+      .header('access-control-max-age', '600')
+      .send(null);
+  };
+
+/** The route options of a preflight: no key, and its one answer documented. */
+export const preflightOptions = { config: { access: { public: true } }, schema: { response: withErrors({ 204: Type.Null({ description: 'No content' }) }) } } as const;
 
 // ---- the hook -------------------------------------------------------------------------------
 

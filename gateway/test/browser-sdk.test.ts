@@ -59,7 +59,7 @@ test('the SDK files under their exact version are immutable, with the SRI hashes
 });
 
 test('the major version serves the same files for an hour; other versions and files are 404', async () => {
-  const response = await get('/sdk/v0/herald.js');
+  const response = await get('/sdk/v1/herald.js');
   assert.equal(response.status, 200);
   assert.equal(response.headers.get('cache-control'), 'public, max-age=3600');
   assert.deepEqual(Buffer.from(await response.arrayBuffer()), bundleFile('herald.js'));
@@ -67,7 +67,7 @@ test('the major version serves the same files for an hour; other versions and fi
   const otherVersion = await call(stack.gatewayUrl, '/sdk/v9.9.9/herald.js');
   assert.equal(otherVersion.status, 404);
   assert.equal(otherVersion.body.code, 'not_found');
-  assert.equal(otherVersion.body.message, `No browser SDK v9.9.9; this server has v${version} (also as v0).`);
+  assert.equal(otherVersion.body.message, `No browser SDK v9.9.9; this server has v${version} (also as v1).`);
   const otherFile = await call(stack.gatewayUrl, `/sdk/v${version}/evil.js`);
   assert.equal(otherFile.status, 404);
   assert.equal(otherFile.body.message, 'No file evil.js in the browser SDK; it has herald.js, herald.mjs, herald-sw.js, herald-page.js and manifest.json.');

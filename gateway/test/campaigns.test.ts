@@ -7,6 +7,7 @@ import {
   createKey,
   errorBody,
   eventually,
+  pushesOf as peerPushesOf,
   seedAudience,
   SERVER_API,
   startSendingHarness,
@@ -65,14 +66,7 @@ const settled = (workspace: TestWorkspace, id: string, timeoutMs = 20_000) =>
   eventually(`campaign ${id} completed`, () => read(workspace, id), (campaign) => campaign.status === 'completed', timeoutMs);
 
 /** Pushes of this campaign the strict peer accepted, by endpoint. */
-function pushesOf(campaignId: string): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const message of harness.peer.received()) {
-    if ((JSON.parse(message.plaintext.toString()) as { notificationId: string }).notificationId !== campaignId) continue;
-    counts.set(message.endpoint, (counts.get(message.endpoint) ?? 0) + 1);
-  }
-  return counts;
-}
+const pushesOf = (campaignId: string): Map<string, number> => peerPushesOf(harness.peer, campaignId);
 const pushCount = (campaignId: string): number => [...pushesOf(campaignId).values()].reduce((sum, count) => sum + count, 0);
 
 /** Every subscriber of the audience got the campaign exactly once. */
@@ -272,7 +266,8 @@ test('send starts the fan-out at once: every subscriber gets it once, and the co
   const done = await settled(workspace, campaign.id);
   assertEachOnce(audience, campaign.id);
   const [message] = harness.peer.received().filter((m) => (JSON.parse(m.plaintext.toString()) as { notificationId: string }).notificationId === campaign.id);
-  assert.deepEqual(JSON.parse(message?.plaintext.toString() ?? '{}'), { notificationId: campaign.id, title: 'Sale', body: 'Everything -20%', url: 'https://shop.example.test/sale' });
+  assert.ok(message);
+  assert.deepEqual(harness.openPush(message).payload, { notificationId: campaign.id, title: 'Sale', body: 'Everything -20%', url: 'https://shop.example.test/sale' });
   assert.deepEqual(
     [done.totalTargeted, done.totalQueued, done.totalSent, done.totalFailed, done.totalDelivered, done.totalClicked],
     [5, 5, 5, 0, 0, 0],
@@ -409,6 +404,42 @@ test('a campaign made from a template copies its content with the variables fill
   assert.deepEqual(missing.body.fields, [{ field: 'variables.plan', in: 'body', problem: "is required by the template's body ({{plan}} has no default)" }]);
   await call(harness.stack.gatewayUrl, `${SERVER_API}/templates/${template.id}`, { method: 'PATCH', key: workspace.apiKey, body: { title: 'Changed' } });
   assert.equal((await read(workspace, made.id)).title, 'Hello friend');
+});
+
+test('per-subscriber placeholders are filled for each recipient at delivery, with the fallback where the subscriber lacks the field', async () => {
+  const audience = await seedAudience(harness, 3, 'growth', (index) => ({ externalId: `user ${index}`, tags: [] }));
+  const { workspace } = audience;
+  const [ada, bob, anonymous] = audience.subscribers;
+  assert.ok(ada && bob && anonymous);
+  const patch = async (id: string, body: Record<string, unknown>) =>
+    assert.equal((await call(harness.stack.gatewayUrl, `${SERVER_API}/subscribers/${id}`, { method: 'PATCH', key: workspace.apiKey, body })).status, 200);
+  await patch(ada.id, { customData: { firstName: 'Ada', plan: { tier: 'gold' }, visits: 12 } });
+  await patch(anonymous.id, { externalId: null });
+  const campaign = await create(workspace, {
+    title: 'Hi {{subscriber.customData.firstName|there}}',
+    body: '{{subscriber.customData.plan.tier|Basic}} member, visit {{subscriber.customData.visits|1}} ({{subscriber.externalId|guest}})',
+    actionUrl: 'https://shop.example.test/for/{{subscriber.externalId|guest}}',
+  });
+  await campaigns(workspace, `/${campaign.id}/send`, { method: 'POST' });
+  await settled(workspace, campaign.id);
+  const byEndpoint = new Map(harness.peer.received().map((message) => [message.endpoint, harness.openPush(message).payload] as const).filter(([, payload]) => payload.notificationId === campaign.id));
+  assert.deepEqual(byEndpoint.get(ada.endpoint), {
+    notificationId: campaign.id,
+    title: 'Hi Ada',
+    body: 'gold member, visit 12 (user 0)',
+    url: 'https://shop.example.test/for/user%200',
+  });
+  assert.deepEqual(byEndpoint.get(bob.endpoint), { notificationId: campaign.id, title: 'Hi there', body: 'Basic member, visit 1 (user 1)', url: 'https://shop.example.test/for/user%201' });
+  assert.deepEqual(byEndpoint.get(anonymous.endpoint), { notificationId: campaign.id, title: 'Hi there', body: 'Basic member, visit 1 (guest)', url: 'https://shop.example.test/for/guest' });
+
+  // A field no subscriber has is a 400 naming where it is; the content is sized with full-length values.
+  const unknown = await campaigns(workspace, '', { method: 'POST', body: { name: 'x', title: '{{subscriber.email}}', body: 'b' } });
+  assert.equal(unknown.status, 400);
+  assert.deepEqual((unknown.body as unknown as { fields: unknown[] }).fields, [
+    { field: 'title', in: 'body', problem: 'holds {{subscriber.email}} names no subscriber field: use subscriber.id, subscriber.externalId or subscriber.customData.<key>' },
+  ]);
+  const tooLong = await campaigns(workspace, '', { method: 'POST', body: { name: 'x', title: 't', body: `${'b'.repeat(1_700)}${'{{subscriber.id}}'.repeat(20)}` } });
+  assert.deepEqual([tooLong.status, (tooLong.body as unknown as { error: string }).error], [400, 'Notification too large']);
 });
 
 test('delete stops a running fan-out: nothing more is queued, deliveries already made stay', async () => {

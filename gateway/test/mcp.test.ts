@@ -36,7 +36,7 @@ after(() => harness.stop());
 
 const ORIGIN = 'http://localhost:8080';
 const RESOURCE_METADATA = `${ORIGIN}/.well-known/oauth-protected-resource`;
-const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question'];
+const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question', 'create_campaign', 'send_campaign', 'get_campaign_stats'];
 
 interface Connection {
   client: Client;
@@ -127,7 +127,7 @@ test('the 2025-03-26, 2025-06-18 and 2026-07-28 revisions negotiate, and tools w
     const connection = await connect(apiKey, { supportedProtocolVersions: [version] });
     try {
       assert.equal(connection.client.getNegotiatedProtocolVersion(), version);
-      assert.equal((await connection.client.listTools()).tools.length, 4);
+      assert.equal((await connection.client.listTools()).tools.length, TOOL_NAMES.length);
       const asked = await callTool(connection, 'ask_user', { question: `On ${version}?`, wait: false });
       assert.equal(asked.isError, false, JSON.stringify(asked.body));
       assert.equal(asked.body.status, 'pending');
@@ -181,7 +181,7 @@ test('a tool call without a valid key is a 401 with the OAuth challenge; the met
     resource: ORIGIN,
     authorization_servers: [ORIGIN],
     bearer_methods_supported: ['header'],
-    scopes_supported: ['notifications:send', 'ask'],
+    scopes_supported: ['notifications:send', 'ask', 'campaigns'],
     resource_name: 'Herald',
   });
 });
@@ -213,6 +213,9 @@ test('the manifest at /.well-known/mcp', async () => {
       ['ask_user', 'ask'],
       ['wait_for_answer', 'ask'],
       ['cancel_question', 'ask'],
+      ['create_campaign', 'campaigns'],
+      ['send_campaign', 'campaigns'],
+      ['get_campaign_stats', 'campaigns'],
     ],
   );
   // The catalogue the manifest shows is the one tools/list serves.
@@ -248,7 +251,8 @@ test('send_notification sends through POST /send; the context is appended to the
       async () => harness.peer.received().filter((message) => (JSON.parse(message.plaintext.toString()) as { notificationId: string }).notificationId === sent.body.campaignId),
       (found) => found.length === 1,
     );
-    assert.deepEqual(JSON.parse(messages[0]?.plaintext.toString() ?? ''), {
+    assert.ok(messages[0]);
+    assert.deepEqual(harness.openPush(messages[0]).payload, {
       notificationId: sent.body.campaignId,
       title: 'Deploy finished',
       body: 'v2 is live.\n\nAll 412 checks passed.',
@@ -294,6 +298,45 @@ test('arguments are checked as REST checks bodies: invalid_request naming each a
     assert.equal(unknown.body.code, 'not_found');
   } finally {
     await connection.close();
+  }
+});
+
+test('campaign tools: create (and send at once), send, read the figures; REST errors and scopes come through', async () => {
+  const { workspace } = audience;
+  const connection = await connect(workspace.apiKey);
+  try {
+    const draft = await callTool(connection, 'create_campaign', { name: 'Weekly', title: 'This week', body: 'Three new things' });
+    assert.equal(draft.isError, false, JSON.stringify(draft.body));
+    assert.deepEqual([draft.body.status, draft.body.name], ['draft', 'Weekly']);
+    const started = await callTool(connection, 'send_campaign', { campaignId: draft.body.id });
+    assert.deepEqual([started.isError, started.body.status, started.body.totalTargeted], [false, 'sending', audience.subscribers.length]);
+    const again = await callTool(connection, 'send_campaign', { campaignId: draft.body.id });
+    assert.deepEqual([again.isError, again.body.code], [true, 'conflict']);
+
+    const now = await callTool(connection, 'create_campaign', { name: 'Flash', title: 'Now', body: 'Only today', sendNow: true });
+    assert.deepEqual([now.isError, now.body.status], [false, 'sending']);
+    const stats = await eventually(
+      'the flash campaign sent',
+      async () => callTool(connection, 'get_campaign_stats', { campaignId: now.body.id }),
+      (read) => read.body.totalSent === audience.subscribers.length,
+    );
+    assert.deepEqual(stats.body, { totalSent: audience.subscribers.length, totalDelivered: 0, totalClicked: 0, totalFailed: 0, deliveryRate: 0, clickRate: 0 });
+
+    const bad = await callTool(connection, 'create_campaign', { name: 'No content' });
+    assert.deepEqual([bad.isError, bad.body.code], [true, 'invalid_request']);
+    const unknown = await callTool(connection, 'get_campaign_stats', { campaignId: 'cmp_nope' });
+    assert.deepEqual([unknown.isError, unknown.body.code], [true, 'not_found']);
+  } finally {
+    await connection.close();
+  }
+  // Campaigns are for dashboard keys: a runtime key is refused as REST refuses it.
+  const runtime = await createKey(workspace.workspaceId, 'runtime');
+  const limited = await connect(runtime.apiKey);
+  try {
+    const refused = await callTool(limited, 'create_campaign', { name: 'x', title: 't', body: 'b' });
+    assert.deepEqual([refused.isError, refused.body.code, refused.body.message], [true, 'forbidden', 'This key cannot access this endpoint']);
+  } finally {
+    await limited.close();
   }
 });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
+import { createKafkaBus, type Bus } from '@herald/bus';
 import { loadConfig } from '@herald/config';
 import { createLogger } from '@herald/logging';
 import { call, startStack, type Stack } from '@herald/testkit';
@@ -38,6 +39,7 @@ let document: Document;
 let app: App;
 let clients: ServiceClients;
 let redis: Redis;
+let bus: Bus;
 
 before(async () => {
   stack = await startStack({ gatewayEnv: { PUBLIC_ORIGIN: ORIGIN } });
@@ -45,15 +47,19 @@ before(async () => {
   assert.equal(response.status, 200);
   document = response.body;
 
-  const config = loadConfig(readConfig, { ...process.env, PUBLIC_ORIGIN: ORIGIN });
+  const config = loadConfig(readConfig, { ...process.env, PUBLIC_ORIGIN: ORIGIN, ENGAGEMENT_TOKEN_SECRET: stack.engagementTokenSecret });
   redis = new Redis(config.redisUrl, { lazyConnect: true });
   clients = createServiceClients(config);
-  app = await buildApp({ config, clients, redis, logger: createLogger('gateway') });
+  const logger = createLogger('gateway');
+  // Never published to here: the document is all this app serves.
+  bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: 'openapi-test', logger });
+  app = await buildApp({ config, clients, redis, bus, logger });
   await app.ready();
 });
 after(async () => {
   await app.close();
   closeServiceClients(clients);
+  await bus.close();
   redis.disconnect();
   await stack.stop();
 });
@@ -142,7 +148,7 @@ test('security: a full key on server routes, the site key on browser routes, non
     },
   });
   const siteKeyPaths = ['/api/v1/subscribe', '/api/v1/subscription-change', '/api/v1/unsubscribe', '/api/v1/sdk-config'];
-  const publicPaths = ['/api/v1/site/{siteSlug}', '/api/v1/answer/{token}', '/api/v1/enroll/{token}'];
+  const publicPaths = ['/api/v1/site/{siteSlug}', '/api/v1/events', '/api/v1/answer/{token}', '/api/v1/enroll/{token}'];
   for (const { path, method, operation } of operations()) {
     const expected = path.startsWith('/api/v1/server/') ? [{ apiKey: [] }] : siteKeyPaths.includes(path) ? [{ siteKey: [] }] : [];
     if (expected.length === 0) assert.ok(publicPaths.includes(path), `${method} ${path} is public`);

@@ -24,7 +24,7 @@ interface Pushed {
   answerUrl: string;
 }
 
-const pushedTo = (endpoint: string): Pushed[] => harness.peer.received(endpoint).map((message) => JSON.parse(message.plaintext.toString()) as Pushed);
+const pushedTo = (endpoint: string): Pushed[] => harness.peer.received(endpoint).map((message) => harness.openPush(message).payload as unknown as Pushed);
 
 async function monthlyUsage(workspaceId: string): Promise<number> {
   const db = await connectDatabase();

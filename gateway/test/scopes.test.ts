@@ -30,6 +30,9 @@ const endpoints: Record<string, Endpoint> = {
   countSubscribers: { method: 'GET', path: '/subscribers/count' },
   listTemplates: { method: 'GET', path: '/templates' },
   createTemplate: { method: 'POST', path: '/templates', body: { name: 'scope', title: 'scope', body: 'test' } },
+  listSegments: { method: 'GET', path: '/segments' },
+  createSegment: { method: 'POST', path: '/segments', body: { name: 'scope', filter: {} } },
+  countSegment: { method: 'GET', path: '/segments/seg_000000000000000000000000/count' },
 };
 
 /** Which endpoints each key origin may call, as the spec's table says. */

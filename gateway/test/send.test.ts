@@ -55,7 +55,10 @@ test('a send reaches every active subscriber once, encrypted and signed, and the
   const messages = messagesFor(campaignId);
   assert.deepEqual(messages.map((message) => message.endpoint).sort(), audience.subscribers.map((subscriber) => subscriber.endpoint).sort());
   for (const message of messages) {
-    assert.deepEqual(JSON.parse(message.plaintext.toString()), { notificationId: campaignId, title: 'Hello', body: 'World', url: 'https://shop.example.test/sale' });
+    const { payload, engagement } = harness.openPush(message);
+    assert.deepEqual(payload, { notificationId: campaignId, title: 'Hello', body: 'World', url: 'https://shop.example.test/sale' });
+    const subscriber = audience.subscribers.find((candidate) => candidate.endpoint === message.endpoint);
+    assert.deepEqual(engagement, { workspaceId: audience.workspace.workspaceId, siteId: audience.workspace.siteId, notificationId: campaignId, subscriberId: subscriber?.id });
     assert.equal(message.vapid.aud, harness.peer.origin);
     assert.equal(message.vapid.publicKey, audience.vapidPublicKey);
     assert.equal(message.vapid.sub, 'mailto:push-operator@herald.dev');

@@ -27,7 +27,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { admin, connectDatabase, createKafkaNamespace, SERVER_API, type TestWorkspace } from '@herald/testkit';
 
-import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
+import { atCleanup, infraEnv, intEnv, log, reportHead, runBench } from './lib/bench.js';
 import { getRequest, percentile, postRequest, runLoad, type LoadResult } from './lib/load.js';
 import { backgroundLoad, cpuSeconds, memoryOf, socketCount, type BenchProcess } from './lib/processes.js';
 import { startHerald } from './lib/stack.js';
@@ -623,16 +623,7 @@ const verdictOf = (met: boolean): string => (met ? 'met' : 'NOT met');
 
 function report({ latency, held, rows, idleBusy }: Results): number {
   const cores = os.availableParallelism();
-  const lines: string[] = [];
-  lines.push('');
-  lines.push(`Herald approval benchmark  ${new Date().toISOString()}`);
-  lines.push(
-    `machine: nproc ${cores} (${os.cpus()[0]?.model?.trim() ?? 'unknown cpu'}), node ${process.version}, ${os.platform()} ${os.release()}, load avg ${os
-      .loadavg()
-      .map((value) => value.toFixed(2))
-      .join(' ')}`,
-  );
-  if (idleBusy !== null) lines.push(`machine busy before the run (background): ${(idleBusy * 100).toFixed(0)}% of ${cores} cores${idleBusy > 0.15 ? '  <- NOT idle: figures are depressed and noisy' : ''}`);
+  const lines: string[] = ['', ...reportHead('Herald approval benchmark', idleBusy)];
   lines.push('stack: account, audience, policy, decision + gateways A and B (one Redis), workspace in approval mode terminal (no push), 127.0.0.1 only');
 
   lines.push('');

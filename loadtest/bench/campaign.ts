@@ -12,6 +12,9 @@
 //   BENCH_DELIVERY_REPLICAS=1,2    one round per entry: a fresh stack with that many delivery replicas
 //   BENCH_KEY_POOL=1000            receiver key pairs shared by the subscribers (endpoint /push/<n> uses key n % pool)
 //   BENCH_SEND_LIMIT_S=900         a round stops waiting after this; the report then projects the rest
+//   BENCH_VIA=send                 send: one POST /send; campaign: POST /campaigns, then POST /campaigns/{id}/send
+//   BENCH_PLACEHOLDERS=0           1: the content holds per-subscriber placeholders ({{subscriber.id}}), filled
+//                                  by the fleet for each recipient (the cost of personalizing, side by side)
 //   BENCH_CPU_PROF=1               every Herald process and the push peer run with --cpu-prof; summaries of the
 //                                  send window are printed (the profiler slows them down: not for the figures)
 // The services' own variables pass through to them (FANOUT_BATCH_SIZE, PUSH_STREAMS_PER_ORIGIN,
@@ -31,7 +34,7 @@ import { generateKeyPool, subscriptionFromPool, writeKeyPoolFile, type KeyPoolEn
 import { admin, call, connectDatabase, createKafkaNamespace, eventually, freePort, SERVER_API, type TestWorkspace } from '@herald/testkit';
 
 import { atCleanup, elapsedSeconds, infraEnv, intEnv, log, runBench } from './lib/bench.js';
-import { copyFrom } from './lib/copy.js';
+import { seedSubscribers, type Seeding } from './lib/copy.js';
 import { backgroundLoad, startProcess, type BenchProcess } from './lib/processes.js';
 import { summarizeProfileDir, type ProfiledProcess } from './lib/profile.js';
 import { startHerald, type Herald } from './lib/stack.js';
@@ -45,6 +48,8 @@ const settings = {
   sendLimitMs: intEnv('BENCH_SEND_LIMIT_S', 900) * 1_000,
   peerStreams: intEnv('BENCH_PEER_STREAMS', 100),
   cpuProfile: process.env.BENCH_CPU_PROF === '1',
+  via: process.env.BENCH_VIA === 'campaign' ? ('campaign' as const) : ('send' as const),
+  placeholders: process.env.BENCH_PLACEHOLDERS === '1',
 };
 /** Progress polls: the notification's counters in PostgreSQL (cheap) every second. */
 const POLL_MS = 1_000;
@@ -156,36 +161,39 @@ async function* subscriberRows(workspace: TestWorkspace, origin: string, pool: r
   if (chunk) yield chunk;
 }
 
-interface Seeding {
-  copyMs: number;
-  vacuumMs: number;
-  rows: number;
-}
-
 async function seedAudience(db: Db, workspace: TestWorkspace, origin: string, pool: readonly KeyPoolEntry[]): Promise<Seeding> {
   // Ids look like Herald's (sub_ + 16 lowercase characters), unique to this run.
   const idPrefix = `sub_${randomBytes(5).toString('hex')}`;
-  log(`seeding ${count(settings.subscribers)} subscribers with COPY`);
-  const started = performance.now();
-  const rows = await copyFrom(
-    db,
-    'COPY audience.subscribers (id, workspace_id, site_id, status, endpoint, p256dh, auth, created_at) FROM STDIN',
-    subscriberRows(workspace, origin, pool, idPrefix),
-  );
-  const copyMs = performance.now() - started;
-  if (rows !== settings.subscribers) throw new Error(`COPY reported ${rows} rows, expected ${settings.subscribers}`);
-  log(`COPY ${count(rows)} rows in ${seconds(copyMs)}; VACUUM ANALYZE audience.subscribers`);
-  const vacuumStarted = performance.now();
-  // VACUUM too, so the visibility map lets the send's count use an index-only scan.
-  await db.query('VACUUM (ANALYZE) audience.subscribers');
-  const vacuumMs = performance.now() - vacuumStarted;
-  log(`VACUUM ANALYZE in ${seconds(vacuumMs)}`);
-  return { copyMs, vacuumMs, rows };
+  const columns = ['id', 'workspace_id', 'site_id', 'status', 'endpoint', 'p256dh', 'auth', 'created_at'];
+  return seedSubscribers(db, columns, subscriberRows(workspace, origin, pool, idPrefix), settings.subscribers);
 }
 
 const DELIVERY_TABLES = ['delivery.deliveries', 'delivery.retries'];
 const WORKSPACE_TABLES = [...DELIVERY_TABLES, 'campaign.campaigns', 'audience.subscribers'];
 const OUTBOX_SCHEMAS = ['account', 'audience', 'campaign', 'delivery'];
+
+/** The content sent: the same size either way; with placeholders, the fleet fills one per recipient. */
+function content(): { title: string; body: string; url: string } {
+  const audience = `One send to ${count(settings.subscribers)} subscribers.`;
+  return settings.placeholders
+    ? { title: 'Herald benchmark', body: `${audience} Yours, {{subscriber.id}}.`, url: 'https://bench.test/campaign?for={{subscriber.id}}' }
+    : { title: 'Herald benchmark', body: audience, url: 'https://bench.test/campaign' };
+}
+
+/** Starts the send (POST /send, or a campaign created and sent); its id and how many it targets. */
+async function startSend(gatewayUrl: string, apiKey: string): Promise<{ notificationId: string; sent: number }> {
+  const { title, body, url } = content();
+  if (settings.via === 'send') {
+    const response = await call<{ campaignId?: string; sent?: number }>(gatewayUrl, `${SERVER_API}/send`, { method: 'POST', key: apiKey, body: { title, body, url } });
+    if (response.status !== 200 || !response.body.campaignId) throw new Error(`POST /send answered ${response.status}: ${JSON.stringify(response.body)}`);
+    return { notificationId: response.body.campaignId, sent: Number(response.body.sent) };
+  }
+  const created = await call<{ id?: string }>(gatewayUrl, `${SERVER_API}/campaigns`, { method: 'POST', key: apiKey, body: { name: 'Herald benchmark', title, body, actionUrl: url } });
+  if (created.status !== 201 || !created.body.id) throw new Error(`POST /campaigns answered ${created.status}: ${JSON.stringify(created.body)}`);
+  const started = await call<{ totalTargeted?: number }>(gatewayUrl, `${SERVER_API}/campaigns/${created.body.id}/send`, { method: 'POST', key: apiKey });
+  if (started.status !== 200) throw new Error(`POST /campaigns/{id}/send answered ${started.status}: ${JSON.stringify(started.body)}`);
+  return { notificationId: created.body.id, sent: Number(started.body.totalTargeted) };
+}
 
 // ---------------------------------------------------------------- one round: a fresh stack, one send
 interface Progress {
@@ -294,19 +302,12 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
     void died.then((value) => (dead = value));
 
     const gatewayUrl = `http://127.0.0.1:${herald.gatewayPort}`;
-    log(`round "${name}": POST /send to ${count(settings.subscribers)} subscribers`);
+    log(`round "${name}": ${settings.via === 'send' ? 'POST /send' : 'POST /campaigns + /send'} to ${count(settings.subscribers)} subscribers${settings.placeholders ? ', per-subscriber placeholders' : ''}`);
     monitor.start();
     const windowFrom = monotonicMicros();
     const postStarted = performance.now();
-    const response = await call<{ campaignId?: string; sent?: number }>(gatewayUrl, `${SERVER_API}/send`, {
-      method: 'POST',
-      key: workspace.apiKey,
-      body: { title: 'Herald benchmark', body: `One send to ${count(settings.subscribers)} subscribers.`, url: 'https://bench.test/campaign' },
-    });
+    const { notificationId, sent } = await startSend(gatewayUrl, workspace.apiKey);
     const postMs = performance.now() - postStarted;
-    if (response.status !== 200 || !response.body.campaignId) throw new Error(`POST /send answered ${response.status}: ${JSON.stringify(response.body)}`);
-    const notificationId = response.body.campaignId;
-    const sent = Number(response.body.sent);
     log(`round "${name}": 200 in ${postMs.toFixed(0)} ms, sent ${count(sent)}, ${notificationId}`);
 
     const readNotification = async () => {
@@ -439,7 +440,7 @@ function roundReport(result: RoundResult): string[] {
   const lines: string[] = [];
   const name = `${result.replicas} delivery replica${result.replicas > 1 ? 's' : ''}`;
   lines.push(`== ${name}`);
-  lines.push(`POST /send: 200 in ${result.postMs.toFixed(0)} ms, sent ${count(result.sent)}`);
+  lines.push(`${settings.via === 'send' ? 'POST /send' : 'POST /campaigns + /send'}: answered in ${result.postMs.toFixed(0)} ms, sent ${count(result.sent)}`);
   const at = (ms: number | null): string => (ms === null ? 'not reached' : `+${seconds(ms)}`);
   lines.push(
     `first push accepted ${at(result.firstPushMs)}; fan-out finished ${at(result.fanoutDoneMs)}; last push accepted ${at(result.lastPushMs)}; notification completed ${at(result.completedMs)}`,
@@ -562,7 +563,7 @@ async function main(): Promise<number> {
   );
   if (idleBusy !== null) lines.push(`machine busy before the run (background): ${(idleBusy * 100).toFixed(0)}%${idleBusy > 0.15 ? '  <- NOT idle: figures are depressed' : ''}`);
   lines.push(
-    `settings: ${count(settings.subscribers)} subscribers, key pool ${settings.keyPool}, Kafka ${NAMESPACE_PARTITIONS} partitions per topic, push service count mode over TLS + HTTP/2 (max ${settings.peerStreams} streams), ${TUNING.map(([variable, fallback]) => `${variable}=${process.env[variable] ?? `${fallback} (default)`}`).join(', ')}, LOG_LEVEL=warn`,
+    `settings: ${settings.via === 'send' ? 'POST /send' : 'a campaign'}${settings.placeholders ? ' with per-subscriber placeholders' : ''}, ${count(settings.subscribers)} subscribers, key pool ${settings.keyPool}, Kafka ${NAMESPACE_PARTITIONS} partitions per topic, push service count mode over TLS + HTTP/2 (max ${settings.peerStreams} streams), ${TUNING.map(([variable, fallback]) => `${variable}=${process.env[variable] ?? `${fallback} (default)`}`).join(', ')}, LOG_LEVEL=warn`,
   );
   if (seeding) {
     lines.push(`seeding: COPY ${count(seeding.rows)} rows in ${seconds(seeding.copyMs)} (${count(Math.round(seeding.rows / (seeding.copyMs / 1_000)))} rows/s), VACUUM ANALYZE ${seconds(seeding.vacuumMs)}`);

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 
 import { admin, freePort, type TestWorkspace } from '@herald/testkit';
 
-import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
+import { atCleanup, infraEnv, intEnv, log, reportHead, runBench } from './lib/bench.js';
 import { getRequest, runLoad, type LoadResult } from './lib/load.js';
 import { backgroundLoad, cpuSeconds, cpuSecondsByName, machineJiffies, startProcess, type BenchProcess, type Jiffies } from './lib/processes.js';
 import { summarizeProfileDir, type ProfiledProcess, type ProfileWindow } from './lib/profile.js';
@@ -256,17 +256,7 @@ async function main(): Promise<number> {
   }
 
   // ---------------------------------------------------------------- report
-  const cpus = os.cpus();
-  const lines: string[] = [];
-  lines.push('');
-  lines.push(`Herald identity benchmark  ${new Date().toISOString()}`);
-  lines.push(
-    `machine: nproc ${os.availableParallelism()} (${cpus[0]?.model?.trim() ?? 'unknown cpu'}), node ${process.version}, ${os.platform()} ${os.release()}, load avg ${os
-      .loadavg()
-      .map((value) => value.toFixed(2))
-      .join(' ')}`,
-  );
-  if (idleBusy !== null) lines.push(`machine busy before the run (background): ${(idleBusy * 100).toFixed(0)}% of ${os.availableParallelism()} cores${idleBusy > 0.15 ? '  <- NOT idle: figures are depressed and noisy' : ''}`);
+  const lines: string[] = ['', ...reportHead('Herald identity benchmark', idleBusy)];
   lines.push(
     `load: ${settings.connections} keep-alive connections, closed loop (1 request in flight per connection), ${settings.warmupMs / 1_000} s warm-up + ${REWARM_MS / 1_000} s re-warm, ${settings.durationMs / 1_000} s measured; 127.0.0.1 only`,
   );

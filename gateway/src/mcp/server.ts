@@ -43,7 +43,8 @@ export interface McpOptions {
 const INSTRUCTIONS =
   'Herald reaches a real person. send_notification tells them something; ask_user asks and waits for the answer ' +
   '(fail closed: only an explicit yes approves). A question not answered within the wait keeps its correlationId: ' +
-  'continue with wait_for_answer, or withdraw it with cancel_question. Tool calls need "Authorization: Bearer <Herald API key>".';
+  'continue with wait_for_answer, or withdraw it with cancel_question. With a dashboard key, create_campaign, send_campaign ' +
+  "and get_campaign_stats run push campaigns to the site's subscribers. Tool calls need \"Authorization: Bearer <Herald API key>\".";
 
 // The SDK would refuse bad arguments with its own message; each tool validates them itself so the
 // error carries REST's code and fields.

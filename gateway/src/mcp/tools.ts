@@ -6,6 +6,7 @@ import { Ajv } from 'ajv';
 
 import { validationError } from '../errors.js';
 import { MAX_WAIT_SECONDS, QuestionFields } from '../questions.js';
+import { CreateCampaignBody } from '../routes/campaigns.js';
 import { SendBody } from '../routes/notifications.js';
 import { isJsonObject, type Json, type RestAnswer, type RestExchange } from './rest.js';
 
@@ -56,6 +57,9 @@ function forAgents(answer: RestAnswer): RestAnswer {
 }
 
 const SEND_BODY_MAX = SendBody.properties.body.maxLength ?? 2_048;
+
+const CampaignId = Type.String({ minLength: 1, maxLength: 64, description: 'The id create_campaign (or send_notification, as campaignId) returned' });
+const campaignPath = (campaignId: string, action = '') => `/campaigns/${encodeURIComponent(campaignId)}${action}`;
 
 export const TOOLS: readonly HeraldTool[] = [
   tool({
@@ -143,6 +147,51 @@ export const TOOLS: readonly HeraldTool[] = [
     inputSchema: Type.Object({ correlationId: CorrelationId }, { additionalProperties: false }),
     async run({ correlationId }, rest) {
       return rest.call('DELETE', `/ask/${encodeURIComponent(correlationId)}`);
+    },
+  }),
+  tool({
+    name: 'create_campaign',
+    title: 'Create a campaign',
+    description:
+      "Create a push campaign to the site's browser subscribers (every active subscriber, or a saved segment's with segmentId): content given here or copied from a template (templateId, with variables for its {{placeholders}}). " +
+      'It is a draft, or scheduled when scheduledAt (ISO 8601) is given; with sendNow: true it is started at once. ' +
+      'Returns the campaign {id, status, totalTargeted, ...}. Read its figures later with get_campaign_stats.',
+    scope: 'campaigns',
+    annotations: { title: 'Create a campaign', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    inputSchema: Type.Object(
+      {
+        ...CreateCampaignBody.properties,
+        sendNow: Type.Optional(Type.Boolean({ default: false, description: 'Start it at once (ignores scheduledAt)' })),
+      },
+      { additionalProperties: false },
+    ),
+    async run({ sendNow, ...campaign }, rest) {
+      const created = await rest.call('POST', '/campaigns', campaign);
+      if (!sendNow || created.status !== 201 || typeof created.body.id !== 'string') return created;
+      return rest.call('POST', campaignPath(created.body.id, '/send'));
+    },
+  }),
+  tool({
+    name: 'send_campaign',
+    title: 'Send a campaign now',
+    description: 'Start a draft or scheduled campaign now (its schedule is ignored). Returns the campaign with status "sending"; a campaign already started fails with code "conflict".',
+    scope: 'campaigns',
+    annotations: { title: 'Send a campaign now', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    inputSchema: Type.Object({ campaignId: CampaignId }, { additionalProperties: false }),
+    async run({ campaignId }, rest) {
+      return rest.call('POST', campaignPath(campaignId, '/send'));
+    },
+  }),
+  tool({
+    name: 'get_campaign_stats',
+    title: "Read a campaign's figures",
+    description:
+      "A campaign's figures: {totalSent (accepted by the push service), totalDelivered (shown, as the browser reported), totalClicked, totalFailed, deliveryRate, clickRate (percent)}.",
+    scope: 'campaigns',
+    annotations: { title: "Read a campaign's figures", readOnlyHint: true, openWorldHint: false },
+    inputSchema: Type.Object({ campaignId: CampaignId }, { additionalProperties: false }),
+    async run({ campaignId }, rest) {
+      return rest.call('GET', campaignPath(campaignId, '/stats'));
     },
   }),
 ];

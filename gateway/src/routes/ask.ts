@@ -90,6 +90,7 @@ export const askRoutes =
           subscriberIds: body.subscriberIds ?? [],
           externalIds: body.externalIds ?? [],
           tags: body.tags ?? [],
+          segmentId: '',
         });
         const wait = body.wait === false ? 0 : (body.timeoutSeconds ?? 30);
         const { question, timedOut } = await holdForAnswer(waiters, reply, created, wait, read(request, created.id));

@@ -4,8 +4,8 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
-import { ActionUrl, Body, HttpUrl, Name, PLACEHOLDERS, Title } from '../schemas/content.js';
+import { ErrorResponse, Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
+import { ActionUrl, Body, BodyAs, HttpUrl, Name, PLACEHOLDERS, Title, TitleAs } from '../schemas/content.js';
 
 /** /campaigns: scheduled or on-demand sends to the site's audience (dashboard keys). docs/campaigns.md has the states. */
 
@@ -15,6 +15,7 @@ const Status = Type.Union(
 );
 const ThrottlePerMinute = Type.Integer({ minimum: 1, maximum: 10_000_000, description: 'At most this many recipients queued per minute' });
 const ScheduledAt = Type.String({ format: 'date-time', description: 'ISO 8601; the campaign starts then by itself' });
+const SegmentId = Type.String({ minLength: 1, maxLength: 64, description: 'A segment of the workspace (/segments); null: every active subscriber' });
 
 const CampaignRecord = Type.Object({
   id: Type.String(),
@@ -56,11 +57,11 @@ const Variables = Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.]{0,
   description: "Values for the template's (or the content's) {{placeholders}}",
 });
 
-const CreateBody = Type.Object(
+export const CreateCampaignBody = Type.Object(
   {
     name: Name,
-    title: Type.Optional({ ...Title, description: `Required without templateId. ${PLACEHOLDERS}` }),
-    body: Type.Optional({ ...Body, description: `Required without templateId. ${PLACEHOLDERS}` }),
+    title: Type.Optional(TitleAs(`Required without templateId. ${PLACEHOLDERS}`)),
+    body: Type.Optional(BodyAs(`Required without templateId. ${PLACEHOLDERS}`)),
     iconUrl: Type.Optional(Nullable(HttpUrl('Small icon'))),
     imageUrl: Type.Optional(Nullable(HttpUrl('Large image'))),
     actionUrl: Type.Optional(Nullable(ActionUrl)),
@@ -68,6 +69,7 @@ const CreateBody = Type.Object(
     templateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Copy the content of this template (fields given here override it)' })),
     variables: Type.Optional(Variables),
     throttlePerMinute: Type.Optional(Nullable(ThrottlePerMinute)),
+    segmentId: Type.Optional(Nullable(SegmentId)),
   },
   { additionalProperties: false },
 );
@@ -88,6 +90,7 @@ const PatchBody = Type.Object(
       ),
     ),
     throttlePerMinute: Type.Optional(Nullable(ThrottlePerMinute)),
+    segmentId: Type.Optional(Nullable(SegmentId)),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -106,7 +109,7 @@ function toRecord(campaign: Campaign | undefined) {
     imageUrl: orNull(campaign.imageUrl),
     actionUrl: orNull(campaign.actionUrl),
     scheduledAt: orNull(campaign.scheduledAt),
-    segmentId: null,
+    segmentId: orNull(campaign.segmentId),
     templateId: orNull(campaign.templateId),
     throttlePerMinute: Number(campaign.throttlePerMinute) || null,
     totalTargeted: Number(campaign.totalTargeted),
@@ -167,7 +170,7 @@ export const campaignRoutes =
           tags,
           operationId: 'createCampaign',
           summary: 'Create a campaign: a draft, or scheduled when scheduledAt is given (creating never sends)',
-          body: CreateBody,
+          body: CreateCampaignBody,
           response: withErrors({ 201: CampaignRecord }),
         },
       },
@@ -189,6 +192,7 @@ export const campaignRoutes =
           variables: body.variables ?? {},
           scheduledAt: body.scheduledAt ?? '',
           throttlePerMinute: String(body.throttlePerMinute ?? 0),
+          segmentId: body.segmentId ?? '',
         });
         return reply.code(201).send(toRecord(campaign));
       },
@@ -210,7 +214,7 @@ export const campaignRoutes =
           summary: 'Change a campaign: only the fields given; status moves it when the state machine allows',
           params: Params,
           body: PatchBody,
-          response: withErrors({ 200: CampaignRecord }),
+          response: withErrors({ 200: CampaignRecord, 409: ErrorResponse }),
         },
       },
       async (request) => {
@@ -226,6 +230,7 @@ export const campaignRoutes =
           ...given('scheduledAt', body.scheduledAt, ''),
           ...given('status', body.status, ''),
           ...given('throttlePerMinute', body.throttlePerMinute === undefined ? undefined : String(body.throttlePerMinute ?? 0), '0'),
+          ...given('segmentId', body.segmentId, ''),
         });
         return toRecord(campaign);
       },
@@ -257,7 +262,7 @@ export const campaignRoutes =
     for (const [action, operationId, summary] of moves) {
       app.post(
         `/campaigns/:campaignId/${action}`,
-        { config, schema: { tags, operationId, summary, params: Params, response: withErrors({ 200: CampaignRecord }) } },
+        { config, schema: { tags, operationId, summary, params: Params, response: withErrors({ 200: CampaignRecord, 409: ErrorResponse }) } },
         async (request) => toRecord((await clients.campaign[operationId](ref(request))).campaign),
       );
     }

@@ -96,7 +96,7 @@ export const decisionRoutes =
         const opened = questionOf({ question: created });
         // A replay pushes nothing again. The team is everyone on the site; anyone else is one external id.
         if (!duplicate) {
-          await pushQuestion({ clients, publicOrigin }, request, opened, { subscriberIds: [], externalIds: opened.externalId ? [opened.externalId] : [], tags: [] });
+          await pushQuestion({ clients, publicOrigin }, request, opened, { subscriberIds: [], externalIds: opened.externalId ? [opened.externalId] : [], tags: [], segmentId: '' });
         }
         const read = async () => questionOf(await clients.decision.getQuestion(owned(request, opened.id)));
         const { question } = await holdForAnswer(waiters, reply, opened, wait ? timeoutSeconds : 0, read);

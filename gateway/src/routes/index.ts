@@ -1,3 +1,4 @@
+import type { Bus } from '@herald/bus';
 import type { FastifyInstance } from 'fastify';
 
 import type { ServiceClients } from '../clients.js';
@@ -12,11 +13,13 @@ import { askRoutes } from './ask.js';
 import { browserSdkRoutes } from './browser-sdk.js';
 import { campaignRoutes } from './campaigns.js';
 import { decisionRoutes } from './decisions.js';
+import { engagementRoutes } from './engagement.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
 import { keyRoutes } from './keys.js';
 import { notificationRoutes } from './notifications.js';
 import { policyRoutes } from './policy.js';
 import { publicRoutes } from './public.js';
+import { segmentRoutes } from './segments.js';
 import { subscriberRoutes } from './subscribers.js';
 import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
@@ -26,15 +29,18 @@ export interface RouteDependencies {
   clients: ServiceClients;
   limiter: RateLimiter;
   waiters: Waiters;
+  bus: Bus;
 }
 
 /** Every route of the gateway, one module per resource. A new resource is its module plus one line here. */
-export async function registerRoutes(app: FastifyInstance, { config, clients, limiter, waiters }: RouteDependencies): Promise<void> {
+export async function registerRoutes(app: FastifyInstance, { config, clients, limiter, waiters, bus }: RouteDependencies): Promise<void> {
   const questions = { clients, waiters, publicOrigin: config.publicOrigin };
   const pages = { clients, config, limiter };
   await app.register(accountRoutes(clients), { prefix: API_PREFIX });
   await app.register(subscriberRoutes(clients), { prefix: API_PREFIX });
+  await app.register(segmentRoutes(clients), { prefix: API_PREFIX });
   await app.register(publicRoutes(pages), { prefix: PUBLIC_PREFIX });
+  await app.register(engagementRoutes({ config, limiter, bus }), { prefix: PUBLIC_PREFIX });
   await app.register(notificationRoutes(clients), { prefix: API_PREFIX });
   await app.register(policyRoutes(clients), { prefix: API_PREFIX });
   await app.register(webhookRoutes(clients), { prefix: API_PREFIX });

@@ -7,7 +7,7 @@ import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
 import { Nullable, orNull, withErrors } from '../schemas/common.js';
-import { allowOrigin, originForbidden, siteOf } from '../site-keys.js';
+import { corsPreflight, preflightOptions, siteOf } from '../site-keys.js';
 import { DeviceFields, ExternalId, PushSubscription, TagList } from '../schemas/subscribers.js';
 import { checkPushSubscription, storeSubscription } from '../subscriptions.js';
 
@@ -40,27 +40,9 @@ export const publicRoutes =
   async (app) => {
     const access = { siteKey: true } as const;
 
-    // CORS preflights carry no key: any origin that could be a site's may ask; the request
-    // itself is then held to its own site's domain. The public site record is readable anywhere.
-    const preflight = (methods: string, anyOrigin: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
-      const origin = request.headers.origin;
-      if (anyOrigin) reply.header('access-control-allow-origin', '*');
-      else if (allowOrigin(request, reply, config.allowLocalhostSites) === undefined) {
-        throw originForbidden(
-          origin ? `Origin ${origin} cannot be a site's: pages must be served over https (http only on localhost).` : 'A CORS preflight needs an Origin header.',
-        );
-      }
-      return reply
-        .code(204)
-        .header('access-control-allow-methods', methods)
-        .header('access-control-allow-headers', 'authorization, content-type')
-        .header('access-control-max-age', '600')
-        .send(null);
-    };
-    const preflightOptions = { config: { access: { public: true } }, schema: { response: withErrors({ 204: Type.Null({ description: 'No content' }) }) } } as const;
-    for (const path of ['/subscribe', '/subscription-change', '/unsubscribe']) app.options(path, preflightOptions, preflight('POST, OPTIONS', false));
-    app.options('/site/:siteSlug', preflightOptions, preflight('GET, OPTIONS', true));
-    app.options('/sdk-config', preflightOptions, preflight('GET, OPTIONS', false));
+    for (const path of ['/subscribe', '/subscription-change', '/unsubscribe']) app.options(path, preflightOptions, corsPreflight(config, 'POST, OPTIONS', false));
+    app.options('/site/:siteSlug', preflightOptions, corsPreflight(config, 'GET, OPTIONS', true));
+    app.options('/sdk-config', preflightOptions, corsPreflight(config, 'GET, OPTIONS', false));
 
     app.get(
       '/sdk-config',

@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import { Nullable, orNull, PageOf, PageQuery, withErrors } from '../schemas/common.js';
-import { ActionUrl, Body, HttpUrl, Name, PLACEHOLDERS, Title } from '../schemas/content.js';
+import { ActionUrl, BodyAs, HttpUrl, Name, PLACEHOLDERS, TitleAs } from '../schemas/content.js';
 
 /** /templates: reusable notification content (dashboard keys). */
 
@@ -25,8 +25,8 @@ const TemplateRecord = Type.Object({
 const CreateBody = Type.Object(
   {
     name: Name,
-    title: { ...Title, description: PLACEHOLDERS },
-    body: { ...Body, description: PLACEHOLDERS },
+    title: TitleAs(PLACEHOLDERS),
+    body: BodyAs(PLACEHOLDERS),
     iconUrl: Type.Optional(Nullable(HttpUrl('Small icon'))),
     imageUrl: Type.Optional(Nullable(HttpUrl('Large image'))),
     actionUrl: Type.Optional(Nullable(ActionUrl)),

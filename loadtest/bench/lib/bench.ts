@@ -3,6 +3,7 @@
 // happens (normal end, failure, Ctrl-C, SIGTERM, a hard deadline): every process started through
 // ./processes.js is stopped and every registered clean-up step runs, once.
 import { execFile } from 'node:child_process';
+import os from 'node:os';
 import { promisify } from 'node:util';
 
 import { infrastructureEnv, repoRoot, requiredEnv } from '@herald/testkit';
@@ -31,14 +32,18 @@ export const log = (message: string): void => {
 /**
  * DATABASE_URL, REDIS_URL and KAFKA_BROKERS of the local infrastructure: starts it when
  * `deploy/infra.sh status` fails, reads `deploy/infra.sh env` for whatever is unset, and refuses
- * anything but loopback.
+ * anything but loopback. With all three set, the caller runs the infrastructure (another
+ * checkout's, say) and deploy/infra.sh is left alone.
  */
 export async function infraEnv(): Promise<Record<string, string>> {
   const names = ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS'];
-  const status = await run('bash', ['deploy/infra.sh', 'status'], { cwd: repoRoot }).then(
-    () => true,
-    () => false,
-  );
+  const given = names.every((name) => process.env[name]);
+  const status =
+    given ||
+    (await run('bash', ['deploy/infra.sh', 'status'], { cwd: repoRoot }).then(
+      () => true,
+      () => false,
+    ));
   if (!status) {
     log('infrastructure not (fully) running: bash deploy/infra.sh up');
     await run('bash', ['deploy/infra.sh', 'up'], { cwd: repoRoot, maxBuffer: 64 * 1024 * 1024 });
@@ -55,6 +60,26 @@ export async function infraEnv(): Promise<Record<string, string>> {
     if (host !== '127.0.0.1' && host !== 'localhost') throw new Error(`${name} points at ${host}; this benchmark only runs against local infrastructure`);
   }
   return infrastructureEnv();
+}
+
+/**
+ * The head of a report: its title with the time, the machine (cores, CPU, memory, node, OS, load
+ * average), and how busy the machine was before the run (`idleBusy`, a share; null: unknown).
+ */
+export function reportHead(title: string, idleBusy: number | null): string[] {
+  const cores = os.availableParallelism();
+  const load = os
+    .loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+  const lines = [
+    `${title}  ${new Date().toISOString()}`,
+    `machine: nproc ${cores} (${os.cpus()[0]?.model?.trim() ?? 'unknown cpu'}), ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, ${os.platform()} ${os.release()}, load avg ${load}`,
+  ];
+  if (idleBusy !== null) {
+    lines.push(`machine busy before the run (background): ${(idleBusy * 100).toFixed(0)}% of ${cores} cores${idleBusy > 0.15 ? '  <- NOT idle: figures are worse and noisier than on an idle machine' : ''}`);
+  }
+  return lines;
 }
 
 // ---------------------------------------------------------------- a clean end, whatever happens

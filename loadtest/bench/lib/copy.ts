@@ -6,6 +6,8 @@ import { once } from 'node:events';
 
 import type { Client, Connection } from 'pg';
 
+import { log } from './bench.js';
+
 /** The parts of pg's Connection the COPY sub-protocol uses (pg has them; @types/pg does not declare them). */
 interface CopyWire {
   stream: NodeJS.WritableStream & { writableNeedDrain?: boolean };
@@ -89,4 +91,30 @@ export async function copyFrom(client: Client, sql: string, source: AsyncIterabl
   const copy = new CopyIn(sql, source);
   client.query(copy);
   return copy.done;
+}
+
+export interface Seeding {
+  rows: number;
+  copyMs: number;
+  vacuumMs: number;
+}
+
+/**
+ * Writes `expected` benchmark subscribers into audience.subscribers with COPY (`columns`, text
+ * format rows from `source`), then VACUUM (ANALYZE): the visibility map then allows index-only
+ * scans and the planner has statistics, as on a settled production table. Both steps are timed.
+ */
+export async function seedSubscribers(db: Client, columns: readonly string[], source: AsyncIterable<string>, expected: number): Promise<Seeding> {
+  const seconds = (ms: number): string => `${(ms / 1_000).toFixed(1)} s`;
+  log(`seeding ${expected.toLocaleString('en-US')} subscribers with COPY`);
+  const started = performance.now();
+  const rows = await copyFrom(db, `COPY audience.subscribers (${columns.join(', ')}) FROM STDIN`, source);
+  const copyMs = performance.now() - started;
+  if (rows !== expected) throw new Error(`COPY reported ${rows} rows, expected ${expected}`);
+  log(`COPY ${rows.toLocaleString('en-US')} rows in ${seconds(copyMs)}; VACUUM ANALYZE audience.subscribers`);
+  const vacuumStarted = performance.now();
+  await db.query('VACUUM (ANALYZE) audience.subscribers');
+  const vacuumMs = performance.now() - vacuumStarted;
+  log(`VACUUM ANALYZE in ${seconds(vacuumMs)}`);
+  return { rows, copyMs, vacuumMs };
 }

@@ -2,6 +2,8 @@
 // through ./processes.js (ready when its port accepts, so LOG_LEVEL=warn is fine), wired to each
 // other as the component registry (the chart's `components`) says, like testkit's startStack, with
 // `--import @herald/telemetry/register` as in production.
+import { randomBytes } from 'node:crypto';
+
 import { loopbackEnv, readComponents, type Component } from '@herald/components';
 import { freePort, type ServiceName } from '@herald/testkit';
 
@@ -37,7 +39,9 @@ export interface Herald {
 
 const TELEMETRY = ['--import', '@herald/telemetry/register'];
 
-export async function startHerald({ services, env, processEnv = {}, nodeArgs = () => TELEMETRY }: HeraldOptions): Promise<Herald> {
+export async function startHerald({ services, env: given, processEnv = {}, nodeArgs = () => TELEMETRY }: HeraldOptions): Promise<Herald> {
+  // The delivery fleet signs engagement tokens that the gateway checks: one secret per stack.
+  const env = { ENGAGEMENT_TOKEN_SECRET: randomBytes(32).toString('base64url'), ...given };
   const components = new Map(readComponents().map((component) => [component.name, component]));
   const ports: Record<string, number> = {};
   for (const name of components.keys()) ports[name] = await freePort();

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { call, createWorkspace, eventually, freePort, startStack, type Stack, type TestWorkspace } from '@herald/testkit';
+import { call, createWorkspace, eventually, freePort, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
 import { chromium, type BrowserContext, type CDPSession, type Page, type Request, type Worker } from 'playwright-core';
 
 import { artifactPath, browserPath, startSite, type TestSite } from './support.js';
@@ -12,12 +12,16 @@ import { artifactPath, browserPath, startSite, type TestSite } from './support.j
 // The SDK and its service worker in Debian's Chromium (playwright-core, no browser download).
 // Chromium's PushManager.subscribe needs Google's push service, which this machine cannot reach,
 // so what needs no push service is tested here: feature detection, the permission paths, the
-// worker's push handling (pushes delivered through the DevTools protocol's
-// ServiceWorker.deliverPushMessage), clicks and the pending navigation, the retry queue offline.
+// worker's push handling, clicks and the pending navigation, the retry queue offline. The
+// campaigns' pushes are real: sent by Herald's fleet to the strict push peer, which decrypts them
+// for a subscription stored through the public subscribe endpoint; the decrypted payload (with
+// its engagement token) is handed to the worker through the DevTools protocol's
+// ServiceWorker.deliverPushMessage, and the campaign's stats count what the worker reports.
 // DevTools has no command that clicks a notification: a click is a NotificationEvent dispatched
 // inside the worker, on the notification the worker showed, so it carries no user activation
 // (the browser refuses focus() and openWindow() for it).
 
+let harness: SendingHarness;
 let stack: Stack;
 let workspace: TestWorkspace;
 let site: TestSite;
@@ -29,7 +33,8 @@ let cdp: CDPSession;
 const workerCalls: Array<{ url: string; body: string; status: number | 'failed'; from: 'worker' | 'page' }> = [];
 
 before(async () => {
-  stack = await startStack({ gatewayEnv: { ALLOW_ANY_PUSH_SERVICE: 'true' } });
+  harness = await startSendingHarness();
+  stack = harness.stack;
   const port = await freePort();
   workspace = await createWorkspace('growth', `localhost:${port}`);
   const manifest = await call<{ files: Record<string, { integrity: string }> }>(stack.gatewayUrl, '/sdk/v1/manifest.json');
@@ -65,7 +70,7 @@ after(async () => {
   await context?.close();
   await rm(profile, { recursive: true, force: true });
   await site?.close();
-  await stack?.stop();
+  await harness?.stop();
 });
 
 /** What the page's SDK callbacks received so far. */
@@ -77,21 +82,23 @@ async function openSite(path = '/'): Promise<Page> {
   return opened;
 }
 
-/** The worker's registration id, for deliverPushMessage. */
-async function registrationId(session: CDPSession): Promise<string> {
-  const found = new Promise<string>((resolve) => {
-    session.on('ServiceWorker.workerRegistrationUpdated', ({ registrations }) => {
-      const registration = registrations.find((entry) => entry.scopeURL === `${site.origin}/` && !entry.isDeleted);
-      if (registration) resolve(registration.registrationId);
-    });
-  });
-  await session.send('ServiceWorker.enable');
-  return found;
-}
+/** The DevTools session that delivers pushes, and the worker's registration id it found. */
+let pushSession: { page: Page; session: CDPSession; registrationId: string } | undefined;
 
+/** Delivers a push to the site's worker through the DevTools protocol. */
 async function push(payload: object): Promise<void> {
-  const id = await registrationId(cdp);
-  await cdp.send('ServiceWorker.deliverPushMessage', { origin: site.origin, registrationId: id, data: JSON.stringify(payload) });
+  if (pushSession?.page !== page) {
+    const session = await context.newCDPSession(page);
+    const found = new Promise<string>((resolve) => {
+      session.on('ServiceWorker.workerRegistrationUpdated', ({ registrations }) => {
+        const registration = registrations.find((entry) => entry.scopeURL === `${site.origin}/` && !entry.isDeleted);
+        if (registration) resolve(registration.registrationId);
+      });
+    });
+    await session.send('ServiceWorker.enable');
+    pushSession = { page, session, registrationId: await found };
+  }
+  await pushSession.session.send('ServiceWorker.deliverPushMessage', { origin: site.origin, registrationId: pushSession.registrationId, data: JSON.stringify(payload) });
 }
 
 function serviceWorker(): Worker {
@@ -118,7 +125,52 @@ const shownNotifications = (target: Page = page) =>
     Array<Record<string, unknown>>
   >;
 
+/** Waits until the worker shows the notification tagged `tag` (a notification's tag is its id). */
+const shown = (tag: string) => eventually(`notification ${tag}`, () => shownNotifications(), (list) => list.some((entry) => entry.tag === tag));
+
 const eventsUrl = () => `${stack.gatewayUrl}/api/v1/events`;
+
+/** The strict peer's subscription, stored through the public endpoint as the site's page would. */
+let subscribed = false;
+async function subscribePeer(): Promise<void> {
+  if (subscribed) return;
+  const { body } = await call<{ vapidPublicKey: string }>(stack.gatewayUrl, `/api/v1/site/${workspace.siteSlug}`);
+  const subscription = harness.peer.createSubscription({ applicationServerKey: body.vapidPublicKey });
+  const stored = await call(stack.gatewayUrl, '/api/v1/subscribe', {
+    method: 'POST',
+    key: workspace.siteKey,
+    headers: { origin: site.origin },
+    body: { endpoint: subscription.endpoint, keys: subscription.keys },
+  });
+  assert.equal(stored.status, 201);
+  subscribed = true;
+}
+
+/** Sends a campaign and returns its id and the push as decrypted by the peer (token included). */
+async function campaign(content: Record<string, string>): Promise<{ campaignId: string; payload: Record<string, unknown> }> {
+  await subscribePeer();
+  const created = await call<{ id: string }>(stack.gatewayUrl, `${SERVER_API}/campaigns`, { method: 'POST', key: workspace.apiKey, body: { name: content.title, ...content } });
+  assert.equal(created.status, 201);
+  const campaignId = created.body.id;
+  assert.equal((await call(stack.gatewayUrl, `${SERVER_API}/campaigns/${campaignId}/send`, { method: 'POST', key: workspace.apiKey })).status, 200);
+  const [message] = await eventually(
+    'the campaign reached the peer',
+    async () => harness.peer.received().filter((entry) => harness.openPush(entry).payload.notificationId === campaignId),
+    (found) => found.length === 1,
+  );
+  assert.ok(message);
+  return { campaignId, payload: JSON.parse(message.plaintext.toString()) as Record<string, unknown> };
+}
+
+type Stats = { totalSent: number; totalDelivered: number; totalClicked: number };
+async function countedOnce(campaignId: string, expected: Stats): Promise<void> {
+  const read = async () => {
+    const { body } = await call<Stats>(stack.gatewayUrl, `${SERVER_API}/campaigns/${campaignId}/stats`, { key: workspace.apiKey });
+    return { totalSent: body.totalSent, totalDelivered: body.totalDelivered, totalClicked: body.totalClicked };
+  };
+  await eventually('the campaign counted the reports', read, (stats) => JSON.stringify(stats) === JSON.stringify(expected));
+}
+let firstCampaign = '';
 
 test('denied permission: promptForPermission() resolves null and calls onPermissionDenied; subscribe() refuses', async () => {
   // This page's onNotificationClick returns false (see support.ts).
@@ -147,63 +199,70 @@ test('granted permission: subscribing registers the site’s worker with Herald�
   assert.equal(scriptUrl, expected.href);
 });
 
-test('a push shows the notification from its payload and reports the impression with its token', async () => {
+test('a campaign’s push shows its notification; the impression is reported with its token and counted', async () => {
   const before = workerCalls.length;
-  await push({
-    notificationId: 'ntf_one',
+  const { campaignId, payload } = await campaign({
     title: 'Release 2.0',
     body: 'Out now',
-    url: `${site.origin}/news`,
-    icon: `${site.origin}/icon.png`,
-    image: `${site.origin}/image.png`,
-    actions: [
-      { action: 'open', title: 'Open' },
-      { action: 'later', title: 'Later' },
-    ],
-    token: 'token-one',
+    actionUrl: `${site.origin}/news`,
+    iconUrl: `${site.origin}/icon.png`,
+    imageUrl: `${site.origin}/image.png`,
   });
-  await eventually('the notification', () => shownNotifications(), (shown) => shown.length === 1);
+  firstCampaign = campaignId;
+  const token = String(payload.token);
+  await push(payload);
+  await shown(campaignId);
   assert.deepEqual(await shownNotifications(), [
     {
-      tag: 'ntf_one',
+      tag: campaignId,
       title: 'Release 2.0',
       body: 'Out now',
       icon: `${site.origin}/icon.png`,
       image: `${site.origin}/image.png`,
-      actions: [
-        { action: 'open', title: 'Open' },
-        { action: 'later', title: 'Later' },
-      ],
-      data: { herald: 1, notificationId: 'ntf_one', url: `${site.origin}/news`, token: 'token-one', answerUrl: '' },
+      actions: [],
+      data: { herald: 1, notificationId: campaignId, url: `${site.origin}/news`, token, answerUrl: '' },
     },
   ]);
   await eventually('the report', async () => workerCalls.length, (count) => count === before + 1);
-  assert.deepEqual(workerCalls.slice(before), [{ url: eventsUrl(), body: '{"type":"impression","token":"token-one"}', status: 202, from: 'worker' }]);
+  assert.deepEqual(workerCalls.slice(before), [{ url: eventsUrl(), body: JSON.stringify({ type: 'impression', token }), status: 202, from: 'worker' }]);
+  await countedOnce(campaignId, { totalSent: 1, totalDelivered: 1, totalClicked: 0 });
 });
 
-test('a click goes to the open page’s onNotificationClick; returning false keeps the page where it is', async () => {
+test('a click goes to the open page’s onNotificationClick (returning false keeps the page), and is counted', async () => {
   const before = workerCalls.length;
-  await dispatch('notificationclick', 'ntf_one', 'open');
+  await dispatch('notificationclick', firstCampaign);
   await eventually('onNotificationClick', () => heraldEvents(), (events) => events.length === 2);
   assert.deepEqual((await heraldEvents())[1], [
     'click',
     `${site.origin}/news`,
-    { notificationId: 'ntf_one', action: 'open', title: 'Release 2.0', body: 'Out now', opened: false },
+    { notificationId: firstCampaign, action: '', title: 'Release 2.0', body: 'Out now', opened: false },
   ]);
   await eventually('the report', async () => workerCalls.length, (count) => count === before + 1);
-  assert.deepEqual(workerCalls.slice(before), [{ url: eventsUrl(), body: '{"type":"click","token":"token-one","action":"open"}', status: 202, from: 'worker' }]);
+  assert.equal(workerCalls[before]?.status, 202);
+  assert.match(workerCalls[before]?.body ?? '', /^\{"type":"click","token":"[^"]+"\}$/);
   assert.deepEqual(await shownNotifications(), [], 'a clicked notification is closed');
   assert.equal(page.url(), `${site.origin}/?navigate=no`);
+  await countedOnce(firstCampaign, { totalSent: 1, totalDelivered: 1, totalClicked: 1 });
 });
 
 test('without a false from onNotificationClick the page navigates to the notification’s url', async () => {
   await page.goto(`${site.origin}/`);
-  await push({ notificationId: 'ntf_two', title: 'Two', body: 'Second', url: `${site.origin}/two`, token: 'token-two' });
-  await eventually('the notification', () => shownNotifications(), (shown) => shown.length === 1);
+  await push({ notificationId: 'ntf_two', title: 'Two', body: 'Second', url: `${site.origin}/two`, token: 'not-a-token' });
+  await shown('ntf_two');
   const navigated = page.waitForURL(`${site.origin}/two`);
   await dispatch('notificationclick', 'ntf_two');
   await navigated;
   assert.equal(page.url(), `${site.origin}/two`);
+  // A token Herald did not sign is refused for good (400), not retried.
+  const reportsOf = () => workerCalls.filter((entry) => entry.body.includes('not-a-token'));
+  const reports = await eventually('both reports', async () => reportsOf(), (found) => found.length === 2);
+  assert.deepEqual(
+    reports.map((entry) => [entry.body, entry.status]),
+    [
+      ['{"type":"impression","token":"not-a-token"}', 400],
+      ['{"type":"click","token":"not-a-token"}', 400],
+    ],
+  );
 });
 
 test('a question’s button posts the answer to its answer URL and opens nothing', async () => {
@@ -217,32 +276,23 @@ test('a question’s button posts the answer to its answer URL and opens nothing
       { action: 'no', title: 'No' },
     ],
     answerUrl: `${site.origin}/answer`,
-    token: 'token-question',
   });
-  await eventually('the notification', () => shownNotifications(), (shown) => shown.length === 1);
+  await shown('ntf_question');
+  assert.deepEqual((await shownNotifications())[0]?.actions, [
+    { action: 'yes', title: 'Yes' },
+    { action: 'no', title: 'No' },
+  ]);
   await dispatch('notificationclick', 'ntf_question', 'yes');
   await eventually('the answer', async () => site.answers.length, (count) => count > 0);
   assert.deepEqual(site.answers, ['{"answer":"yes"}']);
   assert.equal(page.url(), `${site.origin}/two`);
-  assert.deepEqual(
-    workerCalls.filter((entry) => entry.body.includes('token-question')).map((entry) => entry.body),
-    ['{"type":"impression","token":"token-question"}', '{"type":"click","token":"token-question","action":"yes"}'],
-  );
-});
-
-test('dismissing reports dismiss', async () => {
-  await push({ notificationId: 'ntf_dismiss', title: 'Dismiss me', body: '', token: 'token-dismiss' });
-  await eventually('the notification', () => shownNotifications(), (shown) => shown.length === 1);
-  await dispatch('notificationclose', 'ntf_dismiss');
-  const reports = () => workerCalls.filter((entry) => entry.body.includes('token-dismiss')).map((entry) => entry.body);
-  await eventually('the dismiss report', async () => reports(), (bodies) => bodies.length === 2);
-  assert.deepEqual(reports(), ['{"type":"impression","token":"token-dismiss"}', '{"type":"dismiss","token":"token-dismiss"}']);
 });
 
 test('a click with no page open leaves a pending navigation the next page takes within 30 seconds, once', async () => {
-  await push({ notificationId: 'ntf_closed', title: 'Closed', body: 'No page open', url: `${site.origin}/landing`, token: 'token-closed' });
-  await eventually('the notification', () => shownNotifications(), (shown) => shown.length === 1);
-  await page.close();
+  await push({ notificationId: 'ntf_closed', title: 'Closed', body: 'No page open', url: `${site.origin}/landing` });
+  await shown('ntf_closed');
+  // No page of the site is open once this one has left it.
+  await page.goto('about:blank');
   await dispatch('notificationclick', 'ntf_closed');
   // The worker's openWindow needs the click's user activation; the page is opened as the browser would,
   // once the worker has left the pending navigation (read in the worker, not taken).
@@ -256,39 +306,48 @@ test('a click with no page open leaves a pending navigation the next page takes 
     })`);
   await eventually('the pending navigation', pending, (url) => url !== null);
   assert.equal(await pending(), `${site.origin}/landing`);
-  const landing = await openSite('/landing');
-  await eventually('the pending click', () => heraldEvents(landing), (events) => events.length > 0);
-  assert.deepEqual(await heraldEvents(landing), [
+  await page.goto(`${site.origin}/landing`);
+  await eventually('the pending click', () => heraldEvents(), (events) => events.length > 0);
+  assert.deepEqual(await heraldEvents(), [
     ['click', `${site.origin}/landing`, { notificationId: 'ntf_closed', action: '', title: 'Closed', body: 'No page open', opened: true }],
   ]);
-  await landing.close();
-  page = await openSite('/landing');
-  cdp = await context.newCDPSession(page);
-  // Taken once: the next page finds none.
+  // Taken once: the next page finds none (and its SDK has started: it replayed its queue).
+  await page.reload();
   await page.waitForFunction('window.herald !== undefined');
+  assert.equal(await pending(), null);
   assert.deepEqual(await heraldEvents(), []);
 });
 
-test('offline, the worker’s reports wait in the retry queue; processRetryQueue() sends them once, in order', async () => {
+test('offline, the worker’s reports wait in the retry queue; processRetryQueue() sends them once, in order, and they count', async () => {
+  const { campaignId, payload } = await campaign({ title: 'Offline', body: 'Queued' });
+  const token = String(payload.token);
   await context.setOffline(true);
-  const before = workerCalls.length;
-  await push({ notificationId: 'ntf_offline', title: 'Offline', body: 'Queued', token: 'token-offline' });
-  await eventually('the notification', () => shownNotifications(), (shown) => shown.length === 1);
-  await dispatch('notificationclose', 'ntf_offline');
-  await eventually('the failed reports', async () => workerCalls.length, (count) => count >= before + 2);
-  assert.deepEqual(
-    workerCalls.slice(before).map((entry) => entry.status),
-    workerCalls.slice(before).map(() => 'failed'),
-  );
-  await page.screenshot({ path: await artifactPath('chromium-offline-site.png') });
-  await context.setOffline(false);
+  try {
+    const before = workerCalls.length;
+    await push(payload);
+    await shown(campaignId);
+    await dispatch('notificationclose', campaignId);
+    await eventually('the failed reports', async () => workerCalls.length, (count) => count === before + 2);
+    assert.deepEqual(
+      workerCalls.slice(before).map((entry) => [entry.body, entry.status]),
+      [
+        [JSON.stringify({ type: 'impression', token }), 'failed'],
+        [JSON.stringify({ type: 'impression', token }), 'failed'],
+      ],
+      'the dismissal waits behind the impression: the replay before it failed, and it was queued unsent',
+    );
+  } finally {
+    await context.setOffline(false);
+  }
   const replayedFrom = workerCalls.length;
   assert.deepEqual(await page.evaluate('window.herald.processRetryQueue()'), { sent: 2, dropped: 0, remaining: 0 });
   assert.deepEqual(await page.evaluate('window.herald.processRetryQueue()'), { sent: 0, dropped: 0, remaining: 0 });
+  await eventually('the replayed reports', async () => workerCalls.length, (count) => count >= replayedFrom + 2);
   assert.deepEqual(workerCalls.slice(replayedFrom), [
-    { url: eventsUrl(), body: '{"type":"impression","token":"token-offline"}', status: 202, from: 'page' },
-    { url: eventsUrl(), body: '{"type":"dismiss","token":"token-offline"}', status: 202, from: 'page' },
+    { url: eventsUrl(), body: JSON.stringify({ type: 'impression', token }), status: 202, from: 'page' },
+    { url: eventsUrl(), body: JSON.stringify({ type: 'dismiss', token }), status: 202, from: 'page' },
   ]);
+  await countedOnce(campaignId, { totalSent: 1, totalDelivered: 1, totalClicked: 0 });
 });
 
 test('the hosted subscribe page: the button, and the blocked and unsupported states', async () => {

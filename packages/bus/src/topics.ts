@@ -2,6 +2,7 @@ import { AccountEvent } from '@herald/proto/herald/account/v1/events';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
 import { DeliveryJob, DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
+import { EngagementEvent } from '@herald/proto/herald/engagement/v1/events';
 
 /**
  * Herald's Kafka contract: every topic, what it carries, who writes it and who reads it. Services
@@ -103,6 +104,14 @@ export const topics = {
     key: 'notification id',
     producer: 'delivery',
   }),
+  engagementEvents: topic({
+    name: 'herald.engagement.events',
+    partitions: 12,
+    messageType: 'herald.engagement.v1.EngagementEvent',
+    message: EngagementEvent,
+    key: 'subscriber id',
+    producer: 'gateway',
+  }),
 } as const;
 
 export const consumers = {
@@ -110,6 +119,8 @@ export const consumers = {
   campaignFanout: { group: 'herald-campaign-fanout', component: 'campaign', topics: [topics.campaignEvents] },
   /** Keeps each notification's delivery counts. */
   campaignResults: { group: 'herald-campaign-results', component: 'campaign', topics: [topics.deliveryResults] },
+  /** Counts each notification's impressions, clicks and dismissals, once per subscriber each. */
+  campaignEngagement: { group: 'herald-campaign-engagement', component: 'campaign', topics: [topics.engagementEvents] },
   /** The delivery fleet: encrypts and pushes each job's recipients. */
   delivery: { group: 'herald-delivery', component: 'delivery', topics: [topics.deliveryJobs] },
   /** Removes subscribers whose push service says they are gone. */

@@ -20,6 +20,26 @@ export const SUBSCRIBER_LIMITS = {
   deviceFieldLength: 100,
 } as const;
 
+/** Bounds of a segment's filter (/segments), checked at the gateway and again by the audience service. */
+export const SEGMENT_LIMITS = {
+  nameLength: 200,
+  /** Tags in each of tags.all, tags.any and tags.none. */
+  tagsPerList: 20,
+  /** Values in each of status, browser, os and country. */
+  valuesPerList: 20,
+  /** customData keys compared. */
+  customDataKeys: 10,
+  customDataKeyLength: 64,
+  /** A compared string value, in characters. */
+  customDataValueLength: 256,
+} as const;
+
+/** An ISO 8601 / RFC 3339 instant with a time and an offset, as segments take created before/after. */
+export const INSTANT_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d{1,9})?)?(Z|[+-]\\d{2}:\\d{2})$';
+
+/** ISO 3166-1 alpha-2, as a segment's country filter takes it. */
+export const COUNTRY_CODE_PATTERN = '^[A-Z]{2}$';
+
 /** The origin of a push endpoint (e.g. https://fcm.googleapis.com): the endpoint itself is a capability URL. */
 export function pushServiceOrigin(endpoint: string): string {
   try {

@@ -3,3 +3,5 @@ export * from './keys.js';
 export * from './plans.js';
 export * from './scopes.js';
 export * from './questions.js';
+export * from './engagement.js';
+export * from './placeholders.js';

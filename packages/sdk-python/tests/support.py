@@ -1,5 +1,6 @@
 """What the tests share: the stack's address and keys (set by packages/sdk/test/python.test.ts),
-a person answering on the answer page, and a counting proxy."""
+a person answering on the answer page, and a counting proxy. The agent adapters' tests
+(packages/agents-python) use it too."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ permit(principal, action, resource) when { resource.name == "deploy" };
 def env(name: str) -> str:
     value = os.environ.get(name)
     if not value:
-        raise RuntimeError(f"{name} is not set: run these tests through packages/sdk/test/python.test.ts")
+        raise RuntimeError(f"{name} is not set: run these tests through their driver (packages/sdk/test/python.test.ts, packages/agents-python/test/agents-python.test.ts)")
     return value
 
 
@@ -40,7 +41,12 @@ def client(key_variable: str = "HERALD_API_KEY", base_url: str | None = None) ->
 
 def person_answers(record: AskRecord, answer: str) -> None:
     """A person answers on the answer page's JSON endpoint (what a notification action does)."""
-    token = record["liveUrl"][record["liveUrl"].index("/a/") + 3 :]
+    answer_page(record["liveUrl"], answer)
+
+
+def answer_page(page_url: str, answer: str) -> None:
+    """Answers the question behind an answer page link (an ask's liveUrl, a decision's decisionPageUrl)."""
+    token = page_url[page_url.index("/a/") + 3 :]
     request = urllib.request.Request(
         f"{env('HERALD_URL')}/api/v1/answer/{token}", data=json.dumps({"answer": answer}).encode(), headers={"Content-Type": "application/json"}, method="POST"
     )

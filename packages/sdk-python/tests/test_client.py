@@ -97,6 +97,66 @@ class SubscriberTest(unittest.TestCase):
         raised(NotFoundError, lambda: herald.get_subscriber(env("HERALD_SUBSCRIBER_IDS").split(",")[0]))
 
 
+class CampaignTest(unittest.TestCase):
+    def test_templates_and_campaigns(self) -> None:
+        herald = client()
+        template = herald.create_template({"name": "Welcome", "title": "Hello {{name|friend}}", "body": "Thanks for joining"})
+        self.assertEqual((template["name"], template["actionUrl"]), ("Welcome", None))
+        self.assertEqual(herald.update_template(template["id"], {"body": "Welcome aboard"})["body"], "Welcome aboard")
+        self.assertEqual([t["id"] for t in herald.list_templates(limit=1)["data"]], [template["id"]])
+        self.assertEqual(herald.get_template(template["id"])["body"], "Welcome aboard")
+
+        campaign = herald.create_campaign({"name": "Onboarding", "templateId": template["id"], "variables": {"name": "Ada"}})
+        self.assertEqual((campaign["status"], campaign["title"], campaign["body"]), ("draft", "Hello Ada", "Welcome aboard"))
+        self.assertEqual(herald.update_campaign(campaign["id"], {"name": "Onboarding v2"})["name"], "Onboarding v2")
+        sending = herald.send_campaign(campaign["id"])
+        self.assertEqual((sending["status"], sending["totalTargeted"]), ("sending", 2))
+        error = raised(ConflictError, lambda: herald.resume_campaign(campaign["id"]))
+        self.assertEqual((error.status, error.code), (409, "conflict"))
+        deadline = time.monotonic() + 20
+        stats = herald.get_campaign_stats(campaign["id"])
+        while stats["totalSent"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            stats = herald.get_campaign_stats(campaign["id"])
+        self.assertEqual(stats, {"totalSent": 2, "totalDelivered": 0, "totalClicked": 0, "totalFailed": 0, "deliveryRate": 0, "clickRate": 0})
+
+        slow = herald.create_campaign({"name": "Slow", "title": "t", "body": "b", "throttlePerMinute": 1})
+        herald.send_campaign(slow["id"])
+        self.assertEqual(herald.pause_campaign(slow["id"])["status"], "paused")
+        self.assertEqual(herald.resume_campaign(slow["id"])["status"], "active")
+        later = herald.create_campaign({"name": "Later", "title": "Soon", "body": "Tomorrow", "scheduledAt": "2099-01-01T09:00:00Z"})
+        self.assertEqual(later["status"], "scheduled")
+        self.assertEqual([c["id"] for c in herald.list_campaigns(limit=1)["data"]], [later["id"]])
+        self.assertEqual(herald.get_campaign(later["id"])["name"], "Later")
+        herald.delete_campaign(later["id"])
+        raised(NotFoundError, lambda: herald.get_campaign(later["id"]))
+        herald.delete_template(template["id"])
+        raised(NotFoundError, lambda: herald.get_template(template["id"]))
+
+
+class SegmentTest(unittest.TestCase):
+    def test_segments(self) -> None:
+        herald = client()
+        identified = herald.create_segment({"name": "Identified", "filter": {"hasExternalId": True, "status": ["active"]}})
+        self.assertEqual((identified["name"], identified["filter"]), ("Identified", {"hasExternalId": True, "status": ["active"]}))
+        nobody = herald.create_segment({"name": "Nobody", "filter": {"tags": {"all": ["nobody"]}}})
+        page = herald.list_segments(limit=1)
+        self.assertEqual(([s["id"] for s in page["data"]], page["hasMore"]), ([nobody["id"]], True))
+        self.assertEqual(herald.get_segment(identified["id"]), identified)
+        # Every subscriber of this workspace has an externalId (other tests may remove some).
+        active = herald.count_subscribers()["active"]
+        self.assertEqual(herald.count_segment(identified["id"]), {"active": active, "total": active})
+        self.assertEqual(herald.count_segment(nobody["id"]), {"active": 0, "total": 0})
+        renamed = herald.update_segment(nobody["id"], {"name": "No one"})
+        self.assertEqual((renamed["name"], renamed["filter"]), ("No one", {"tags": {"all": ["nobody"]}}))
+        campaign = herald.create_campaign({"name": "Identified only", "title": "t", "body": "b", "segmentId": identified["id"]})
+        self.assertEqual(campaign["segmentId"], identified["id"])
+        invalid = raised(ValidationError, lambda: herald.create_segment({"name": "Bad", "filter": {"country": ["fr"]}}))
+        self.assertEqual([f["field"] for f in invalid.fields], ["filter.country.0"])
+        herald.delete_segment(nobody["id"])
+        raised(NotFoundError, lambda: herald.count_segment(nobody["id"]))
+
+
 class PolicyTest(unittest.TestCase):
     def test_policy_and_authorize(self) -> None:
         herald = client("HERALD_PARTNER_KEY")

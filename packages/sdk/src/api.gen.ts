@@ -36,6 +36,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report a push's impression, click or dismiss (service worker; the payload's token, no key) */
+        post: operations["reportEngagement"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sdk-config": {
         parameters: {
             query?: never;
@@ -415,6 +432,60 @@ export interface paths {
         };
         /** Whether a person can be reached, and through which channels */
         get: operations["getReachability"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/segments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List segments, newest first */
+        get: operations["listSegments"];
+        put?: never;
+        /** Create a segment */
+        post: operations["createSegment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/segments/{segmentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a segment */
+        get: operations["getSegment"];
+        put?: never;
+        post?: never;
+        /** Delete a segment */
+        delete: operations["deleteSegment"];
+        options?: never;
+        head?: never;
+        /** Rename a segment or replace its filter */
+        patch: operations["updateSegment"];
+        trace?: never;
+    };
+    "/api/v1/server/segments/{segmentId}/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Count the subscribers a segment matches now */
+        get: operations["countSegment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1078,6 +1149,47 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    reportEngagement: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The action button a click came from */
+                    action?: string;
+                    /** @description The push payload's `token` */
+                    token: string;
+                    /** @description impression (shown), click (on the notification or one of its actions), dismiss (closed) */
+                    type: "impression" | "click" | "dismiss";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getSdkConfig: {
         parameters: {
             query?: never;
@@ -1431,6 +1543,7 @@ export interface operations {
                     imageUrl?: string | null;
                     name: string;
                     scheduledAt?: string | null;
+                    segmentId?: string | null;
                     /** @description Copy the content of this template (fields given here override it) */
                     templateId?: string;
                     throttlePerMinute?: number | null;
@@ -1598,6 +1711,7 @@ export interface operations {
                     imageUrl?: string | null;
                     name?: string;
                     scheduledAt?: string | null;
+                    segmentId?: string | null;
                     /** @description Moves the campaign as send, pause and resume do; draft and scheduled move between each other */
                     status?: "draft" | "scheduled" | "sending" | "active" | "paused";
                     throttlePerMinute?: number | null;
@@ -1650,6 +1764,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1710,6 +1825,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1770,6 +1886,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1830,6 +1947,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -2773,6 +2891,393 @@ export interface operations {
                         externalId: string;
                         nativeAppDevices: number;
                         reachable: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSegments: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            createdAt: string;
+                            /** @description Every dimension given must hold; an empty filter matches every subscriber */
+                            filter: {
+                                /** @description Case-insensitive; "Firefox" matches "Firefox" and "Firefox 128" */
+                                browser?: string[];
+                                /** @description ISO 3166-1 alpha-2 codes, upper case */
+                                country?: string[];
+                                /** @description Subscribed at or after this instant */
+                                createdAfter?: string;
+                                /** @description Subscribed before this instant */
+                                createdBefore?: string;
+                                /** @description Top-level customData keys the subscriber holds with these exact values */
+                                customData?: {
+                                    [key: string]: string | number | boolean;
+                                };
+                                /** @description true: subscribers with an externalId; false: those without */
+                                hasExternalId?: boolean;
+                                /** @description Case-insensitive; "Windows" matches "Windows" and "Windows 11" */
+                                os?: string[];
+                                /** @description Subscribers in one of these states (a campaign still reaches only active ones) */
+                                status?: ("active" | "unsubscribed" | "expired" | "bounced")[];
+                                tags?: {
+                                    /** @description The subscriber holds every one of these tags */
+                                    all?: string[];
+                                    /** @description ... at least one of these */
+                                    any?: string[];
+                                    /** @description ... and none of these */
+                                    none?: string[];
+                                };
+                            };
+                            id: string;
+                            name: string;
+                            updatedAt: string;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Every dimension given must hold; an empty filter matches every subscriber */
+                    filter: {
+                        /** @description Case-insensitive; "Firefox" matches "Firefox" and "Firefox 128" */
+                        browser?: string[];
+                        /** @description ISO 3166-1 alpha-2 codes, upper case */
+                        country?: string[];
+                        /** @description Subscribed at or after this instant */
+                        createdAfter?: string;
+                        /** @description Subscribed before this instant */
+                        createdBefore?: string;
+                        /** @description Top-level customData keys the subscriber holds with these exact values */
+                        customData?: {
+                            [key: string]: string | number | boolean;
+                        };
+                        /** @description true: subscribers with an externalId; false: those without */
+                        hasExternalId?: boolean;
+                        /** @description Case-insensitive; "Windows" matches "Windows" and "Windows 11" */
+                        os?: string[];
+                        /** @description Subscribers in one of these states (a campaign still reaches only active ones) */
+                        status?: ("active" | "unsubscribed" | "expired" | "bounced")[];
+                        tags?: {
+                            /** @description The subscriber holds every one of these tags */
+                            all?: string[];
+                            /** @description ... at least one of these */
+                            any?: string[];
+                            /** @description ... and none of these */
+                            none?: string[];
+                        };
+                    };
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        createdAt: string;
+                        /** @description Every dimension given must hold; an empty filter matches every subscriber */
+                        filter: {
+                            /** @description Case-insensitive; "Firefox" matches "Firefox" and "Firefox 128" */
+                            browser?: string[];
+                            /** @description ISO 3166-1 alpha-2 codes, upper case */
+                            country?: string[];
+                            /** @description Subscribed at or after this instant */
+                            createdAfter?: string;
+                            /** @description Subscribed before this instant */
+                            createdBefore?: string;
+                            /** @description Top-level customData keys the subscriber holds with these exact values */
+                            customData?: {
+                                [key: string]: string | number | boolean;
+                            };
+                            /** @description true: subscribers with an externalId; false: those without */
+                            hasExternalId?: boolean;
+                            /** @description Case-insensitive; "Windows" matches "Windows" and "Windows 11" */
+                            os?: string[];
+                            /** @description Subscribers in one of these states (a campaign still reaches only active ones) */
+                            status?: ("active" | "unsubscribed" | "expired" | "bounced")[];
+                            tags?: {
+                                /** @description The subscriber holds every one of these tags */
+                                all?: string[];
+                                /** @description ... at least one of these */
+                                any?: string[];
+                                /** @description ... and none of these */
+                                none?: string[];
+                            };
+                        };
+                        id: string;
+                        name: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        createdAt: string;
+                        /** @description Every dimension given must hold; an empty filter matches every subscriber */
+                        filter: {
+                            /** @description Case-insensitive; "Firefox" matches "Firefox" and "Firefox 128" */
+                            browser?: string[];
+                            /** @description ISO 3166-1 alpha-2 codes, upper case */
+                            country?: string[];
+                            /** @description Subscribed at or after this instant */
+                            createdAfter?: string;
+                            /** @description Subscribed before this instant */
+                            createdBefore?: string;
+                            /** @description Top-level customData keys the subscriber holds with these exact values */
+                            customData?: {
+                                [key: string]: string | number | boolean;
+                            };
+                            /** @description true: subscribers with an externalId; false: those without */
+                            hasExternalId?: boolean;
+                            /** @description Case-insensitive; "Windows" matches "Windows" and "Windows 11" */
+                            os?: string[];
+                            /** @description Subscribers in one of these states (a campaign still reaches only active ones) */
+                            status?: ("active" | "unsubscribed" | "expired" | "bounced")[];
+                            tags?: {
+                                /** @description The subscriber holds every one of these tags */
+                                all?: string[];
+                                /** @description ... at least one of these */
+                                any?: string[];
+                                /** @description ... and none of these */
+                                none?: string[];
+                            };
+                        };
+                        id: string;
+                        name: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Every dimension given must hold; an empty filter matches every subscriber */
+                    filter?: {
+                        /** @description Case-insensitive; "Firefox" matches "Firefox" and "Firefox 128" */
+                        browser?: string[];
+                        /** @description ISO 3166-1 alpha-2 codes, upper case */
+                        country?: string[];
+                        /** @description Subscribed at or after this instant */
+                        createdAfter?: string;
+                        /** @description Subscribed before this instant */
+                        createdBefore?: string;
+                        /** @description Top-level customData keys the subscriber holds with these exact values */
+                        customData?: {
+                            [key: string]: string | number | boolean;
+                        };
+                        /** @description true: subscribers with an externalId; false: those without */
+                        hasExternalId?: boolean;
+                        /** @description Case-insensitive; "Windows" matches "Windows" and "Windows 11" */
+                        os?: string[];
+                        /** @description Subscribers in one of these states (a campaign still reaches only active ones) */
+                        status?: ("active" | "unsubscribed" | "expired" | "bounced")[];
+                        tags?: {
+                            /** @description The subscriber holds every one of these tags */
+                            all?: string[];
+                            /** @description ... at least one of these */
+                            any?: string[];
+                            /** @description ... and none of these */
+                            none?: string[];
+                        };
+                    };
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        createdAt: string;
+                        /** @description Every dimension given must hold; an empty filter matches every subscriber */
+                        filter: {
+                            /** @description Case-insensitive; "Firefox" matches "Firefox" and "Firefox 128" */
+                            browser?: string[];
+                            /** @description ISO 3166-1 alpha-2 codes, upper case */
+                            country?: string[];
+                            /** @description Subscribed at or after this instant */
+                            createdAfter?: string;
+                            /** @description Subscribed before this instant */
+                            createdBefore?: string;
+                            /** @description Top-level customData keys the subscriber holds with these exact values */
+                            customData?: {
+                                [key: string]: string | number | boolean;
+                            };
+                            /** @description true: subscribers with an externalId; false: those without */
+                            hasExternalId?: boolean;
+                            /** @description Case-insensitive; "Windows" matches "Windows" and "Windows 11" */
+                            os?: string[];
+                            /** @description Subscribers in one of these states (a campaign still reaches only active ones) */
+                            status?: ("active" | "unsubscribed" | "expired" | "bounced")[];
+                            tags?: {
+                                /** @description The subscriber holds every one of these tags */
+                                all?: string[];
+                                /** @description ... at least one of these */
+                                any?: string[];
+                                /** @description ... and none of these */
+                                none?: string[];
+                            };
+                        };
+                        id: string;
+                        name: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    countSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Active subscribers matching: whom a campaign to this segment reaches now */
+                        active: number;
+                        /** @description Subscribers matching in any status the filter allows */
+                        total: number;
                     };
                 };
             };

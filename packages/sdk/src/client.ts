@@ -4,9 +4,15 @@ import type {
   AskRequest,
   AuthorizeRequest,
   BoundKey,
+  Campaign,
+  CampaignStats,
+  CampaignUpdate,
   Channels,
+  CreateCampaignRequest,
   CreatedKey,
   CreateKeyRequest,
+  CreateSegmentRequest,
+  CreateTemplateRequest,
   Decision,
   DecisionRequest,
   Enrollment,
@@ -15,9 +21,13 @@ import type {
   MachineReport,
   Notification,
   Page,
+  PageQuery,
   PersonReachability,
   PolicyDocument,
   Recipient,
+  Segment,
+  SegmentCount,
+  SegmentUpdate,
   RecipientQuery,
   SendRequest,
   SendResult,
@@ -27,6 +37,8 @@ import type {
   SubscriberDetail,
   SubscriberQuery,
   SubscriberUpdate,
+  Template,
+  TemplateUpdate,
   Verdict,
   WebhookSecret,
 } from './types.js';
@@ -199,6 +211,95 @@ export class Herald {
 
   async deleteSubscriber(subscriberId: string, options?: RequestOptions): Promise<void> {
     await this.request<undefined>('DELETE', `/subscribers/${segment(subscriberId)}`, undefined, options);
+  }
+
+  // ---- Campaigns ----
+
+  listCampaigns(params: PageQuery = {}, options?: RequestOptions): Promise<Page<Campaign>> {
+    return this.request('GET', `/campaigns${query({ ...params })}`, undefined, options);
+  }
+
+  /** A draft, or scheduled when `scheduledAt` is given; creating never sends (see `sendCampaign`). */
+  createCampaign(campaign: CreateCampaignRequest, options?: RequestOptions): Promise<Campaign> {
+    return this.request('POST', '/campaigns', campaign, options);
+  }
+
+  getCampaign(campaignId: string, options?: RequestOptions): Promise<Campaign> {
+    return this.request('GET', `/campaigns/${segment(campaignId)}`, undefined, options);
+  }
+
+  updateCampaign(campaignId: string, update: CampaignUpdate, options?: RequestOptions): Promise<Campaign> {
+    return this.request('PATCH', `/campaigns/${segment(campaignId)}`, update, options);
+  }
+
+  async deleteCampaign(campaignId: string, options?: RequestOptions): Promise<void> {
+    await this.request<undefined>('DELETE', `/campaigns/${segment(campaignId)}`, undefined, options);
+  }
+
+  sendCampaign(campaignId: string, options?: RequestOptions): Promise<Campaign> {
+    return this.request('POST', `/campaigns/${segment(campaignId)}/send`, undefined, options);
+  }
+
+  pauseCampaign(campaignId: string, options?: RequestOptions): Promise<Campaign> {
+    return this.request('POST', `/campaigns/${segment(campaignId)}/pause`, undefined, options);
+  }
+
+  resumeCampaign(campaignId: string, options?: RequestOptions): Promise<Campaign> {
+    return this.request('POST', `/campaigns/${segment(campaignId)}/resume`, undefined, options);
+  }
+
+  getCampaignStats(campaignId: string, options?: RequestOptions): Promise<CampaignStats> {
+    return this.request('GET', `/campaigns/${segment(campaignId)}/stats`, undefined, options);
+  }
+
+  // ---- Templates ----
+
+  listTemplates(params: PageQuery = {}, options?: RequestOptions): Promise<Page<Template>> {
+    return this.request('GET', `/templates${query({ ...params })}`, undefined, options);
+  }
+
+  createTemplate(template: CreateTemplateRequest, options?: RequestOptions): Promise<Template> {
+    return this.request('POST', '/templates', template, options);
+  }
+
+  getTemplate(templateId: string, options?: RequestOptions): Promise<Template> {
+    return this.request('GET', `/templates/${segment(templateId)}`, undefined, options);
+  }
+
+  updateTemplate(templateId: string, update: TemplateUpdate, options?: RequestOptions): Promise<Template> {
+    return this.request('PATCH', `/templates/${segment(templateId)}`, update, options);
+  }
+
+  async deleteTemplate(templateId: string, options?: RequestOptions): Promise<void> {
+    await this.request<undefined>('DELETE', `/templates/${segment(templateId)}`, undefined, options);
+  }
+
+  // ---- Segments ----
+
+  listSegments(params: PageQuery = {}, options?: RequestOptions): Promise<Page<Segment>> {
+    return this.request('GET', `/segments${query({ ...params })}`, undefined, options);
+  }
+
+  createSegment(definition: CreateSegmentRequest, options?: RequestOptions): Promise<Segment> {
+    return this.request('POST', '/segments', definition, options);
+  }
+
+  getSegment(segmentId: string, options?: RequestOptions): Promise<Segment> {
+    return this.request('GET', `/segments/${segment(segmentId)}`, undefined, options);
+  }
+
+  /** A `filter` given replaces the whole filter. */
+  updateSegment(segmentId: string, update: SegmentUpdate, options?: RequestOptions): Promise<Segment> {
+    return this.request('PATCH', `/segments/${segment(segmentId)}`, update, options);
+  }
+
+  async deleteSegment(segmentId: string, options?: RequestOptions): Promise<void> {
+    await this.request<undefined>('DELETE', `/segments/${segment(segmentId)}`, undefined, options);
+  }
+
+  /** `active`: whom a campaign to the segment reaches now; `total`: every subscriber it matches. */
+  countSegment(segmentId: string, options?: RequestOptions): Promise<SegmentCount> {
+    return this.request('GET', `/segments/${segment(segmentId)}/count`, undefined, options);
   }
 
   // ---- Policy ----

@@ -52,6 +52,26 @@ export type SubscriberQuery = Omit<QueryOf<'listSubscribers'>, 'tags'> & { tags?
 export type SubscriberCounts = Success<'countSubscribers'>;
 export type SubscriberUpdate = RequestBody<'updateSubscriber'>;
 
+// ---- Campaigns and templates ----
+
+export type Campaign = Success<'getCampaign'>;
+export type CampaignStatus = Campaign['status'];
+export type CreateCampaignRequest = RequestBody<'createCampaign'>;
+export type CampaignUpdate = RequestBody<'updateCampaign'>;
+export type CampaignStats = Success<'getCampaignStats'>;
+export type PageQuery = QueryOf<'listCampaigns'>;
+export type Template = Success<'getTemplate'>;
+export type CreateTemplateRequest = RequestBody<'createTemplate'>;
+export type TemplateUpdate = RequestBody<'updateTemplate'>;
+
+// ---- Segments ----
+
+export type Segment = Success<'getSegment'>;
+export type SegmentFilter = Segment['filter'];
+export type CreateSegmentRequest = RequestBody<'createSegment'>;
+export type SegmentUpdate = RequestBody<'updateSegment'>;
+export type SegmentCount = Success<'countSegment'>;
+
 // ---- Policy ----
 
 export type AuthorizeRequest = RequestBody<'authorize'>;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { call, createKey, createWorkspace, eventually, freePort, seedAudience, startSendingHarness, type Audience, type SendingHarness } from '@herald/testkit';
+import { call, createKey, createWorkspace, eventually, freePort, pendingQuestionId, seedAudience, startSendingHarness, type Audience, type SendingHarness } from '@herald/testkit';
 
 import {
   AuthenticationError,
@@ -16,7 +16,7 @@ import {
   ValidationError,
   type AskRecord,
 } from '../src/index.js';
-import { pendingQuestionId, startCountingProxy } from './support.js';
+import { startCountingProxy } from './support.js';
 
 // The JavaScript SDK against the running system: gateway, account, audience, campaign, delivery
 // (to a strict local push service), policy and decision services. Questions live 8 s here, so a
@@ -175,6 +175,64 @@ test('subscribers: list, count, get, patch, delete', async () => {
   assert.deepEqual({ status: gone.status, code: gone.code }, { status: 404, code: 'not_found' });
   // Another workspace's subscriber is 404 too.
   await rejection(NotFoundError, client(audience.workspace.apiKey).getSubscriber(b.id));
+});
+
+test('templates and campaigns: create, page, change, send, pause/resume moves, stats, delete', async () => {
+  const local = await seedAudience(harness, 2);
+  const herald = client(local.workspace.apiKey);
+  const template = await herald.createTemplate({ name: 'Welcome', title: 'Hello {{name|friend}}', body: 'Thanks for joining' });
+  assert.deepEqual([template.name, template.title, template.actionUrl], ['Welcome', 'Hello {{name|friend}}', null]);
+  assert.equal((await herald.updateTemplate(template.id, { body: 'Welcome aboard' })).body, 'Welcome aboard');
+  assert.deepEqual((await herald.listTemplates({ limit: 1 })).data.map((item) => item.id), [template.id]);
+  assert.deepEqual(await herald.getTemplate(template.id), { ...template, body: 'Welcome aboard', updatedAt: (await herald.getTemplate(template.id)).updatedAt });
+
+  const fromTemplate = await herald.createCampaign({ name: 'Onboarding', templateId: template.id, variables: { name: 'Ada' } });
+  assert.deepEqual([fromTemplate.status, fromTemplate.title, fromTemplate.body, fromTemplate.templateId], ['draft', 'Hello Ada', 'Welcome aboard', template.id]);
+  const renamed = await herald.updateCampaign(fromTemplate.id, { name: 'Onboarding v2' });
+  assert.equal(renamed.name, 'Onboarding v2');
+  const sending = await herald.sendCampaign(fromTemplate.id);
+  assert.deepEqual([sending.status, sending.totalTargeted], ['sending', 2]);
+  const conflict = await rejection(ConflictError, herald.resumeCampaign(fromTemplate.id));
+  assert.deepEqual([conflict.status, conflict.code], [409, 'conflict']);
+  const stats = await eventually('the campaign sent', () => herald.getCampaignStats(fromTemplate.id), (read) => read.totalSent === 2);
+  assert.deepEqual(stats, { totalSent: 2, totalDelivered: 0, totalClicked: 0, totalFailed: 0, deliveryRate: 0, clickRate: 0 });
+
+  const scheduled = await herald.createCampaign({ name: 'Later', title: 'Soon', body: 'Tomorrow', scheduledAt: new Date(Date.now() + 86_400_000).toISOString() });
+  assert.equal(scheduled.status, 'scheduled');
+  const page = await herald.listCampaigns({ limit: 1 });
+  assert.deepEqual([page.data.map((item) => item.id), page.hasMore], [[scheduled.id], true]);
+  assert.equal((await herald.getCampaign(scheduled.id)).name, 'Later');
+  assert.equal(await herald.deleteCampaign(scheduled.id), undefined);
+  await rejection(NotFoundError, herald.getCampaign(scheduled.id));
+  assert.equal(await herald.deleteTemplate(template.id), undefined);
+  await rejection(NotFoundError, herald.getTemplate(template.id));
+  // Pause and resume answer the campaign in its new state.
+  const slow = await herald.createCampaign({ name: 'Slow', title: 't', body: 'b', throttlePerMinute: 1 });
+  await herald.sendCampaign(slow.id);
+  assert.equal((await herald.pauseCampaign(slow.id)).status, 'paused');
+  assert.equal((await herald.resumeCampaign(slow.id)).status, 'active');
+});
+
+test('segments: create, page, read, count, change, aim a campaign, delete', async () => {
+  const local = await seedAudience(harness, 3, 'growth', (n) => ({ externalId: `user-${n}`, tags: n === 0 ? ['vip'] : [] }));
+  const herald = client(local.workspace.apiKey);
+  const vips = await herald.createSegment({ name: 'VIPs', filter: { tags: { all: ['vip'] }, hasExternalId: true } });
+  assert.deepEqual([vips.name, vips.filter], ['VIPs', { tags: { all: ['vip'] }, hasExternalId: true }]);
+  const everyone = await herald.createSegment({ name: 'Everyone', filter: {} });
+  const page = await herald.listSegments({ limit: 1 });
+  assert.deepEqual([page.data.map((item) => item.id), page.hasMore], [[everyone.id], true]);
+  assert.deepEqual(await herald.getSegment(vips.id), vips);
+  assert.deepEqual(await herald.countSegment(vips.id), { active: 1, total: 1 });
+  assert.deepEqual(await herald.countSegment(everyone.id), { active: 3, total: 3 });
+  const changed = await herald.updateSegment(vips.id, { filter: { tags: { none: ['vip'] } } });
+  assert.deepEqual(changed.filter, { tags: { none: ['vip'] } });
+  assert.deepEqual(await herald.countSegment(vips.id), { active: 2, total: 2 });
+  const campaign = await herald.createCampaign({ name: 'To some', title: 't', body: 'b', segmentId: vips.id });
+  assert.equal(campaign.segmentId, vips.id);
+  const invalid = await rejection(ValidationError, herald.createCampaign({ name: 'To none', title: 't', body: 'b', segmentId: 'seg_unknown' }));
+  assert.deepEqual([invalid.status, invalid.fields], [400, [{ field: 'segmentId', in: 'body', problem: 'names no segment of this workspace' }]]);
+  assert.equal(await herald.deleteSegment(everyone.id), undefined);
+  await rejection(NotFoundError, herald.countSegment(everyone.id));
 });
 
 const POLICY = `

@@ -1,18 +1,15 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { promisify } from 'node:util';
 
-import { createKey, createWorkspace, freePort, repoRoot, seedAudience, startSendingHarness, type SendingHarness } from '@herald/testkit';
+import { createKey, createWorkspace, freePort, passes, repoRoot, seedAudience, startSendingHarness, type SendingHarness } from '@herald/testkit';
 import { Webhook } from 'standardwebhooks';
 
 // The Python SDK (packages/sdk-python) against the running system: this file starts the stack,
 // makes the workspaces and keys, and runs the package's unittest suite with them in the
 // environment; then mypy --strict over the package, in the repository's tool venv.
 
-const run = promisify(execFile);
 const PYTHON_PACKAGE = join(repoRoot, 'packages/sdk-python');
 
 let harness: SendingHarness;
@@ -35,17 +32,6 @@ function webhookFixture() {
     'webhook-signature': `${new Webhook(secret).sign(id, at, body)} ${new Webhook(previousSecret).sign(id, at, body)}`,
   };
   return { secret, previousSecret, body, headers };
-}
-
-/** Runs a command; its whole output goes into the assertion message when it fails. */
-async function passes(file: string, args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; output: string }> {
-  try {
-    const { stdout, stderr } = await run(file, args, { cwd: repoRoot, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024, timeout: 300_000 });
-    return { stdout, output: `${stdout}${stderr}` };
-  } catch (err) {
-    const failed = err as { stdout?: string; stderr?: string; code?: number | string };
-    assert.fail(`${file} ${args.join(' ')} failed (${failed.code}):\n${failed.stdout ?? ''}${failed.stderr ?? ''}`);
-  }
 }
 
 test('the Python SDK passes its unittest suite against the running system', async () => {

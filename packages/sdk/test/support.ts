@@ -1,9 +1,6 @@
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 
-import { connectDatabase } from '@herald/testkit';
-
-/** What the SDK tests share: a counting proxy and a look at questions still waiting for a person. */
+/** What the SDK tests share: a counting proxy. */
 
 export interface CountingProxy {
   url: string;
@@ -40,21 +37,4 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
         server.close(() => resolve());
       }),
   };
-}
-
-/** The id of the workspace's newest pending question of a kind, once it exists (for a call still waiting on it). */
-export async function pendingQuestionId(workspaceId: string, kind: 'ask' | 'decision'): Promise<string> {
-  const db = await connectDatabase();
-  try {
-    for (;;) {
-      const { rows } = await db.query<{ id: string }>(
-        `SELECT id FROM decision.questions WHERE workspace_id = $1 AND kind = $2 AND status = 'pending' ORDER BY created_at DESC LIMIT 1`,
-        [workspaceId, kind],
-      );
-      if (rows[0]) return rows[0].id;
-      await sleep(20);
-    }
-  } finally {
-    await db.end();
-  }
 }

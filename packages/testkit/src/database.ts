@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import pg from 'pg';
 
@@ -42,4 +43,31 @@ export async function createDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+/** Moves a question's (an ask's or a decision's) expiry into the past, as if its lifetime had run out. */
+export async function expireQuestion(questionId: string): Promise<void> {
+  const db = await connectDatabase();
+  try {
+    await db.query(`UPDATE decision.questions SET expires_at = now() - interval '1 second', created_at = now() - interval '2 seconds' WHERE id = $1`, [questionId]);
+  } finally {
+    await db.end();
+  }
+}
+
+/** The id of the workspace's newest pending question of a kind, once it exists (for a call still waiting on it). */
+export async function pendingQuestionId(workspaceId: string, kind: 'ask' | 'decision'): Promise<string> {
+  const db = await connectDatabase();
+  try {
+    for (;;) {
+      const { rows } = await db.query<{ id: string }>(
+        `SELECT id FROM decision.questions WHERE workspace_id = $1 AND kind = $2 AND status = 'pending' ORDER BY created_at DESC LIMIT 1`,
+        [workspaceId, kind],
+      );
+      if (rows[0]) return rows[0].id;
+      await sleep(20);
+    }
+  } finally {
+    await db.end();
+  }
 }

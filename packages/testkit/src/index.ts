@@ -1,4 +1,5 @@
 export * from './admin.js';
+export * from './commands.js';
 export * from './consumers.js';
 export * from './http.js';
 export * from './processes.js';

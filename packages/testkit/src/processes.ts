@@ -140,6 +140,8 @@ export interface Stack {
   services: RunningProcess[];
   /** The stack's own namespace (HERALD_NAMESPACE of every process). */
   topicPrefix: string;
+  /** What the stack's delivery fleet signs engagement tokens with (tests forge old ones with it). */
+  engagementTokenSecret: string;
   /** Starts one more gateway on these services, with extra environment; returns its URL. */
   addGateway(env?: Record<string, string>): Promise<string>;
   /**
@@ -189,8 +191,10 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
     // Rate-limit buckets too: parallel stacks all call from 127.0.0.1 and must not share per-IP counts.
     // A short session lets a killed consumer's partitions move on quickly.
     KAFKA_SESSION_TIMEOUT_MS: '6000',
-    // Each stack signs answer links with its own secret, shared by its decision replicas.
+    // Each stack signs answer links with its own secret, shared by its decision replicas; and
+    // engagement tokens with another, shared by its delivery fleet and gateways.
     ANSWER_TOKEN_SECRET: randomBytes(32).toString('base64url'),
+    ENGAGEMENT_TOKEN_SECRET: randomBytes(32).toString('base64url'),
     ...env,
   };
   const ports: Record<string, number> = {};
@@ -239,6 +243,7 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
     gateways: gatewayProcesses,
     services,
     topicPrefix: namespace.prefix,
+    engagementTokenSecret: infra.ENGAGEMENT_TOKEN_SECRET,
     addGateway,
     async startService(name, extra = {}, { replacing = false } = {}) {
       const running = await launch(name, extra, replacing ? ports[name] : await freePort());

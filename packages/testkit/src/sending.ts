@@ -2,7 +2,8 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { startPushPeer, type PushPeer } from '@herald/push-peer';
+import { EngagementTokens, type EngagementSubject } from '@herald/domain';
+import { startPushPeer, type PushPeer, type ReceivedMessage } from '@herald/push-peer';
 import { createWorkspace, type TestWorkspace } from './admin.js';
 import { call, SERVER_API } from './http.js';
 import { startStack, type Stack, type StackOptions } from './processes.js';
@@ -15,7 +16,18 @@ import { startStack, type Stack, type StackOptions } from './processes.js';
 export interface SendingHarness {
   stack: Stack;
   peer: PushPeer;
+  /**
+   * A push as its service worker reads it: the payload without its engagement token, and what the
+   * token names. Throws when the token is missing or was not signed with the stack's secret.
+   */
+  openPush(message: ReceivedMessage): OpenedPush;
   stop(): Promise<void>;
+}
+
+export interface OpenedPush {
+  payload: Record<string, unknown> & { notificationId: string };
+  token: string;
+  engagement: EngagementSubject;
 }
 
 export async function startSendingHarness(options: StackOptions = {}): Promise<SendingHarness> {
@@ -28,9 +40,16 @@ export async function startSendingHarness(options: StackOptions = {}): Promise<S
     gatewayEnv: { ALLOW_ANY_PUSH_SERVICE: 'true', ...options.gatewayEnv },
     deliveryEnv: { PUSH_CA_FILE: caFile, RETRY_POLL_MS: '50', PUSH_RETRY_BASE_MS: '100', ...options.deliveryEnv },
   });
+  const tokens = new EngagementTokens(stack.engagementTokenSecret);
   return {
     stack,
     peer,
+    openPush(message) {
+      const { token, ...payload } = JSON.parse(message.plaintext.toString()) as OpenedPush['payload'] & { token?: string };
+      const engagement = token === undefined ? undefined : tokens.verify(token);
+      if (!token || !engagement) throw new Error(`the push to ${message.endpoint} carries no valid engagement token: ${message.plaintext.toString()}`);
+      return { payload, token, engagement };
+    },
     async stop() {
       await stack.stop();
       await peer.close();
@@ -68,6 +87,16 @@ export async function seedAudience(
     subscribers.push({ id: response.body.subscriberId, endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags });
   }
   return { workspace, vapidPublicKey, subscribers };
+}
+
+/** Pushes of one notification (a campaign's id) the strict peer accepted, counted per endpoint. */
+export function pushesOf(peer: PushPeer, notificationId: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const message of peer.received()) {
+    if ((JSON.parse(message.plaintext.toString()) as { notificationId: string }).notificationId !== notificationId) continue;
+    counts.set(message.endpoint, (counts.get(message.endpoint) ?? 0) + 1);
+  }
+  return counts;
 }
 
 export async function eventually<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {

@@ -5,6 +5,7 @@ import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import { AudienceServiceService, type PushKeys, type Subscriber, type Targeting } from '@herald/proto/herald/audience/v1/audience';
 
+import { segmentFilter } from './segments.js';
 import * as store from './store.js';
 
 const DEFAULT_PAGE = 100;
@@ -97,11 +98,15 @@ function requireWorkspace(workspaceId: string, siteId?: string): void {
   if (!workspaceId || siteId === '') throw new HeraldError('invalid_request', 'workspace_id and site_id are required.');
 }
 
-const targetingOf = (targeting: Targeting | undefined): store.Targeting => ({
-  subscriberIds: targeting?.subscriberIds ?? [],
-  externalIds: targeting?.externalIds ?? [],
-  tags: targeting?.tags ?? [],
-});
+/** The targeting as the store applies it: a named segment becomes its filter (NOT_FOUND when it is not the workspace's). */
+async function targetingOf(pool: Pool, workspaceId: string, targeting: Targeting | undefined): Promise<store.Targeting> {
+  return {
+    subscriberIds: targeting?.subscriberIds ?? [],
+    externalIds: targeting?.externalIds ?? [],
+    tags: targeting?.tags ?? [],
+    ...(targeting?.segmentId ? { segment: await segmentFilter(pool, workspaceId, targeting.segmentId) } : {}),
+  };
+}
 
 const notFound = (what: string): HeraldError => new HeraldError('not_found', `No ${what}.`, { title: 'Not found' });
 
@@ -201,22 +206,29 @@ export function audienceHandlers(pool: Pool, logger: Logger) {
       },
 
       async countTargets({ workspaceId, targeting }) {
-        return { count: await store.countTargets(pool, workspaceId, targetingOf(targeting)) };
+        return { count: await store.countTargets(pool, workspaceId, await targetingOf(pool, workspaceId, targeting)) };
       },
 
       // One page query per batch, each awaited by the transport before the next: memory stays
       // flat however many subscribers match, and no connection is held while the client reads.
-      async *streamTargets({ workspaceId, targeting, batchSize, after }) {
+      async *streamTargets({ workspaceId, targeting, batchSize, after, withProfile }) {
         const size = batchSize <= 0 ? DEFAULT_BATCH : Math.min(batchSize, MAX_BATCH);
-        const filter = targetingOf(targeting);
+        const filter = await targetingOf(pool, workspaceId, targeting);
         let cursor = after;
         for (;;) {
-          const page = await store.targetPage(pool, workspaceId, filter, cursor, size);
+          const page = await store.targetPage(pool, workspaceId, filter, cursor, size, withProfile);
           const last = page.at(-1);
           if (!last) return;
           cursor = last.subscriber_id;
           yield {
-            targets: page.map((row) => ({ subscriberId: row.subscriber_id, endpoint: row.endpoint, p256dh: row.p256dh, auth: row.auth })),
+            targets: page.map((row) => ({
+              subscriberId: row.subscriber_id,
+              endpoint: row.endpoint,
+              p256dh: row.p256dh,
+              auth: row.auth,
+              externalId: row.external_id ?? '',
+              customDataJson: row.custom_data ?? '',
+            })),
             cursor,
           };
           if (page.length < size) return;

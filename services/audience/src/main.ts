@@ -4,10 +4,12 @@ import { createPool, migrate } from '@herald/db';
 import { startGrpcServer } from '@herald/grpc';
 import { createLogger } from '@herald/logging';
 import { AudienceServiceService } from '@herald/proto/herald/audience/v1/audience';
+import { SegmentServiceService } from '@herald/proto/herald/audience/v1/segments';
 
 import { readConfig } from './config.js';
 import { consumeDeliveryResults } from './delivery-results.js';
 import { audienceHandlers } from './handlers.js';
+import { segmentHandlers } from './segments.js';
 import { migrationsDir, SCHEMA } from './store.js';
 
 const config = loadConfig(readConfig);
@@ -16,7 +18,10 @@ const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.d
 await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-audience`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
-const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[AudienceServiceService, audienceHandlers(pool, logger)]]);
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
+  [AudienceServiceService, audienceHandlers(pool, logger)],
+  [SegmentServiceService, segmentHandlers(pool, logger)],
+]);
 logger.info({ port: server.port }, 'audience service serving');
 // Joining the consumer group can wait for a rebalance; serving does not wait for it. Results
 // published meanwhile are not lost (committed offsets, or the oldest for a new group).

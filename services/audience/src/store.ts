@@ -1,9 +1,10 @@
 import { fileURLToPath } from 'node:url';
 
 import { enqueue, topics } from '@herald/bus';
-import { CREATED_US_SQL, withTransaction, type Pool, type Queryable } from '@herald/db';
+import { CREATED_US_SQL, withTransaction, type PagePosition, type Pool, type Queryable } from '@herald/db';
 import { randomId, SUBSCRIBER_LIMITS, type SubscriberStatus } from '@herald/domain';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
+import type { SegmentFilter } from '@herald/proto/herald/audience/v1/segments';
 
 /** Every SQL statement of the audience service. Each query is scoped by workspace id. */
 
@@ -343,6 +344,8 @@ export interface Targeting {
   subscriberIds: string[];
   externalIds: string[];
   tags: string[];
+  /** The filter of the segment the targeting names, if any. */
+  segment?: SegmentFilter;
 }
 
 /** Active subscribers of the workspace matching the targeting: AND across kinds, OR within a list of ids. */
@@ -352,6 +355,7 @@ function targetingWhere(workspaceId: string, targeting: Targeting, params: unkno
   if (targeting.subscriberIds.length > 0) where.push(`id = ANY(${bind(targeting.subscriberIds)}::text[])`);
   if (targeting.externalIds.length > 0) where.push(`external_id = ANY(${bind(targeting.externalIds)}::text[])`);
   if (targeting.tags.length > 0) where.push(`tags @> ${bind(targeting.tags)}::text[]`);
+  if (targeting.segment) where.push(...segmentConditions(targeting.segment, bind));
   return where.join(' AND ');
 }
 
@@ -366,15 +370,20 @@ export interface TargetRow {
   endpoint: string;
   p256dh: string;
   auth: string;
+  /** With the profile only. */
+  external_id?: string | null;
+  /** customData as JSON text, with the profile only. */
+  custom_data?: string;
 }
 
-/** One keyset page of targets: ids greater than `after`, ascending. */
-export async function targetPage(db: Queryable, workspaceId: string, targeting: Targeting, after: string, limit: number): Promise<TargetRow[]> {
+/** One keyset page of targets: ids greater than `after`, ascending; with their profile when asked. */
+export async function targetPage(db: Queryable, workspaceId: string, targeting: Targeting, after: string, limit: number, withProfile = false): Promise<TargetRow[]> {
   const params: unknown[] = [];
   const where = targetingWhere(workspaceId, targeting, params);
   params.push(after, limit);
+  const profile = withProfile ? ', external_id, custom_data::text AS custom_data' : '';
   const { rows } = await db.query<TargetRow>(
-    `SELECT id AS subscriber_id, endpoint, p256dh, auth FROM subscribers
+    `SELECT id AS subscriber_id, endpoint, p256dh, auth${profile} FROM subscribers
       WHERE ${where} AND id > $${params.length - 1} ORDER BY id LIMIT $${params.length}`,
     params,
   );
@@ -395,4 +404,106 @@ export async function expireSubscribers(tx: Queryable, workspaceId: string, ids:
   );
   if (rows.length > 0) await recordEvents(tx, workspaceId, rows.map((row) => unsubscribed(row, status)));
   return rows.length;
+}
+
+// ---- segments -------------------------------------------------------------------------------
+
+export interface SegmentRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  /** The SegmentFilter message in its JSON form. */
+  filter: unknown;
+  created_at: Date;
+  updated_at: Date;
+  created_us: string;
+}
+
+const SEGMENT_COLUMNS = `id, workspace_id, name, filter, created_at, updated_at, ${CREATED_US_SQL} AS created_us`;
+
+export async function insertSegment(db: Queryable, id: string, workspaceId: string, name: string, filter: unknown): Promise<SegmentRow> {
+  const { rows } = await db.query<SegmentRow>(`INSERT INTO segments (id, workspace_id, name, filter) VALUES ($1, $2, $3, $4) RETURNING ${SEGMENT_COLUMNS}`, [
+    id,
+    workspaceId,
+    name,
+    JSON.stringify(filter),
+  ]);
+  return rows[0] as SegmentRow;
+}
+
+/** A workspace's segments, newest first, after `after` (the last row of the previous page). */
+export async function listSegments(db: Queryable, workspaceId: string, after: PagePosition | undefined, limit: number): Promise<SegmentRow[]> {
+  const { rows } = await db.query<SegmentRow>(
+    `SELECT ${SEGMENT_COLUMNS} FROM segments
+      WHERE workspace_id = $1 AND ($2::bigint IS NULL OR (created_at, id) < (timestamptz 'epoch' + $2::bigint * interval '1 microsecond', $3))
+      ORDER BY created_at DESC, id DESC LIMIT $4`,
+    [workspaceId, after?.createdUs ?? null, after?.id ?? '', limit],
+  );
+  return rows;
+}
+
+export async function findSegment(db: Queryable, workspaceId: string, id: string): Promise<SegmentRow | undefined> {
+  const { rows } = await db.query<SegmentRow>(`SELECT ${SEGMENT_COLUMNS} FROM segments WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  return rows[0];
+}
+
+/** Changes the name and/or replaces the filter; undefined when the workspace has no such segment. */
+export async function updateSegment(db: Queryable, workspaceId: string, id: string, changes: { name?: string; filter?: unknown }): Promise<SegmentRow | undefined> {
+  const { rows } = await db.query<SegmentRow>(
+    `UPDATE segments SET name = COALESCE($3, name), filter = COALESCE($4::jsonb, filter), updated_at = clock_timestamp()
+      WHERE workspace_id = $1 AND id = $2 RETURNING ${SEGMENT_COLUMNS}`,
+    [workspaceId, id, changes.name ?? null, changes.filter === undefined ? null : JSON.stringify(changes.filter)],
+  );
+  return rows[0];
+}
+
+export async function deleteSegment(db: Queryable, workspaceId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM segments WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** `value` as a LIKE pattern matching itself literally. */
+const likeLiteral = (value: string): string => value.replace(/[\\%_]/g, (char) => `\\${char}`);
+
+/**
+ * A device field (browser, os) matching one of `names` case-insensitively, whole or as its first
+ * words ("firefox" matches "Firefox 128"): both forms use the (workspace_id, lower(column)
+ * text_pattern_ops) index.
+ */
+function deviceMatch(column: 'browser' | 'os', names: string[], bind: (value: unknown) => string): string {
+  // Both sides folded by PostgreSQL's lower(), so they fold alike whatever the characters.
+  const alternatives = names.map((name) => `lower(${column}) = lower(${bind(name)}) OR lower(${column}) LIKE lower(${bind(`${likeLiteral(name)} %`)})`);
+  return `(${alternatives.join(' OR ')})`;
+}
+
+/**
+ * The conditions of a segment's filter (already validated), ANDed; each dimension is one the
+ * indexes of 002/003 serve. Values are bound, never spliced.
+ */
+function segmentConditions(filter: SegmentFilter, bind: (value: unknown) => string): string[] {
+  const where: string[] = [];
+  if (filter.tagsAll.length > 0) where.push(`tags @> ${bind(filter.tagsAll)}::text[]`);
+  if (filter.tagsAny.length > 0) where.push(`tags && ${bind(filter.tagsAny)}::text[]`);
+  if (filter.tagsNone.length > 0) where.push(`NOT (tags && ${bind(filter.tagsNone)}::text[])`);
+  if (filter.hasExternalId !== undefined) where.push(filter.hasExternalId ? 'external_id IS NOT NULL' : 'external_id IS NULL');
+  if (filter.statuses.length > 0) where.push(`status = ANY(${bind(filter.statuses)}::text[])`);
+  if (filter.browsers.length > 0) where.push(deviceMatch('browser', filter.browsers, bind));
+  if (filter.oses.length > 0) where.push(deviceMatch('os', filter.oses, bind));
+  if (filter.countries.length > 0) where.push(`country = ANY(${bind(filter.countries)}::text[])`);
+  if (filter.customDataJson) where.push(`custom_data @> ${bind(filter.customDataJson)}::jsonb`);
+  if (filter.createdAfter) where.push(`created_at >= ${bind(filter.createdAfter)}::timestamptz`);
+  if (filter.createdBefore) where.push(`created_at < ${bind(filter.createdBefore)}::timestamptz`);
+  return where;
+}
+
+/** Subscribers of the workspace matching `filter`: active ones, and all (in the statuses it allows). */
+export async function countSegment(db: Queryable, workspaceId: string, filter: SegmentFilter): Promise<{ active: string; total: string }> {
+  const params: unknown[] = [workspaceId];
+  const bind = (value: unknown): string => `$${params.push(value)}`;
+  const where = ['workspace_id = $1', ...segmentConditions(filter, bind)];
+  const { rows } = await db.query<{ active: string; total: string }>(
+    `SELECT count(*) FILTER (WHERE status = 'active') AS active, count(*) AS total FROM subscribers WHERE ${where.join(' AND ')}`,
+    params,
+  );
+  return rows[0] ?? { active: '0', total: '0' };
 }

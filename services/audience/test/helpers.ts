@@ -1,9 +1,12 @@
 import { createClient, type PromiseClient } from '@herald/grpc';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { SegmentServiceClient } from '@herald/proto/herald/audience/v1/segments';
 import { createDatabase, createKafkaNamespace, freePort, infrastructureEnv, requiredEnv, startProcess } from '@herald/testkit';
 
 export interface AudienceService {
   client: PromiseClient<AudienceServiceClient>;
+  /** The same process's SegmentService. */
+  segments: PromiseClient<SegmentServiceClient>;
   /** The Kafka namespace (HERALD_NAMESPACE) of this service process alone. */
   topicPrefix: string;
   /** DATABASE_URL of the service. */
@@ -27,12 +30,15 @@ export async function startAudience({ ownDatabase = false } = {}): Promise<Audie
     /audience service serving/,
   );
   const client = createClient(AudienceServiceClient, `127.0.0.1:${port}`, 10_000);
+  const segments = createClient(SegmentServiceClient, `127.0.0.1:${port}`, 10_000);
   return {
     client,
+    segments,
     topicPrefix: namespace.prefix,
     databaseUrl,
     async stop() {
       client.close();
+      segments.close();
       await service.stop();
       await Promise.all([namespace.remove(), database?.drop()]);
     },

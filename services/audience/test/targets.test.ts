@@ -4,13 +4,14 @@ import { after, before, test } from 'node:test';
 
 import type { PromiseClient } from '@herald/grpc';
 import type { AudienceServiceClient, StreamTargetsRequest, StreamTargetsResponse, Targeting } from '@herald/proto/herald/audience/v1/audience';
+import { SegmentFilter } from '@herald/proto/herald/audience/v1/segments';
 import { connectDatabase } from '@herald/testkit';
 import type pg from 'pg';
 
 import { startAudience, type AudienceService } from './helpers.js';
 
 // Sending targets: CountTargets and StreamTargets over 2,500 seeded subscribers, every targeting
-// combination, batches, resumption; and ExpireSubscriptions.
+// combination (segments included), batches, resumption; and ExpireSubscriptions.
 
 const SIZE = 2_500;
 let service: AudienceService;
@@ -57,11 +58,11 @@ after(async () => {
   await service.stop();
 });
 
-const targeting = (partial: Partial<Targeting>): Targeting => ({ subscriberIds: [], externalIds: [], tags: [], ...partial });
+const targeting = (partial: Partial<Targeting>): Targeting => ({ subscriberIds: [], externalIds: [], tags: [], segmentId: '', ...partial });
 
 async function stream(request: Partial<StreamTargetsRequest>): Promise<StreamTargetsResponse[]> {
   const batches: StreamTargetsResponse[] = [];
-  for await (const batch of client.streamTargets({ workspaceId, targeting: undefined, batchSize: 0, after: '', ...request })) batches.push(batch);
+  for await (const batch of client.streamTargets({ workspaceId, targeting: undefined, batchSize: 0, after: '', withProfile: false, ...request })) batches.push(batch);
   return batches;
 }
 
@@ -93,8 +94,17 @@ test('no targeting streams every active subscriber exactly once, in batches of 5
     endpoint: `https://push.example/${workspaceId}/${first.n}`,
     p256dh: `p256dh-${first.n}`,
     auth: `auth-${first.n}`,
+    // Without withProfile the profile is not read.
+    externalId: '',
+    customDataJson: '',
   });
   assert.deepEqual(await client.countTargets({ workspaceId, targeting: undefined }), { count: '2250' });
+  // withProfile: each target also carries its external id and custom data (per-subscriber placeholders).
+  await db.query(`UPDATE audience.subscribers SET custom_data = '{"firstName": "Ada"}' WHERE id = $1`, [first.id]);
+  const [profiled] = await stream({ targeting: targeting({ subscriberIds: [first.id] }), withProfile: true });
+  assert.deepEqual(profiled?.targets.map(({ externalId, customDataJson }) => ({ externalId, customData: JSON.parse(customDataJson) as unknown })), [
+    { externalId: first.externalId, customData: { firstName: 'Ada' } },
+  ]);
 });
 
 test('targeting: tags need every tag, ids are alternatives, kinds combine with AND', async () => {
@@ -124,6 +134,36 @@ test('targeting: tags need every tag, ids are alternatives, kinds combine with A
   assert.deepEqual(await client.countTargets({ workspaceId, targeting: foreign }), { count: '0' });
 });
 
+test('targeting by segment: its filter applies, ANDed with the other kinds; an unknown, foreign or deleted segment is NOT_FOUND', async () => {
+  const segment = async (workspace: string, filter: Partial<SegmentFilter>): Promise<string> => {
+    const { segment: created } = await service.segments.createSegment({ workspaceId: workspace, name: 'targets', filter: SegmentFilter.fromPartial(filter) });
+    return created?.id as string;
+  };
+  // Even and not divisible by three; and separately, a status filter never widens a send past active subscribers.
+  const evenNotThree = await segment(workspaceId, { tagsAll: ['even'], tagsNone: ['three'] });
+  const anyStatus = await segment(workspaceId, { statuses: ['unsubscribed', 'active'], hasExternalId: true });
+  const cases: Array<[string, Targeting, (subscriber: Seeded) => boolean]> = [
+    ['a segment alone', targeting({ segmentId: evenNotThree }), (s) => s.n % 2 === 0 && s.n % 3 !== 0],
+    ['a segment and external ids', targeting({ segmentId: evenNotThree, externalIds: ['user-2', 'user-3', 'user-4'] }), (s) => [2, 4].includes(s.n % 100) && s.n % 3 !== 0],
+    ['a segment and a tag it excludes', targeting({ segmentId: evenNotThree, tags: ['three'] }), () => false],
+    ['a segment allowing inactive states', targeting({ segmentId: anyStatus }), () => true],
+  ];
+  for (const [name, filter, match] of cases) {
+    const want = expected(match);
+    assert.deepEqual(idsOf(await stream({ targeting: filter, batchSize: 700 })), want, name);
+    assert.deepEqual(await client.countTargets({ workspaceId, targeting: filter }), { count: String(want.length) }, name);
+  }
+
+  const foreign = await segment(otherWorkspaceId, {});
+  const deleted = await segment(workspaceId, {});
+  await service.segments.deleteSegment({ workspaceId, segmentId: deleted });
+  for (const segmentId of ['seg_unknown', foreign, deleted]) {
+    const message = `No segment ${segmentId}.`;
+    await assert.rejects(client.countTargets({ workspaceId, targeting: targeting({ segmentId }) }), { code: 'not_found', message }, segmentId);
+    await assert.rejects(stream({ targeting: targeting({ segmentId }) }), { code: 'not_found', message }, segmentId);
+  }
+});
+
 test('batch_size is honoured up to 1,000, and a stream resumes after a cursor', async () => {
   assert.deepEqual(
     (await stream({ batchSize: 5_000 })).map((batch) => batch.targets.length),
@@ -131,7 +171,7 @@ test('batch_size is honoured up to 1,000, and a stream resumes after a cursor', 
   );
   // Read one batch of 700, stop (cancelling the call), then resume after its cursor.
   let firstBatch: StreamTargetsResponse | undefined;
-  for await (const batch of client.streamTargets({ workspaceId, targeting: undefined, batchSize: 700, after: '' })) {
+  for await (const batch of client.streamTargets({ workspaceId, targeting: undefined, batchSize: 700, after: '', withProfile: false })) {
     firstBatch = batch;
     break;
   }

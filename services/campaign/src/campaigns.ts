@@ -1,6 +1,10 @@
+import { pageRequest } from '@herald/db';
 import { randomId } from '@herald/domain';
 import { HeraldError, invalidFields, type FieldProblem } from '@herald/errors';
+import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
+import { Targeting } from '@herald/proto/herald/audience/v1/audience';
+import type { SegmentServiceClient } from '@herald/proto/herald/audience/v1/segments';
 import type {
   Campaign,
   CreateCampaignRequest,
@@ -15,9 +19,8 @@ import type {
   UpdateCampaignRequest,
 } from '@herald/proto/herald/campaign/v1/campaign';
 
-import { pageRequest } from './pages.js';
 import { assertFits } from './payload.js';
-import { contentOf, startCampaign, type StartDeps } from './starts.js';
+import { contentOf, startCampaign, targetingOf, type StartDeps } from './starts.js';
 import { ACTIONS, EDITABLE, notAllowed, patchMove, type CampaignAction } from './states.js';
 import * as store from './store.js';
 import { fillPlaceholders, orNull } from './templates.js';
@@ -25,6 +28,8 @@ import { fillPlaceholders, orNull } from './templates.js';
 /** /campaigns: create, read, change, delete, and the send/pause/resume moves of the state machine (states.ts). */
 
 export interface CampaignDeps extends StartDeps {
+  /** The audience service's segments: a campaign's segmentId must name one of the workspace's. */
+  segments: PromiseClient<SegmentServiceClient>;
   logger: Logger;
 }
 
@@ -46,6 +51,7 @@ function toCampaign(row: store.CampaignRow): Campaign {
     scheduledAt: iso(row.scheduled_at),
     throttlePerMinute: String(row.throttle_per_minute ?? 0),
     templateId: row.template_id ?? '',
+    segmentId: targetingOf(row).segmentId,
     // Counted at start; subscribers who join during the fan-out are sent to and counted too.
     totalTargeted: String(Math.max(Number(row.targeted), Number(row.queued))),
     totalSent: row.delivered,
@@ -92,7 +98,19 @@ function parseSchedule(value: string, problems: FieldProblem[]): Date | null {
 }
 
 export function campaignManagement(deps: CampaignDeps) {
-  const { pool, logger } = deps;
+  const { pool, segments, logger } = deps;
+
+  /** `segmentId` as given when empty or a segment of the workspace; else a problem naming it. */
+  const checkSegment = async (workspaceId: string, segmentId: string, problems: FieldProblem[]): Promise<string> => {
+    if (segmentId === '') return '';
+    try {
+      await segments.getSegment({ workspaceId, segmentId });
+    } catch (err) {
+      if (!(err instanceof HeraldError && err.code === 'not_found')) throw err;
+      problems.push({ field: 'segmentId', in: 'body', problem: 'names no segment of this workspace' });
+    }
+    return segmentId;
+  };
 
   const load = async (workspaceId: string, id: string): Promise<store.CampaignRow> => {
     const row = await store.findCampaign(pool, workspaceId, id);
@@ -147,6 +165,7 @@ export function campaignManagement(deps: CampaignDeps) {
       const body = fill(pick(given?.body, template?.body), 'body');
       const actionUrl = fill(pick(given?.actionUrl, template?.action_url), 'actionUrl');
       const scheduledAt = parseSchedule(request.scheduledAt, problems);
+      const segmentId = await checkSegment(request.workspaceId, request.segmentId, problems);
       if (actionUrl && !/^https?:\/\/\S+$/.test(actionUrl)) problems.push({ field: 'actionUrl', in: 'body', problem: 'must be an http(s) URL once its placeholders are filled' });
       if (problems.length > 0) throw invalidFields('body', problems);
       const id = `cmp_${randomId(24)}`;
@@ -163,6 +182,7 @@ export function campaignManagement(deps: CampaignDeps) {
         templateId: template?.id ?? null,
         scheduledAt,
         throttlePerMinute: Number(request.throttlePerMinute) || null,
+        targeting: Targeting.fromPartial({ segmentId }),
       };
       assertFits(id, { title, body, url: actionUrl, iconUrl: campaign.iconUrl ?? '', imageUrl: campaign.imageUrl ?? '', actions: [], answerUrl: '' });
       const row = await store.insertCampaign(pool, campaign);
@@ -179,6 +199,7 @@ export function campaignManagement(deps: CampaignDeps) {
       const { workspaceId, campaignId: id } = request;
       const row = await load(workspaceId, id);
       const problems: FieldProblem[] = [];
+      const segmentId = request.segmentId === undefined ? undefined : await checkSegment(workspaceId, request.segmentId, problems);
       const changes: store.CampaignChanges = {
         ...(request.name !== undefined ? { name: request.name } : {}),
         ...(request.title !== undefined ? { title: request.title } : {}),
@@ -188,10 +209,13 @@ export function campaignManagement(deps: CampaignDeps) {
         ...(request.imageUrl !== undefined ? { image_url: orNull(request.imageUrl) } : {}),
         ...(request.scheduledAt !== undefined ? { scheduled_at: parseSchedule(request.scheduledAt, problems) } : {}),
         ...(request.throttlePerMinute !== undefined ? { throttle_per_minute: Number(request.throttlePerMinute) || null } : {}),
+        ...(segmentId !== undefined ? { targeting: { ...targetingOf(row), segmentId } } : {}),
       };
       if (row.status === 'completed') throw notAllowed(id, row.status, 'a change', ['not completed']);
-      const edits = ['title', 'body', 'url', 'icon_url', 'image_url', 'scheduled_at'].filter((column) => column in changes);
-      if (edits.length > 0 && !EDITABLE.includes(row.status)) throw notAllowed(id, row.status, 'changing its content or schedule', EDITABLE);
+      const edits = ['title', 'body', 'url', 'icon_url', 'image_url', 'scheduled_at', 'targeting'].filter((column) => column in changes);
+      if (edits.length > 0 && !EDITABLE.includes(row.status)) {
+        throw notAllowed(id, row.status, edits.length === 1 && edits[0] === 'targeting' ? 'changing its segment' : 'changing its content or schedule', EDITABLE);
+      }
 
       // The status a schedule change implies, then the one asked for.
       let action: CampaignAction | undefined;

@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 
 import { topics, type Bus, type IncomingMessage, type OutgoingMessage } from '@herald/bus';
 import type { Pool } from '@herald/db';
+import { hasSubscriberPlaceholders } from '@herald/domain';
 import type { PromiseClient } from '@herald/grpc';
+import { HeraldError } from '@herald/errors';
 import type { Logger } from '@herald/logging';
 import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
@@ -40,6 +42,19 @@ export function throttleStep(perMinute: number, batchSize: number): { recipients
 }
 
 /**
+ * The stream of targets, ended (not failed) when the campaign's segment is deleted mid fan-out:
+ * those queued so far are its audience. Stopping early still cancels the stream.
+ */
+async function* endingWhenSegmentGone<T>(stream: AsyncIterable<T>, segmentId: string, onGone: () => void): AsyncGenerator<T> {
+  try {
+    yield* stream;
+  } catch (err) {
+    if (!(segmentId && err instanceof HeraldError && err.code === 'not_found')) throw err;
+    onGone();
+  }
+}
+
+/**
  * Fans a started campaign out to the delivery fleet: streams the matching subscribers from the
  * audience service (gRPC flow control holds the scan back while Kafka is slow) and writes one
  * delivery job per batch, awaiting Kafka's acknowledgement before asking for more. Progress is
@@ -65,14 +80,21 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
     const started = Date.now();
     const step = notification.throttle_per_minute ? throttleStep(notification.throttle_per_minute, batchSize) : undefined;
     const payload = notificationPayload(queued.notificationId, queued.content);
+    // Per-subscriber placeholders: the targets come with their profiles and the fleet fills them.
+    const personalized = hasSubscriberPlaceholders(queued.content.title, queued.content.body, queued.content.url);
     const topic = pushTopic(queued.notificationId);
     let sequence = notification.fanout_batches;
-    const targets = audience.streamTargets({
+    const targeting = queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' };
+    const stream = audience.streamTargets({
       workspaceId: event.workspaceId,
-      targeting: queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [] },
+      targeting,
       batchSize: Math.min(batchSize, step?.recipients ?? batchSize),
       after: notification.fanout_cursor,
+      withProfile: personalized,
     });
+    const targets = endingWhenSegmentGone(stream, targeting.segmentId, () =>
+      logger.warn({ notificationId: queued.notificationId, segmentId: targeting.segmentId }, 'fan-out ends early: its segment was deleted'),
+    );
     // Jobs go to Kafka a few at a time (one round trip), then the resume point is saved.
     let pending: OutgoingMessage[] = [];
     let pendingRecipients = 0;
@@ -102,6 +124,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
         urgency: 'normal',
         topic,
         targets: batch.targets,
+        personalized,
       }).finish();
       pending.push({ topic: topics.deliveryJobs.name, key: jobId, value: Buffer.from(job) });
       pendingRecipients += batch.targets.length;

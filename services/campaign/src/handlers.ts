@@ -77,7 +77,7 @@ export function campaignHandlers(deps: CampaignDeps) {
         }
         const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
         assertFits(notificationId, content);
-        const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [] };
+        const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' };
         const { count } = await audience.countTargets({ workspaceId: request.workspaceId, targeting });
         const targeted = Number(count);
         if (targeted === 0) throw new HeraldError('invalid_request', 'No subscribers found matching criteria', { title: 'No subscribers found matching criteria' });
@@ -118,7 +118,7 @@ export function campaignHandlers(deps: CampaignDeps) {
         if (!content) throw new HeraldError('invalid_request', 'content is required');
         const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
         assertFits(notificationId, content);
-        const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [] };
+        const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' };
         const targeted = Number((await audience.countTargets({ workspaceId: request.workspaceId, targeting })).count);
         if (targeted === 0) return { notificationId: '', targeted: '0' };
         // A question to a person is not a marketing send: no allowance is reserved for it.

@@ -5,10 +5,12 @@ import { createClient, startGrpcServer } from '@herald/grpc';
 import { createLogger } from '@herald/logging';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { SegmentServiceClient } from '@herald/proto/herald/audience/v1/segments';
 import { CampaignServiceService } from '@herald/proto/herald/campaign/v1/campaign';
 import { TemplateServiceService } from '@herald/proto/herald/campaign/v1/templates';
 
 import { readConfig } from './config.js';
+import { engagementEvents } from './engagement.js';
 import { fanout } from './fanout.js';
 import { campaignHandlers } from './handlers.js';
 import { templateHandlers } from './templates.js';
@@ -23,8 +25,9 @@ await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migratio
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-campaign`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);
+const segments = createClient(SegmentServiceClient, config.audienceGrpcUrl);
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
-const deps = { pool, account, audience, logger };
+const deps = { pool, account, audience, segments, logger };
 const subscriptions = await Promise.all([
   bus.subscribe({
     consumer: consumers.campaignFanout,
@@ -33,6 +36,12 @@ const subscriptions = await Promise.all([
   bus.subscribe({
     consumer: consumers.campaignResults,
     handle: deliveryResults(pool),
+  }),
+  // Keyed by subscriber, so a campaign's reports spread over every partition: work several at once.
+  bus.subscribe({
+    consumer: consumers.campaignEngagement,
+    concurrency: 4,
+    handle: engagementEvents(pool),
   }),
 ]);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
@@ -50,6 +59,7 @@ drainOnSignal(
     await relay.stop();
     await bus.close();
     audience.close();
+    segments.close();
     account.close();
     await pool.end();
   },

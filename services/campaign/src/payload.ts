@@ -1,10 +1,11 @@
+import { atLongest, ENGAGEMENT_TOKEN_FIELD_BYTES } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campaign';
 import { MAX_PAYLOAD_BYTES } from '@herald/webpush';
 
 /**
  * What the service worker receives, decrypted: the notification as JSON. Built once per
- * notification and encrypted per recipient by the fleet.
+ * notification; the fleet adds each recipient's engagement token and encrypts it per recipient.
  */
 export function notificationPayload(notificationId: string, content: NotificationContent): Buffer {
   return Buffer.from(
@@ -21,9 +22,15 @@ export function notificationPayload(notificationId: string, content: Notificatio
   );
 }
 
-/** Refuses, before anything is stored, a notification too large for one encrypted push message. */
+/**
+ * Refuses, before anything is stored, a notification too large for one encrypted push message
+ * once the fleet has filled it for a recipient and added its engagement token (both counted at
+ * their longest).
+ */
 export function assertFits(notificationId: string, content: NotificationContent): void {
-  const payloadBytes = notificationPayload(notificationId, content).length;
+  // Per-subscriber placeholders counted as filled with values of full length.
+  const longest = { ...content, title: atLongest(content.title), body: atLongest(content.body), url: atLongest(content.url) };
+  const payloadBytes = notificationPayload(notificationId, longest).length + ENGAGEMENT_TOKEN_FIELD_BYTES;
   if (payloadBytes > MAX_PAYLOAD_BYTES) {
     throw new HeraldError(
       'invalid_request',

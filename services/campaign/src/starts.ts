@@ -2,7 +2,7 @@ import { withTransaction, type Pool } from '@herald/db';
 import { HeraldError } from '@herald/errors';
 import type { PromiseClient } from '@herald/grpc';
 import type { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
-import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { Targeting, type AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campaign';
 
 import * as store from './store.js';
@@ -14,9 +14,24 @@ export function limitExceeded(limit: number): HeraldError {
   });
 }
 
+export function segmentGone(campaignId: string, segmentId: string): HeraldError {
+  return new HeraldError('conflict', `Campaign ${campaignId} targets segment ${segmentId}, which no longer exists.`, {
+    title: 'Segment missing',
+    hint: 'Give the campaign another segmentId, or null for every active subscriber (PATCH), then send it.',
+  });
+}
+
 /** What a campaign's pushes carry: its stored content. */
 export function contentOf(row: store.CampaignRow): NotificationContent {
   return { title: row.title, body: row.body, url: row.url ?? '', iconUrl: row.icon_url ?? '', imageUrl: row.image_url ?? '', actions: [], answerUrl: '' };
+}
+
+/**
+ * Whom a campaign goes to: its stored targeting, with every field (rows stored before a field
+ * existed lack it, and a message with a missing field cannot be encoded).
+ */
+export function targetingOf(row: store.CampaignRow): Targeting {
+  return Targeting.fromPartial(row.targeting);
 }
 
 export interface StartDeps {
@@ -40,13 +55,18 @@ export async function startCampaign({ pool, account, audience }: StartDeps, row:
     throw new HeraldError('conflict', 'The site has no push signing keys configured, so its campaigns cannot be sent.', { title: 'Push signing keys missing' });
   }
   const limit = Number(facts.plan.monthlyNotificationAllowance);
-  const { count } = await audience.countTargets({ workspaceId: row.workspace_id, targeting: row.targeting });
+  const targeting = targetingOf(row);
+  const { count } = await audience.countTargets({ workspaceId: row.workspace_id, targeting }).catch((err: unknown) => {
+    // Its segment was deleted since it was chosen: the campaign cannot start as it stands.
+    if (err instanceof HeraldError && err.code === 'not_found' && targeting.segmentId) throw segmentGone(row.id, targeting.segmentId);
+    throw err;
+  });
   const targeted = Number(count);
   return withTransaction(pool, async (tx) => {
     const started = await store.markStarted(tx, row.workspace_id, row.id, targeted, claim);
     if (!started) return undefined;
     if ((await store.reserveAllowance(tx, row.workspace_id, targeted, limit)) === undefined) throw limitExceeded(limit);
-    await store.enqueueNotificationQueued(tx, { id: row.id, workspaceId: row.workspace_id, siteId: row.site_id, content: contentOf(row), targeting: row.targeting });
+    await store.enqueueNotificationQueued(tx, { id: row.id, workspaceId: row.workspace_id, siteId: row.site_id, content: contentOf(row), targeting });
     return started;
   });
 }

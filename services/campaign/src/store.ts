@@ -42,6 +42,7 @@ export interface CampaignRow {
   expired: string;
   impressions: string;
   clicks: string;
+  dismissals: string;
   last_status_code: number | null;
   last_outcome: string | null;
   last_reported_at: Date | null;
@@ -101,6 +102,8 @@ export interface NewCampaign {
   templateId: string | null;
   scheduledAt: Date | null;
   throttlePerMinute: number | null;
+  /** Whom it goes to (a segment, or every active subscriber). */
+  targeting: Targeting;
 }
 
 export async function insertCampaign(db: Queryable, c: NewCampaign): Promise<CampaignRow> {
@@ -108,9 +111,9 @@ export async function insertCampaign(db: Queryable, c: NewCampaign): Promise<Cam
     `INSERT INTO campaigns (id, kind, workspace_id, site_id, name, title, body, url, icon_url, image_url, template_id, scheduled_at, due_at,
                             throttle_per_minute, status, targeting, targeted)
      VALUES ($1, 'campaign', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, CASE WHEN $11::timestamptz IS NULL THEN 'draft' ELSE 'scheduled' END,
-             '{"subscriberIds":[],"externalIds":[],"tags":[]}', 0)
+             $13, 0)
      RETURNING ${CAMPAIGN_COLUMNS}`,
-    [c.id, c.workspaceId, c.siteId, c.name, c.title, c.body, c.actionUrl, c.iconUrl, c.imageUrl, c.templateId, c.scheduledAt, c.throttlePerMinute],
+    [c.id, c.workspaceId, c.siteId, c.name, c.title, c.body, c.actionUrl, c.iconUrl, c.imageUrl, c.templateId, c.scheduledAt, c.throttlePerMinute, c.targeting],
   );
   return rows[0] as CampaignRow;
 }
@@ -150,6 +153,7 @@ export interface CampaignChanges {
   scheduled_at?: Date | null;
   throttle_per_minute?: number | null;
   status?: CampaignStatus;
+  targeting?: Targeting;
 }
 
 /**
@@ -343,6 +347,16 @@ export async function applyDeliveryResult(
     [result.notificationId, result.delivered, result.failed, result.expired, result.lastStatusCode, result.lastOutcome, result.reportedAt],
   );
   await tx.query(COMPLETE_WHEN_SETTLED, [result.notificationId]);
+}
+
+/** The counter each reported kind adds to. */
+const ENGAGEMENT_COLUMNS: Record<string, string> = { impression: 'impressions', click: 'clicks', dismiss: 'dismissals' };
+
+/** One more impression, click or dismissal of a campaign (the caller counts each report once). */
+export async function countEngagement(tx: Queryable, workspaceId: string, id: string, kind: string): Promise<void> {
+  const column = ENGAGEMENT_COLUMNS[kind];
+  if (!column) throw new Error(`unknown engagement kind ${kind}`);
+  await tx.query(`UPDATE campaigns SET ${column} = ${column} + 1 WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
 }
 
 /** A template's editable content, column by column (null clears an optional URL). */

@@ -1,50 +1,42 @@
-import type { Pool } from '@herald/db';
-import { randomId } from '@herald/domain';
+import { pageRequest, type Pool } from '@herald/db';
+import { PLACEHOLDER, randomId, SUBSCRIBER_PREFIX, subscriberFieldProblem } from '@herald/domain';
 import { HeraldError, invalidFields, type FieldProblem } from '@herald/errors';
 import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import { TemplateServiceService, type Template } from '@herald/proto/herald/campaign/v1/templates';
 
-import { pageRequest } from './pages.js';
 import * as store from './store.js';
 
 /** /templates: reusable content with {{placeholders}}, newest-first pages of a workspace's own. */
 
-/**
- * A placeholder: `{{name}}`, or `{{name|fallback}}` whose fallback is used when no value is given.
- * Names are letters, digits, `_` and `.` (e.g. `{{firstName}}`, `{{subscriber.externalId}}`); a
- * fallback is up to 200 characters without `|`, `{` or `}`.
- */
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.]{0,63})\s*(?:\|([^|{}]{0,200}))?\}\}/g;
-
-/** Problems of the `{{...}}` in `text`: every `{{` must open a well-formed placeholder. */
+/** Problems of the `{{...}}` in `text`: every `{{` opens a well-formed placeholder, and per-subscriber ones name a field. */
 export function placeholderProblem(text: string): string | undefined {
   const rest = text.replace(PLACEHOLDER, '');
   if (rest.includes('{{') || rest.includes('}}')) return 'has a malformed placeholder: write {{name}} or {{name|fallback}}';
+  for (const [, name] of text.matchAll(PLACEHOLDER)) {
+    const problem = name?.startsWith(SUBSCRIBER_PREFIX) ? subscriberFieldProblem(name.slice(SUBSCRIBER_PREFIX.length)) : undefined;
+    if (problem) return `holds ${problem}`;
+  }
   return undefined;
 }
 
-/** Placeholders filled for each recipient at delivery, from the subscriber record. */
-const PER_SUBSCRIBER = 'subscriber.';
-
 /**
- * A template's text with its placeholders filled from `variables` (a campaign copies the result).
- * A placeholder with no value takes its fallback; one with neither is a problem naming it.
- * Per-subscriber placeholders are not filled per recipient yet: they take their fallback, and one
- * without a fallback is refused rather than sent as literal braces.
+ * A template's text with its variables filled from `variables` (a campaign copies the result). A
+ * placeholder with no value takes its fallback; one with neither is a problem naming it.
+ * Per-subscriber placeholders stay: the fleet fills them for each recipient.
  */
 export function fillPlaceholders(text: string, variables: Readonly<Record<string, string>>, field: string, problems: FieldProblem[]): string {
+  const problem = placeholderProblem(text);
+  if (problem) {
+    problems.push({ field, in: 'body', problem });
+    return text;
+  }
   return text.replace(PLACEHOLDER, (whole, name: string, fallback: string | undefined) => {
-    const value = name.startsWith(PER_SUBSCRIBER) ? undefined : variables[name];
+    if (name.startsWith(SUBSCRIBER_PREFIX)) return whole;
+    const value = variables[name];
     if (value !== undefined) return value;
     if (fallback !== undefined) return fallback.trim();
-    problems.push({
-      field: name.startsWith(PER_SUBSCRIBER) ? field : `variables.${name}`,
-      in: 'body',
-      problem: name.startsWith(PER_SUBSCRIBER)
-        ? `holds ${whole}: per-subscriber placeholders need a fallback ({{${name}|...}}) until they are filled per recipient`
-        : `is required by the template's ${field} ({{${name}}} has no default)`,
-    });
+    problems.push({ field: `variables.${name}`, in: 'body', problem: `is required by the template's ${field} ({{${name}}} has no default)` });
     return whole;
   });
 }

@@ -4,7 +4,7 @@ import { histogram } from '@herald/telemetry';
 import { startWorkLoop, type WorkLoop } from '@herald/workloop';
 
 import type { CampaignDeps } from './campaigns.js';
-import { contentOf, startCampaign } from './starts.js';
+import { contentOf, startCampaign, targetingOf } from './starts.js';
 import * as store from './store.js';
 
 /** A start takes an account and an audience call, then one transaction: far below this. */
@@ -46,7 +46,7 @@ export function startCampaignTimers(deps: CampaignDeps & { pollMs?: number }): W
     await withTransaction(pool, async (tx) => {
       const row = await store.takeFanoutStep(tx, timer.id, token);
       if (!row) return;
-      await store.enqueueNotificationQueued(tx, { id: row.id, workspaceId: row.workspace_id, siteId: row.site_id, content: contentOf(row), targeting: row.targeting });
+      await store.enqueueNotificationQueued(tx, { id: row.id, workspaceId: row.workspace_id, siteId: row.site_id, content: contentOf(row), targeting: targetingOf(row) });
     });
   }
 

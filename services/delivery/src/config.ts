@@ -8,6 +8,8 @@ export function readConfig(env: Env) {
     ...pieces.grpcServer(env, 50054),
     ...pieces.shutdown(env),
     accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
+    /** Signs each push's engagement token (the gateway checks it); at least 32 bytes, shared with the gateway. */
+    engagementTokenSecret: env.string('ENGAGEMENT_TOKEN_SECRET'),
     /** Concurrent HTTP/2 streams per push-service origin, per replica. */
     streamsPerOrigin: env.integer('PUSH_STREAMS_PER_ORIGIN', 100, { min: 1, max: 1_000 }),
     /** Delivery jobs (Kafka partitions) a replica works on at once. */

@@ -6,6 +6,7 @@ import { DeliveryJob } from '@herald/proto/herald/delivery/v1/delivery';
 import { retryWhileUnreachable } from '@herald/workloop';
 
 import { sortAttempts } from './outcomes.js';
+import { personalizer } from './personalize.js';
 import type { Sender } from './sender.js';
 import * as store from './store.js';
 import type { VapidKeyCache } from './vapid.js';
@@ -59,12 +60,20 @@ export function deliveryJobs({ pool, sender, vapidKeys, maxAttempts, pushTimeout
       urgency: job.urgency,
       topic: job.topic,
     };
+    const personalize = job.personalized ? personalizer(job.payload) : undefined;
     const recipients: store.Recipient[] = job.targets
       .filter((target) => claimed.has(target.subscriberId))
-      .map((target) => ({ ...target, attemptsBefore: 0 }));
+      .map(({ subscriberId, endpoint, p256dh, auth, ...profile }) => ({
+        subscriberId,
+        endpoint,
+        p256dh,
+        auth,
+        attemptsBefore: 0,
+        ...(personalize && { payload: personalize({ subscriberId, endpoint, p256dh, auth, ...profile }) }),
+      }));
     const attempts = await Promise.all(
       recipients.map((recipient) =>
-        sender.attempt({ ...recipient, payload: job.payload, ttlSeconds: job.ttlSeconds, urgency: job.urgency, topic: job.topic }, vapid),
+        sender.attempt({ ...push, ...recipient }, vapid),
       ),
     );
     const sorted = sortAttempts(recipients, attempts, maxAttempts);

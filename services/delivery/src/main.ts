@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { consumers, createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
+import { EngagementTokens } from '@herald/domain';
 import { createClient, startGrpcServer } from '@herald/grpc';
 import { createLogger } from '@herald/logging';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
@@ -29,7 +30,7 @@ const client = new PushClient({
   requestTimeoutMs: config.pushTimeoutMs,
   ...(config.pushCaFile ? { tls: { ca: readFileSync(config.pushCaFile, 'utf8') } } : {}),
 });
-const sender = new Sender(client, new VapidSigner(), { baseMs: config.retryBaseMs, capMs: config.retryCapMs }, logger);
+const sender = new Sender(client, new VapidSigner(), new EngagementTokens(config.engagementTokenSecret), { baseMs: config.retryBaseMs, capMs: config.retryCapMs }, logger);
 const vapidKeys = new VapidKeyCache(account);
 const jobs = await bus.subscribe({
   consumer: consumers.delivery,

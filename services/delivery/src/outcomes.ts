@@ -24,6 +24,7 @@ export function sortAttempts(recipients: Recipient[], attempts: Attempt[], maxAt
     } else {
       sorted.again.push({
         subscriberId: recipient.subscriberId,
+        ...(recipient.payload && { payload: recipient.payload }),
         endpoint: recipient.endpoint,
         p256dh: recipient.p256dh,
         auth: recipient.auth,

@@ -48,9 +48,11 @@ export function startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts,
       p256dh: row.p256dh,
       auth: row.auth,
       attemptsBefore: row.attempts,
+      // Each row keeps the payload its recipient was first sent (personalized or not).
+      payload: row.payload,
     }));
     const attempts = await Promise.all(
-      recipients.map((recipient) => sender.attempt({ ...recipient, payload: first.payload, ttlSeconds: first.ttl_seconds, urgency: first.urgency, topic: first.topic }, vapid)),
+      recipients.map((recipient) => sender.attempt({ ...push, ...recipient }, vapid)),
     );
     const sorted = sortAttempts(recipients, attempts, maxAttempts);
     await retryWhileUnreachable(() => withTransaction(pool, async (tx) => {

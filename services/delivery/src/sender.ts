@@ -1,30 +1,23 @@
+import { withEngagementToken, type EngagementTokens } from '@herald/domain';
 import { classifyResponse, encrypt, PushNetworkError, type PushClient, type Urgency, type VapidKeys, type VapidSigner } from '@herald/webpush';
 import { backoffMs, type BackoffOptions } from '@herald/workloop';
 import type { Logger } from '@herald/logging';
 
-import type { FinalStatus } from './store.js';
+import type { FinalStatus, PushContext, Recipient } from './store.js';
 
 /** What one push attempt came to. */
 export type Attempt =
   | { kind: 'final'; status: FinalStatus; statusCode: number }
   | { kind: 'retry'; statusCode: number; notBefore: number };
 
-export interface PushRequest {
-  endpoint: string;
-  p256dh: string;
-  auth: string;
-  payload: Uint8Array;
-  ttlSeconds: number;
-  urgency: string;
-  topic: string;
-  /** Attempts made before this one. */
-  attemptsBefore: number;
-}
+/** One recipient of a notification; `payload` is the notification's, before the recipient's token. */
+export type PushRequest = PushContext & Recipient;
 
 const finalStatus = { sent: 'delivered', expired: 'expired', failed: 'failed' } as const;
 
 /**
- * One push attempt: encrypt (fresh key and salt), sign (cached per key and origin), send, and
+ * One push attempt: add the recipient's engagement token to the payload, encrypt (fresh key and
+ * salt), sign (cached per key and origin), send, and
  * classify the answer. A push service that answered 429 is paced: until its Retry-After passes,
  * pushes to that origin are not attempted but scheduled after it.
  */
@@ -34,6 +27,7 @@ export class Sender {
   constructor(
     private readonly client: PushClient,
     private readonly signer: VapidSigner,
+    private readonly engagementTokens: EngagementTokens,
     private readonly backoff: BackoffOptions,
     private readonly logger: Logger,
   ) {}
@@ -45,7 +39,8 @@ export class Sender {
     if (paused > now) return { kind: 'retry', statusCode: 429, notBefore: paused };
     let body: Buffer;
     try {
-      body = encrypt(Buffer.from(request.payload), { p256dh: request.p256dh, auth: request.auth });
+      const token = this.engagementTokens.sign(request);
+      body = encrypt(withEngagementToken(request.payload, token), { p256dh: request.p256dh, auth: request.auth });
     } catch (err) {
       // Keys that cannot be used will never work: fail for good rather than retry.
       this.logger.warn({ err, origin }, 'subscription keys unusable');

@@ -60,6 +60,8 @@ export interface FinalOutcome {
 
 export interface RetryOutcome {
   subscriberId: string;
+  /** As the recipient's: its own payload, when it has one. */
+  payload?: Uint8Array;
   statusCode: number;
   attempts: number;
   nextAttemptAt: Date;
@@ -99,9 +101,9 @@ export async function scheduleRetries(tx: Queryable, push: PushContext, retries:
   );
   await tx.query(
     `INSERT INTO retries (notification_id, subscriber_id, workspace_id, site_id, endpoint, p256dh, auth, payload, ttl_seconds, urgency, topic, attempts, next_attempt_at)
-     SELECT $1, o.subscriber_id, $2, $3, o.endpoint, o.p256dh, o.auth, $4, $5, $6, $7, o.attempts, o.next_at
-       FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::int[], $13::timestamptz[])
-            AS o(subscriber_id, endpoint, p256dh, auth, attempts, next_at)
+     SELECT $1, o.subscriber_id, $2, $3, o.endpoint, o.p256dh, o.auth, coalesce(o.payload, $4), $5, $6, $7, o.attempts, o.next_at
+       FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $12::int[], $13::timestamptz[], $15::bytea[])
+            AS o(subscriber_id, endpoint, p256dh, auth, attempts, next_at, payload)
      ON CONFLICT (notification_id, subscriber_id) DO UPDATE SET attempts = EXCLUDED.attempts, next_attempt_at = EXCLUDED.next_attempt_at, ${RELEASED}
       WHERE retries.claim IS NOT DISTINCT FROM $14::uuid`,
     [
@@ -119,6 +121,7 @@ export async function scheduleRetries(tx: Queryable, push: PushContext, retries:
       retries.map((r) => r.attempts),
       retries.map((r) => r.nextAttemptAt),
       claim,
+      retries.map((r) => (r.payload ? Buffer.from(r.payload) : null)),
     ],
   );
   // Delivered at commit: the retry loops of every replica look again at once for what is due.
@@ -161,11 +164,13 @@ export async function enqueueDeadLetters(tx: Queryable, push: PushContext, recip
         notificationId: push.notificationId,
         workspaceId: push.workspaceId,
         siteId: push.siteId,
-        payload: Buffer.from(push.payload),
+        payload: Buffer.from(recipient.payload ?? push.payload),
         ttlSeconds: push.ttlSeconds,
         urgency: push.urgency,
         topic: push.topic,
-        targets: [{ subscriberId: recipient.subscriberId, endpoint: recipient.endpoint, p256dh: recipient.p256dh, auth: recipient.auth }],
+        targets: [{ subscriberId: recipient.subscriberId, endpoint: recipient.endpoint, p256dh: recipient.p256dh, auth: recipient.auth, externalId: '', customDataJson: '' }],
+        // Parked as sent: already filled for this recipient.
+        personalized: false,
       }).finish();
       return {
         topic: topics.deliveryJobs.deadLetter,
@@ -250,6 +255,8 @@ export interface Recipient {
   endpoint: string;
   p256dh: string;
   auth: string;
+  /** The recipient's own payload (per-subscriber placeholders filled); else the notification's. */
+  payload?: Uint8Array;
   /** Attempts made before the one being sorted. */
   attemptsBefore: number;
 }

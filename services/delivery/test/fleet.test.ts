@@ -62,7 +62,8 @@ function firstJobOf(campaignId: string, audience: Audience): { key: string; valu
     ttlSeconds: 60,
     urgency: 'normal',
     topic: 'replayed',
-    targets: audience.subscribers.map((subscriber) => ({ subscriberId: subscriber.id, endpoint: subscriber.endpoint, ...subscriber.keys })),
+    targets: audience.subscribers.map((subscriber) => ({ subscriberId: subscriber.id, endpoint: subscriber.endpoint, ...subscriber.keys, externalId: '', customDataJson: '' })),
+    personalized: false,
   }).finish();
   return { key: jobId, value: Buffer.from(job) };
 }
@@ -144,13 +145,14 @@ test('5xx is retried with backoff; after the last attempt the push is failed and
   // The dead letter is a job of that one recipient, as the fleet would take it again; the outcome is in the headers.
   const parked = DeliveryJob.decode(letter.value);
   assert.deepEqual(
-    { jobId: parked.jobId, notificationId: parked.notificationId, workspaceId: parked.workspaceId, siteId: parked.siteId, targets: parked.targets },
+    { jobId: parked.jobId, notificationId: parked.notificationId, workspaceId: parked.workspaceId, siteId: parked.siteId, targets: parked.targets, personalized: parked.personalized },
     {
       jobId: `${result.campaignId}:${subscriber.id}`,
       notificationId: result.campaignId,
       workspaceId: audience.workspace.workspaceId,
       siteId: audience.workspace.siteId,
-      targets: [{ subscriberId: subscriber.id, endpoint: subscriber.endpoint, ...subscriber.keys }],
+      targets: [{ subscriberId: subscriber.id, endpoint: subscriber.endpoint, ...subscriber.keys, externalId: '', customDataJson: '' }],
+      personalized: false,
     },
   );
   assert.equal(letter.headers['herald-dlq-source'], 'delivery');

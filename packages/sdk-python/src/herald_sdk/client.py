@@ -20,9 +20,16 @@ from .types import (
     AuthorizeRequest,
     AuthorizeThenDecideResult,
     BoundKey,
+    Campaign,
+    CampaignPage,
+    CampaignStats,
+    CampaignUpdate,
     Channels,
+    CreateCampaignRequest,
     CreatedKey,
     CreateKeyRequest,
+    CreateSegmentRequest,
+    CreateTemplateRequest,
     Decision,
     DecisionQuestion,
     DecisionRequest,
@@ -40,9 +47,16 @@ from .types import (
     Site,
     SubscriberCounts,
     SubscriberDetail,
+    Segment,
+    SegmentCount,
+    SegmentPage,
+    SegmentUpdate,
     SubscriberPage,
     SubscriberStatus,
     SubscriberUpdate,
+    Template,
+    TemplatePage,
+    TemplateUpdate,
     Verdict,
     WebhookSecret,
 )
@@ -196,6 +210,75 @@ class Herald:
 
     def delete_subscriber(self, subscriber_id: str, *, timeout: float | None = None) -> None:
         self.request("DELETE", f"/subscribers/{_segment(subscriber_id)}", timeout=timeout)
+
+    # ---- Campaigns ----
+
+    def list_campaigns(self, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> CampaignPage:
+        return cast(CampaignPage, self.request("GET", f"/campaigns{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
+
+    def create_campaign(self, campaign: CreateCampaignRequest, *, timeout: float | None = None) -> Campaign:
+        """A draft, or scheduled when ``scheduledAt`` is given; creating never sends (see ``send_campaign``)."""
+        return cast(Campaign, self.request("POST", "/campaigns", campaign, timeout=timeout))
+
+    def get_campaign(self, campaign_id: str, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("GET", f"/campaigns/{_segment(campaign_id)}", timeout=timeout))
+
+    def update_campaign(self, campaign_id: str, update: CampaignUpdate, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("PATCH", f"/campaigns/{_segment(campaign_id)}", update, timeout=timeout))
+
+    def delete_campaign(self, campaign_id: str, *, timeout: float | None = None) -> None:
+        self.request("DELETE", f"/campaigns/{_segment(campaign_id)}", timeout=timeout)
+
+    def send_campaign(self, campaign_id: str, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("POST", f"/campaigns/{_segment(campaign_id)}/send", timeout=timeout))
+
+    def pause_campaign(self, campaign_id: str, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("POST", f"/campaigns/{_segment(campaign_id)}/pause", timeout=timeout))
+
+    def resume_campaign(self, campaign_id: str, *, timeout: float | None = None) -> Campaign:
+        return cast(Campaign, self.request("POST", f"/campaigns/{_segment(campaign_id)}/resume", timeout=timeout))
+
+    def get_campaign_stats(self, campaign_id: str, *, timeout: float | None = None) -> CampaignStats:
+        return cast(CampaignStats, self.request("GET", f"/campaigns/{_segment(campaign_id)}/stats", timeout=timeout))
+
+    # ---- Templates ----
+
+    def list_templates(self, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> TemplatePage:
+        return cast(TemplatePage, self.request("GET", f"/templates{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
+
+    def create_template(self, template: CreateTemplateRequest, *, timeout: float | None = None) -> Template:
+        return cast(Template, self.request("POST", "/templates", template, timeout=timeout))
+
+    def get_template(self, template_id: str, *, timeout: float | None = None) -> Template:
+        return cast(Template, self.request("GET", f"/templates/{_segment(template_id)}", timeout=timeout))
+
+    def update_template(self, template_id: str, update: TemplateUpdate, *, timeout: float | None = None) -> Template:
+        return cast(Template, self.request("PATCH", f"/templates/{_segment(template_id)}", update, timeout=timeout))
+
+    def delete_template(self, template_id: str, *, timeout: float | None = None) -> None:
+        self.request("DELETE", f"/templates/{_segment(template_id)}", timeout=timeout)
+
+    # ---- Segments ----
+
+    def list_segments(self, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> SegmentPage:
+        return cast(SegmentPage, self.request("GET", f"/segments{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
+
+    def create_segment(self, definition: CreateSegmentRequest, *, timeout: float | None = None) -> Segment:
+        return cast(Segment, self.request("POST", "/segments", definition, timeout=timeout))
+
+    def get_segment(self, segment_id: str, *, timeout: float | None = None) -> Segment:
+        return cast(Segment, self.request("GET", f"/segments/{_segment(segment_id)}", timeout=timeout))
+
+    def update_segment(self, segment_id: str, update: SegmentUpdate, *, timeout: float | None = None) -> Segment:
+        """A ``filter`` given replaces the whole filter."""
+        return cast(Segment, self.request("PATCH", f"/segments/{_segment(segment_id)}", update, timeout=timeout))
+
+    def delete_segment(self, segment_id: str, *, timeout: float | None = None) -> None:
+        self.request("DELETE", f"/segments/{_segment(segment_id)}", timeout=timeout)
+
+    def count_segment(self, segment_id: str, *, timeout: float | None = None) -> SegmentCount:
+        """``active``: whom a campaign to the segment reaches now; ``total``: every subscriber it matches."""
+        return cast(SegmentCount, self.request("GET", f"/segments/{_segment(segment_id)}/count", timeout=timeout))
 
     # ---- Policy ----
 

@@ -214,6 +214,182 @@ class SubscriberUpdate(TypedDict, total=False):
     customData: dict[str, Any]
 
 
+# ---- Campaigns and templates ----
+
+CampaignStatus = Literal["draft", "scheduled", "sending", "active", "paused", "completed"]
+
+
+class Campaign(TypedDict):
+    id: str
+    name: str
+    status: CampaignStatus
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+    scheduledAt: str | None
+    segmentId: str | None
+    templateId: str | None
+    throttlePerMinute: int | None
+    totalTargeted: int
+    totalSent: int
+    totalDelivered: int
+    totalClicked: int
+    totalFailed: int
+    totalQueued: int
+    startError: str | None
+    createdAt: str
+    updatedAt: str
+    startedAt: str | None
+    completedAt: str | None
+
+
+class CampaignPage(TypedDict):
+    data: list[Campaign]
+    hasMore: bool
+    nextCursor: str | None
+
+
+class CreateCampaignRequest(TypedDict, total=False):
+    name: Required[str]
+    #: title and body are required without templateId.
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+    #: ISO 8601: the campaign is scheduled and starts then by itself.
+    scheduledAt: str | None
+    templateId: str
+    #: Values for the template's {{placeholders}}.
+    variables: dict[str, str]
+    throttlePerMinute: int | None
+    #: A segment of the workspace; None (or absent): every active subscriber.
+    segmentId: str | None
+
+
+class CampaignUpdate(TypedDict, total=False):
+    name: str
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+    scheduledAt: str | None
+    status: Literal["draft", "scheduled", "sending", "active", "paused"]
+    throttlePerMinute: int | None
+    segmentId: str | None
+
+
+class CampaignStats(TypedDict):
+    totalSent: int
+    totalDelivered: int
+    totalClicked: int
+    totalFailed: int
+    #: Percent.
+    deliveryRate: float
+    clickRate: float
+
+
+class Template(TypedDict):
+    id: str
+    name: str
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+    createdAt: str
+    updatedAt: str
+
+
+class TemplatePage(TypedDict):
+    data: list[Template]
+    hasMore: bool
+    nextCursor: str | None
+
+
+class CreateTemplateRequest(TypedDict, total=False):
+    name: Required[str]
+    title: Required[str]
+    body: Required[str]
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+
+
+class TemplateUpdate(TypedDict, total=False):
+    name: str
+    title: str
+    body: str
+    iconUrl: str | None
+    imageUrl: str | None
+    actionUrl: str | None
+
+
+# ---- Segments ----
+
+
+class SegmentTags(TypedDict, total=False):
+    #: The subscriber holds every one of these ...
+    all: list[str]
+    #: ... at least one of these ...
+    any: list[str]
+    #: ... and none of these.
+    none: list[str]
+
+
+class SegmentFilter(TypedDict, total=False):
+    """Every dimension given must hold; an empty filter matches every subscriber."""
+
+    tags: SegmentTags
+    hasExternalId: bool
+    status: list[SubscriberStatus]
+    #: Case-insensitive; "Firefox" also matches "Firefox 128".
+    browser: list[str]
+    os: list[str]
+    #: ISO 3166-1 alpha-2 codes, upper case.
+    country: list[str]
+    #: Top-level keys the subscriber's customData holds with these values.
+    customData: dict[str, str | int | float | bool]
+    #: ISO 8601: subscribed at or after / before.
+    createdAfter: str
+    createdBefore: str
+
+
+class Segment(TypedDict):
+    id: str
+    name: str
+    filter: SegmentFilter
+    createdAt: str
+    updatedAt: str
+
+
+class SegmentPage(TypedDict):
+    data: list[Segment]
+    hasMore: bool
+    nextCursor: str | None
+
+
+class CreateSegmentRequest(TypedDict):
+    name: str
+    filter: SegmentFilter
+
+
+class SegmentUpdate(TypedDict, total=False):
+    name: str
+    #: Replaces the whole filter.
+    filter: SegmentFilter
+
+
+class SegmentCount(TypedDict):
+    #: Active subscribers matching: whom a campaign to the segment reaches now.
+    active: int
+    #: Subscribers matching in any status the filter allows.
+    total: int
+
+
 # ---- Policy ----
 
 

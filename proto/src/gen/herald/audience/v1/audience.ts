@@ -165,6 +165,11 @@ export interface Targeting {
   externalIds: string[];
   /** The subscriber must hold every tag. */
   tags: string[];
+  /**
+   * A segment of the workspace (segments.proto): its filter applies too. An unknown segment
+   * (another workspace's, or deleted) is NOT_FOUND.
+   */
+  segmentId: string;
 }
 
 export interface CountTargetsRequest {
@@ -181,6 +186,8 @@ export interface StreamTargetsRequest {
   targeting?: Targeting | undefined;
   batchSize: number;
   after: string;
+  /** Also each target's external id and custom data (content with per-subscriber placeholders). */
+  withProfile: boolean;
 }
 
 export interface Target {
@@ -188,6 +195,10 @@ export interface Target {
   endpoint: string;
   p256dh: string;
   auth: string;
+  /** Only when the stream was asked with_profile. */
+  externalId: string;
+  /** The subscriber's customData as JSON text; only with_profile. */
+  customDataJson: string;
 }
 
 export interface StreamTargetsResponse {
@@ -2558,7 +2569,7 @@ export const UnsubscribeResponse: MessageFns<UnsubscribeResponse> = {
 };
 
 function createBaseTargeting(): Targeting {
-  return { subscriberIds: [], externalIds: [], tags: [] };
+  return { subscriberIds: [], externalIds: [], tags: [], segmentId: "" };
 }
 
 export const Targeting: MessageFns<Targeting> = {
@@ -2571,6 +2582,9 @@ export const Targeting: MessageFns<Targeting> = {
     }
     for (const v of message.tags) {
       writer.uint32(26).string(v!);
+    }
+    if (message.segmentId !== "") {
+      writer.uint32(34).string(message.segmentId);
     }
     return writer;
   },
@@ -2612,6 +2626,14 @@ export const Targeting: MessageFns<Targeting> = {
             message.tags.push(reader.string());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.segmentId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2637,6 +2659,11 @@ export const Targeting: MessageFns<Targeting> = {
         ? object.external_ids.map((e: any) => globalThis.String(e))
         : [],
       tags: globalThis.Array.isArray(object?.tags) ? object.tags.map((e: any) => globalThis.String(e)) : [],
+      segmentId: isSet(object.segmentId)
+        ? globalThis.String(object.segmentId)
+        : isSet(object.segment_id)
+        ? globalThis.String(object.segment_id)
+        : "",
     };
   },
 
@@ -2651,6 +2678,9 @@ export const Targeting: MessageFns<Targeting> = {
     if (message.tags?.length) {
       obj.tags = message.tags;
     }
+    if (message.segmentId !== "") {
+      obj.segmentId = message.segmentId;
+    }
     return obj;
   },
 
@@ -2662,6 +2692,7 @@ export const Targeting: MessageFns<Targeting> = {
     message.subscriberIds = object.subscriberIds?.map((e) => e) || [];
     message.externalIds = object.externalIds?.map((e) => e) || [];
     message.tags = object.tags?.map((e) => e) || [];
+    message.segmentId = object.segmentId ?? "";
     return message;
   },
 };
@@ -2825,7 +2856,7 @@ export const CountTargetsResponse: MessageFns<CountTargetsResponse> = {
 };
 
 function createBaseStreamTargetsRequest(): StreamTargetsRequest {
-  return { workspaceId: "", targeting: undefined, batchSize: 0, after: "" };
+  return { workspaceId: "", targeting: undefined, batchSize: 0, after: "", withProfile: false };
 }
 
 export const StreamTargetsRequest: MessageFns<StreamTargetsRequest> = {
@@ -2841,6 +2872,9 @@ export const StreamTargetsRequest: MessageFns<StreamTargetsRequest> = {
     }
     if (message.after !== "") {
       writer.uint32(34).string(message.after);
+    }
+    if (message.withProfile !== false) {
+      writer.uint32(40).bool(message.withProfile);
     }
     return writer;
   },
@@ -2890,6 +2924,14 @@ export const StreamTargetsRequest: MessageFns<StreamTargetsRequest> = {
             message.after = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.withProfile = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2916,6 +2958,11 @@ export const StreamTargetsRequest: MessageFns<StreamTargetsRequest> = {
         ? globalThis.Number(object.batch_size)
         : 0,
       after: isSet(object.after) ? globalThis.String(object.after) : "",
+      withProfile: isSet(object.withProfile)
+        ? globalThis.Boolean(object.withProfile)
+        : isSet(object.with_profile)
+        ? globalThis.Boolean(object.with_profile)
+        : false,
     };
   },
 
@@ -2933,6 +2980,9 @@ export const StreamTargetsRequest: MessageFns<StreamTargetsRequest> = {
     if (message.after !== "") {
       obj.after = message.after;
     }
+    if (message.withProfile !== false) {
+      obj.withProfile = message.withProfile;
+    }
     return obj;
   },
 
@@ -2947,12 +2997,13 @@ export const StreamTargetsRequest: MessageFns<StreamTargetsRequest> = {
       : undefined;
     message.batchSize = object.batchSize ?? 0;
     message.after = object.after ?? "";
+    message.withProfile = object.withProfile ?? false;
     return message;
   },
 };
 
 function createBaseTarget(): Target {
-  return { subscriberId: "", endpoint: "", p256dh: "", auth: "" };
+  return { subscriberId: "", endpoint: "", p256dh: "", auth: "", externalId: "", customDataJson: "" };
 }
 
 export const Target: MessageFns<Target> = {
@@ -2968,6 +3019,12 @@ export const Target: MessageFns<Target> = {
     }
     if (message.auth !== "") {
       writer.uint32(34).string(message.auth);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(42).string(message.externalId);
+    }
+    if (message.customDataJson !== "") {
+      writer.uint32(50).string(message.customDataJson);
     }
     return writer;
   },
@@ -3017,6 +3074,22 @@ export const Target: MessageFns<Target> = {
             message.auth = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.customDataJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3039,6 +3112,16 @@ export const Target: MessageFns<Target> = {
       endpoint: isSet(object.endpoint) ? globalThis.String(object.endpoint) : "",
       p256dh: isSet(object.p256dh) ? globalThis.String(object.p256dh) : "",
       auth: isSet(object.auth) ? globalThis.String(object.auth) : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      customDataJson: isSet(object.customDataJson)
+        ? globalThis.String(object.customDataJson)
+        : isSet(object.custom_data_json)
+        ? globalThis.String(object.custom_data_json)
+        : "",
     };
   },
 
@@ -3056,6 +3139,12 @@ export const Target: MessageFns<Target> = {
     if (message.auth !== "") {
       obj.auth = message.auth;
     }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.customDataJson !== "") {
+      obj.customDataJson = message.customDataJson;
+    }
     return obj;
   },
 
@@ -3068,6 +3157,8 @@ export const Target: MessageFns<Target> = {
     message.endpoint = object.endpoint ?? "";
     message.p256dh = object.p256dh ?? "";
     message.auth = object.auth ?? "";
+    message.externalId = object.externalId ?? "";
+    message.customDataJson = object.customDataJson ?? "";
     return message;
   },
 };

@@ -141,6 +141,8 @@ export interface Campaign {
   completedAt: string;
   /** Why the last scheduled start did not happen (the campaign went back to draft); empty otherwise. */
   startError: string;
+  /** The segment (audience SegmentService) it goes to; empty: every active subscriber. */
+  segmentId: string;
 }
 
 export interface CampaignContent {
@@ -174,6 +176,8 @@ export interface CreateCampaignRequest {
   scheduledAt: string;
   throttlePerMinute: string;
   siteId: string;
+  /** A segment of the workspace; empty: every active subscriber. */
+  segmentId: string;
 }
 
 export interface CreateCampaignRequest_VariablesEntry {
@@ -206,7 +210,11 @@ export interface UpdateCampaignRequest {
   actionUrl?: string | undefined;
   scheduledAt?: string | undefined;
   status?: string | undefined;
-  throttlePerMinute?: string | undefined;
+  throttlePerMinute?:
+    | string
+    | undefined;
+  /** Empty: no segment (every active subscriber). */
+  segmentId?: string | undefined;
 }
 
 export interface UpdateCampaignResponse {
@@ -1541,6 +1549,7 @@ function createBaseCampaign(): Campaign {
     startedAt: "",
     completedAt: "",
     startError: "",
+    segmentId: "",
   };
 }
 
@@ -1611,6 +1620,9 @@ export const Campaign: MessageFns<Campaign> = {
     }
     if (message.startError !== "") {
       writer.uint32(178).string(message.startError);
+    }
+    if (message.segmentId !== "") {
+      writer.uint32(186).string(message.segmentId);
     }
     return writer;
   },
@@ -1804,6 +1816,14 @@ export const Campaign: MessageFns<Campaign> = {
             message.startError = reader.string();
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.segmentId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1908,6 +1928,11 @@ export const Campaign: MessageFns<Campaign> = {
         : isSet(object.start_error)
         ? globalThis.String(object.start_error)
         : "",
+      segmentId: isSet(object.segmentId)
+        ? globalThis.String(object.segmentId)
+        : isSet(object.segment_id)
+        ? globalThis.String(object.segment_id)
+        : "",
     };
   },
 
@@ -1979,6 +2004,9 @@ export const Campaign: MessageFns<Campaign> = {
     if (message.startError !== "") {
       obj.startError = message.startError;
     }
+    if (message.segmentId !== "") {
+      obj.segmentId = message.segmentId;
+    }
     return obj;
   },
 
@@ -2009,6 +2037,7 @@ export const Campaign: MessageFns<Campaign> = {
     message.startedAt = object.startedAt ?? "";
     message.completedAt = object.completedAt ?? "";
     message.startError = object.startError ?? "";
+    message.segmentId = object.segmentId ?? "";
     return message;
   },
 };
@@ -2364,6 +2393,7 @@ function createBaseCreateCampaignRequest(): CreateCampaignRequest {
     scheduledAt: "",
     throttlePerMinute: "0",
     siteId: "",
+    segmentId: "",
   };
 }
 
@@ -2392,6 +2422,9 @@ export const CreateCampaignRequest: MessageFns<CreateCampaignRequest> = {
     }
     if (message.siteId !== "") {
       writer.uint32(66).string(message.siteId);
+    }
+    if (message.segmentId !== "") {
+      writer.uint32(74).string(message.segmentId);
     }
     return writer;
   },
@@ -2476,6 +2509,14 @@ export const CreateCampaignRequest: MessageFns<CreateCampaignRequest> = {
             message.siteId = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.segmentId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2531,6 +2572,11 @@ export const CreateCampaignRequest: MessageFns<CreateCampaignRequest> = {
         : isSet(object.site_id)
         ? globalThis.String(object.site_id)
         : "",
+      segmentId: isSet(object.segmentId)
+        ? globalThis.String(object.segmentId)
+        : isSet(object.segment_id)
+        ? globalThis.String(object.segment_id)
+        : "",
     };
   },
 
@@ -2566,6 +2612,9 @@ export const CreateCampaignRequest: MessageFns<CreateCampaignRequest> = {
     if (message.siteId !== "") {
       obj.siteId = message.siteId;
     }
+    if (message.segmentId !== "") {
+      obj.segmentId = message.segmentId;
+    }
     return obj;
   },
 
@@ -2592,6 +2641,7 @@ export const CreateCampaignRequest: MessageFns<CreateCampaignRequest> = {
     message.scheduledAt = object.scheduledAt ?? "";
     message.throttlePerMinute = object.throttlePerMinute ?? "0";
     message.siteId = object.siteId ?? "";
+    message.segmentId = object.segmentId ?? "";
     return message;
   },
 };
@@ -2929,6 +2979,7 @@ function createBaseUpdateCampaignRequest(): UpdateCampaignRequest {
     scheduledAt: undefined,
     status: undefined,
     throttlePerMinute: undefined,
+    segmentId: undefined,
   };
 }
 
@@ -2966,6 +3017,9 @@ export const UpdateCampaignRequest: MessageFns<UpdateCampaignRequest> = {
     }
     if (message.throttlePerMinute !== undefined) {
       writer.uint32(88).int64(message.throttlePerMinute);
+    }
+    if (message.segmentId !== undefined) {
+      writer.uint32(98).string(message.segmentId);
     }
     return writer;
   },
@@ -3071,6 +3125,14 @@ export const UpdateCampaignRequest: MessageFns<UpdateCampaignRequest> = {
             message.throttlePerMinute = reader.int64().toString();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.segmentId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3124,6 +3186,11 @@ export const UpdateCampaignRequest: MessageFns<UpdateCampaignRequest> = {
         : isSet(object.throttle_per_minute)
         ? globalThis.String(object.throttle_per_minute)
         : undefined,
+      segmentId: isSet(object.segmentId)
+        ? globalThis.String(object.segmentId)
+        : isSet(object.segment_id)
+        ? globalThis.String(object.segment_id)
+        : undefined,
     };
   },
 
@@ -3162,6 +3229,9 @@ export const UpdateCampaignRequest: MessageFns<UpdateCampaignRequest> = {
     if (message.throttlePerMinute !== undefined) {
       obj.throttlePerMinute = message.throttlePerMinute;
     }
+    if (message.segmentId !== undefined) {
+      obj.segmentId = message.segmentId;
+    }
     return obj;
   },
 
@@ -3181,6 +3251,7 @@ export const UpdateCampaignRequest: MessageFns<UpdateCampaignRequest> = {
     message.scheduledAt = object.scheduledAt ?? undefined;
     message.status = object.status ?? undefined;
     message.throttlePerMinute = object.throttlePerMinute ?? undefined;
+    message.segmentId = object.segmentId ?? undefined;
     return message;
   },
 };

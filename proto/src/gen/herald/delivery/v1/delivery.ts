@@ -38,6 +38,8 @@ export interface DeliveryJob {
   /** RFC 8030 Topic: a redelivered push replaces, rather than duplicates, an undelivered one. */
   topic: string;
   targets: Target[];
+  /** The payload holds per-subscriber placeholders, filled for each target from its profile. */
+  personalized: boolean;
 }
 
 /** On herald.delivery.results through the delivery outbox, keyed by notification id. */
@@ -87,6 +89,7 @@ function createBaseDeliveryJob(): DeliveryJob {
     urgency: "",
     topic: "",
     targets: [],
+    personalized: false,
   };
 }
 
@@ -118,6 +121,9 @@ export const DeliveryJob: MessageFns<DeliveryJob> = {
     }
     for (const v of message.targets) {
       Target.encode(v!, writer.uint32(74).fork()).join();
+    }
+    if (message.personalized !== false) {
+      writer.uint32(80).bool(message.personalized);
     }
     return writer;
   },
@@ -207,6 +213,14 @@ export const DeliveryJob: MessageFns<DeliveryJob> = {
             message.targets.push(Target.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.personalized = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -252,6 +266,7 @@ export const DeliveryJob: MessageFns<DeliveryJob> = {
       targets: globalThis.Array.isArray(object?.targets)
         ? object.targets.map((e: any) => Target.fromJSON(e))
         : [],
+      personalized: isSet(object.personalized) ? globalThis.Boolean(object.personalized) : false,
     };
   },
 
@@ -284,6 +299,9 @@ export const DeliveryJob: MessageFns<DeliveryJob> = {
     if (message.targets?.length) {
       obj.targets = message.targets.map((e) => Target.toJSON(e));
     }
+    if (message.personalized !== false) {
+      obj.personalized = message.personalized;
+    }
     return obj;
   },
 
@@ -301,6 +319,7 @@ export const DeliveryJob: MessageFns<DeliveryJob> = {
     message.urgency = object.urgency ?? "";
     message.topic = object.topic ?? "";
     message.targets = object.targets?.map((e) => Target.fromPartial(e)) || [];
+    message.personalized = object.personalized ?? false;
     return message;
   },
 };

@@ -1,0 +1,2 @@
+export * from './gate.js';
+export * from './tools.js';

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+
+import { Herald, type AskRecord, type Decision } from '@herald/sdk';
+import { call, createWorkspace, seedAudience, startSendingHarness, type SendingHarness, type TestWorkspace } from '@herald/testkit';
+
+/** What the adapter tests share: a running Herald, a workspace with a policy, and a person who answers. */
+
+/** read_file is allowed, deploy needs a person, anything else is denied (no policy permits it). */
+export const POLICY = `
+@id("read-anything")
+permit(principal, action, resource) when { resource.name == "read_file" };
+
+@id("deploy-reviewed")
+@requires_human
+permit(principal, action, resource) when { resource.name == "deploy" };
+`;
+
+/** Herald with sending, policy and decisions: what the tools and the gate call. */
+export function startAgentsHarness(): Promise<SendingHarness> {
+  return startSendingHarness({ policy: true, decisions: true });
+}
+
+export interface PolicyWorkspace {
+  workspace: TestWorkspace;
+  herald: Herald;
+}
+
+/** A workspace of its own with POLICY, and one subscriber so notifications and questions reach someone. */
+export async function policyWorkspace(harness: SendingHarness): Promise<PolicyWorkspace> {
+  const { workspace } = await seedAudience(harness, 1, 'growth', () => ({ externalId: 'owner', tags: [] }));
+  const herald = new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl });
+  await herald.putPolicy(POLICY);
+  return { workspace, herald };
+}
+
+/** A workspace without a subscriber or policy (everything is denied). */
+export async function bareWorkspace(harness: SendingHarness): Promise<Herald> {
+  const workspace = await createWorkspace('growth');
+  return new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl });
+}
+
+/** The person answers on the answer page's JSON endpoint, as a notification action does. */
+export async function personAnswers(harness: SendingHarness, question: Decision | AskRecord, answer: string): Promise<void> {
+  const page = 'decisionPageUrl' in question ? question.decisionPageUrl : question.liveUrl;
+  const token = new URL(page).pathname.slice('/a/'.length);
+  const response = await call(harness.stack.gatewayUrl, `/api/v1/answer/${token}`, { method: 'POST', body: { answer } });
+  assert.equal(response.status, 200, JSON.stringify(response.body));
+}

@@ -1,0 +1,76 @@
+/**
+ * `{{placeholders}}` in notification content (title, body, action URL). `{{name}}` or
+ * `{{name|fallback}}`: names are letters, digits, `_` and `.`; a fallback is up to 200 characters
+ * without `|`, `{` or `}` and stands in when there is no value.
+ *
+ * Names under `subscriber.` are filled for each recipient at delivery, from its subscriber record:
+ * `subscriber.id`, `subscriber.externalId`, `subscriber.customData.<key>` (nested keys with dots).
+ * Every other name is a variable, filled when a campaign is created.
+ */
+
+export const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.]{0,63})\s*(?:\|([^|{}]{0,200}))?\}\}/g;
+
+export const SUBSCRIBER_PREFIX = 'subscriber.';
+
+/** A filled per-subscriber value is cut to this many characters (so content can be sized in advance). */
+export const MAX_SUBSCRIBER_VALUE_CHARS = 100;
+
+/** What a per-subscriber placeholder reads. */
+export interface SubscriberProfile {
+  id: string;
+  externalId: string;
+  customData: Readonly<Record<string, unknown>>;
+}
+
+const CUSTOM_DATA = 'customData.';
+
+/** Why `name` (after `subscriber.`) is not a field a placeholder can read, or undefined. */
+export function subscriberFieldProblem(field: string): string | undefined {
+  if (field === 'id' || field === 'externalId') return undefined;
+  if (field.startsWith(CUSTOM_DATA) && field.length > CUSTOM_DATA.length && !field.endsWith('.') && !field.includes('..')) return undefined;
+  return `{{subscriber.${field}}} names no subscriber field: use subscriber.id, subscriber.externalId or subscriber.customData.<key>`;
+}
+
+/** Whether any text holds a per-subscriber placeholder (the fan-out then asks for profiles). */
+export function hasSubscriberPlaceholders(...texts: string[]): boolean {
+  return texts.some((text) => {
+    for (const [, name] of text.matchAll(PLACEHOLDER)) if (name?.startsWith(SUBSCRIBER_PREFIX)) return true;
+    return false;
+  });
+}
+
+function valueOf(profile: SubscriberProfile, field: string): string | undefined {
+  if (field === 'id') return profile.id || undefined;
+  if (field === 'externalId') return profile.externalId || undefined;
+  let value: unknown = profile.customData;
+  for (const key of field.slice(CUSTOM_DATA.length).split('.')) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  if (typeof value === 'string') return value || undefined;
+  return typeof value === 'number' || typeof value === 'boolean' ? String(value) : undefined;
+}
+
+/**
+ * `text` with its per-subscriber placeholders filled from `profile` (undefined: each takes its
+ * fallback, or nothing). A value is cut to MAX_SUBSCRIBER_VALUE_CHARS and passed through
+ * `encode` (an action URL encodes it as a URI component). Other placeholders are left as they are.
+ */
+export function fillSubscriberPlaceholders(text: string, profile: SubscriberProfile | undefined, encode: (value: string) => string = (value) => value): string {
+  if (!text.includes('{{')) return text;
+  return text.replace(PLACEHOLDER, (whole, name: string, fallback: string | undefined) => {
+    if (!name.startsWith(SUBSCRIBER_PREFIX)) return whole;
+    const value = profile && valueOf(profile, name.slice(SUBSCRIBER_PREFIX.length));
+    if (value !== undefined) return encode(value.slice(0, MAX_SUBSCRIBER_VALUE_CHARS));
+    return encode(fallback?.trim() ?? '');
+  });
+}
+
+/**
+ * `text` about as long as it can get once filled: each per-subscriber placeholder as a value of
+ * full length (or its fallback, when longer). Values that grow when escaped or encoded can still
+ * pass it; the fleet then sends that recipient the fallbacks instead (see the delivery service).
+ */
+export function atLongest(text: string): string {
+  return fillSubscriberPlaceholders(text, undefined, (fallback) => 'x'.repeat(Math.max(MAX_SUBSCRIBER_VALUE_CHARS, fallback.length)));
+}
