@@ -55,6 +55,7 @@ before(async () => {
     headless: true,
     args: ['--no-sandbox'],
   });
+  // HERALD_BROWSER_DEBUG=1 prints what the pages and the worker log, for a failing run.
   if (process.env.HERALD_BROWSER_DEBUG) {
     context.on('console', (message) => console.log(`[${message.worker()?.url() ?? message.page()?.url()}] ${message.text()}`));
   }
@@ -181,6 +182,20 @@ test('denied permission: promptForPermission() resolves null and calls onPermiss
   assert.equal(await page.evaluate('window.herald.promptForPermission()'), null);
   assert.deepEqual(await heraldEvents(), [['permissionDenied']]);
   await assert.rejects(page.evaluate('window.herald.subscribe()'), /Notification permission is denied; call promptForPermission\(\) first\./);
+});
+
+test('setExternalId and setTags refuse bad values at once; unsubscribe() without a subscription is false', async () => {
+  await assert.rejects(page.evaluate("window.herald.setExternalId('')"), /The external id must be a string of 1 to 256 characters\./);
+  await assert.rejects(page.evaluate("window.herald.setExternalId('x'.repeat(257))"), /The external id must be a string of 1 to 256 characters\./);
+  await assert.rejects(page.evaluate("window.herald.setTags({ plan: 'a,b' })"), /The tag "plan:a,b" contains a comma; tags cannot\./);
+  await assert.rejects(page.evaluate("window.herald.setTags({ '': 'x' })"), /setTags takes a map of non-empty string keys to string values\./);
+  await assert.rejects(page.evaluate("window.herald.setTags({ k: 'v'.repeat(70) })"), /is longer than 64 characters\./);
+  // Not subscribed (permission denied): kept for the next subscribe, nothing sent.
+  const before = workerCalls.length;
+  assert.equal(await page.evaluate("window.herald.setExternalId('user-42').then(() => window.herald.setTags({ plan: 'pro' })).then(() => 'kept')"), 'kept');
+  assert.equal(await page.evaluate('window.herald.unsubscribe()'), false);
+  assert.equal(workerCalls.length, before);
+  await assert.rejects(page.evaluate("Herald.createHerald({})"), /createHerald needs the site key: createHerald\(\{ siteKey: "pk_\.\.\." \}\)\./);
 });
 
 test('granted permission: subscribing registers the site’s worker with Herald’s origin and the site key, and reads the VAPID key', async () => {
@@ -350,7 +365,7 @@ test('offline, the worker’s reports wait in the retry queue; processRetryQueue
   await countedOnce(campaignId, { totalSent: 1, totalDelivered: 1, totalClicked: 0 });
 });
 
-test('the hosted subscribe page: the button, and the blocked and unsupported states', async () => {
+test('the hosted subscribe page: the button, then the blocked state', async () => {
   const hosted = await context.newPage();
   await hosted.goto(`${stack.gatewayUrl}/s/${workspace.siteSlug}`);
   await hosted.waitForSelector('main[data-state="ready"]');
