@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { call, createWorkspace, eventually, freePort, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
+import { call, eventually, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
 import { chromium, type BrowserContext, type CDPSession, type Page, type Request, type Worker } from 'playwright-core';
 
-import { artifactPath, browserPath, startSite, type TestSite } from './support.js';
+import { artifactPath, browserPath, startSiteWorkspace, type TestSite } from './support.js';
 
 // The SDK and its service worker in Debian's Chromium (playwright-core, no browser download).
 // Chromium's PushManager.subscribe needs Google's push service, which this machine cannot reach,
@@ -35,19 +35,7 @@ const workerCalls: Array<{ url: string; body: string; status: number | 'failed';
 before(async () => {
   harness = await startSendingHarness();
   stack = harness.stack;
-  const port = await freePort();
-  workspace = await createWorkspace('growth', `localhost:${port}`);
-  const manifest = await call<{ files: Record<string, { integrity: string }> }>(stack.gatewayUrl, '/sdk/v1/manifest.json');
-  const download = async (file: string) => Buffer.from(await (await fetch(`${stack.gatewayUrl}/sdk/v1/${file}`)).arrayBuffer());
-  site = await startSite({
-    port,
-    gatewayUrl: stack.gatewayUrl,
-    siteKey: workspace.siteKey,
-    sdkUrl: `${stack.gatewayUrl}/sdk/v1/herald.js`,
-    sdkIntegrity: manifest.body.files['herald.js']?.integrity ?? '',
-    serviceWorker: await download('herald-sw.js'),
-    sdk: await download('herald.js'),
-  });
+  ({ workspace, site } = await startSiteWorkspace(stack.gatewayUrl));
   profile = await mkdtemp(join(tmpdir(), 'herald-chromium-'));
   // A persistent profile: Chromium has no Push API in incognito contexts.
   context = await chromium.launchPersistentContext(profile, {

@@ -4,6 +4,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
+import { call, createWorkspace, freePort, type TestWorkspace } from '@herald/testkit';
+
 /**
  * What the real-browser tests share: a site of their own (a page using the SDK from Herald's
  * origin, with the site's copy of the service worker), the browsers' paths, the artifacts folder.
@@ -108,4 +110,25 @@ window.herald = Herald.createHerald({
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * A workspace whose site is the test site (domain localhost:<a free port>), the site started with
+ * Herald's SDK (SRI from the manifest) and its own copy of the worker.
+ */
+export async function startSiteWorkspace(gatewayUrl: string): Promise<{ workspace: TestWorkspace; site: TestSite }> {
+  const port = await freePort();
+  const workspace = await createWorkspace('growth', `localhost:${port}`);
+  const manifest = await call<{ files: Record<string, { integrity: string }> }>(gatewayUrl, '/sdk/v1/manifest.json');
+  const download = async (file: string) => Buffer.from(await (await fetch(`${gatewayUrl}/sdk/v1/${file}`)).arrayBuffer());
+  const site = await startSite({
+    port,
+    gatewayUrl,
+    siteKey: workspace.siteKey,
+    sdkUrl: `${gatewayUrl}/sdk/v1/herald.js`,
+    sdkIntegrity: manifest.body.files['herald.js']?.integrity ?? '',
+    serviceWorker: await download('herald-sw.js'),
+    sdk: await download('herald.js'),
+  });
+  return { workspace, site };
 }
