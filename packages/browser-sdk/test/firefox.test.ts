@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
@@ -53,12 +53,8 @@ test('Firefox: the SDK is supported on the site; a refused permission calls onPe
 });
 
 test('Firefox: a page that is not a secure context gets onNotSupported', async () => {
-  const external = Object.values(networkInterfaces())
-    .flat()
-    .find((entry) => entry && entry.family === 'IPv4' && !entry.internal);
-  assert.ok(external, 'the machine has a non-loopback IPv4 address to open the page from');
   const page = await browser.newPage();
-  await page.goto(`http://${external.address}:${site.port}/?local-sdk`);
+  await page.goto(site.insecureUrl());
   await eventually('onNotSupported', () => heraldEvents(page), (events) => events.length > 0);
   assert.deepEqual(await heraldEvents(page), [['notSupported']]);
   assert.equal(await page.evaluate('window.herald.isSupported()'), false);

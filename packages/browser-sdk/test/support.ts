@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 import { call, createWorkspace, freePort, type TestWorkspace } from '@herald/testkit';
@@ -27,6 +28,11 @@ export function browserPath(envName: string, fallback: string): string {
 }
 
 export interface TestSite {
+  /**
+   * The site's home page at a non-loopback address of this machine, over http: not a secure
+   * context, so browsers give it no service workers (the SDK comes from the site's own copy).
+   */
+  insecureUrl(): string;
   /** http://localhost:<port>: a secure context, as a site's registered domain (localhost:<port>). */
   origin: string;
   port: number;
@@ -101,6 +107,13 @@ window.herald = Herald.createHerald({
   await new Promise<void>((resolve) => server.listen(options.port, '0.0.0.0', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
+    insecureUrl() {
+      const external = Object.values(networkInterfaces())
+        .flat()
+        .find((entry) => entry && entry.family === 'IPv4' && !entry.internal);
+      if (!external) throw new Error('the machine has no non-loopback IPv4 address to open an insecure page from');
+      return `http://${external.address}:${port}/?local-sdk`;
+    },
     origin: `http://localhost:${port}`,
     port,
     answers,
