@@ -3,6 +3,7 @@
 #   helm, kubeconform   `go install` from the Go module proxy into .local/bin
 #   Kubernetes schemas  the JSON schemas inside the kubernetes-validate wheel (PyPI), for kubeconform
 #   schemathesis        the OpenAPI fuzzer (PyPI), in a venv at .local/venv, for the gateway's schemathesis test
+#   chromium, firefox   Debian's chromium and firefox-esr (apt), for the browser SDK's real-browser tests
 #   agent frameworks    LangGraph, the OpenAI Agents SDK, CrewAI (PyPI), a venv each at .local/venv-agents/<name>,
 #                       for packages/agents-python's tests (its scripts/ensure-venv.sh; pins in its requirements/)
 # Idempotent: what is already there at its pinned version is skipped. Prints what it does.
@@ -128,6 +129,13 @@ ensure_schemathesis() {
   echo "$SCHEMATHESIS" >"$stamp"
 }
 
+# The browser SDK's tests drive Debian's browsers (playwright-core with an explicit
+# executablePath: nothing is downloaded from a browser vendor).
+ensure_browsers() {
+  ensure_packages chromium firefox-esr
+  log "browsers: $(command -v chromium) and $(command -v firefox-esr)"
+}
+
 # Made here rather than inside the test, so a test's time limit never covers the installs.
 ensure_agent_venvs() {
   local framework
@@ -144,6 +152,8 @@ cmd_env() {
   cat <<EOF
 export HERALD_TOOLS_BIN=$BIN_DIR
 export KUBERNETES_SCHEMA_DIR=$dir
+export HERALD_CHROMIUM=$(command -v chromium || true)
+export HERALD_FIREFOX=$(command -v firefox-esr || true)
 EOF
 }
 
@@ -153,6 +163,7 @@ case "${1:-up}" in
     go_tool kubeconform "$KUBECONFORM_MODULE"
     ensure_schemas
     ensure_schemathesis
+    ensure_browsers
     ensure_agent_venvs
     log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, schemas in $(schema_dir), $LOCAL_DIR/venv/bin/schemathesis"
     ;;

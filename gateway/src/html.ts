@@ -14,6 +14,9 @@ export const PAGE_HEAD = `<!doctype html>
 export const escapeHtml = (text: string): string =>
   text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char);
 
+/** Colours are site data: only a plain hex colour reaches a style sheet. */
+export const accentColor = (color: string | undefined): string => (color && /^#[0-9a-fA-F]{3,8}$/.test(color) ? color : '#1f6feb');
+
 /** A page whose URL holds a token: nothing caches it, no referrer leaks it, no frame hosts it (CSP). */
 export function sendTokenPage(reply: FastifyReply, status: number, html: string, contentSecurityPolicy: string): FastifyReply {
   return reply

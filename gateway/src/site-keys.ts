@@ -111,7 +111,10 @@ export function originForbidden(message: string): HeraldError {
   });
 }
 
-function assertOrigin(origin: string | undefined, domain: string, allowLocalhostSites: boolean): string {
+function assertOrigin(origin: string | undefined, domain: string, allowLocalhostSites: boolean, hostedOrigin: string): string {
+  // Herald's own origin serves each site's hosted subscribe page (/s/<slug>) and nothing a
+  // stranger controls, so its pages may use any site's key.
+  if (origin !== undefined && origin === hostedOrigin) return origin;
   if (!origin) {
     throw originForbidden(`The Origin header is missing: the site key works only from pages on the site's registered domain (${domain}).`);
   }
@@ -165,11 +168,13 @@ export interface SiteKeyOptions {
   limiter: RateLimiter;
   allowLocalhostSites: boolean;
   upgradeUrl: string;
+  /** Herald's public origin, where the hosted subscribe pages are. */
+  hostedOrigin: string;
 }
 
 const bearerToken = /^Bearer\s+(\S+)$/i;
 
-export function siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSites, upgradeUrl }: SiteKeyOptions) {
+export function siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSites, upgradeUrl, hostedOrigin }: SiteKeyOptions) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const access = request.routeOptions.config.access;
     if (!access || !('siteKey' in access)) return;
@@ -188,7 +193,7 @@ export function siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSite
     const site = await resolveSite(token);
     await enforceRateLimit(limiter, reply, `site:${parsed.id}`, site.plan?.rateLimitPerMinute ?? 0);
     assertActivePlan(site.plan, upgradeUrl);
-    const origin = assertOrigin(request.headers.origin, site.domain, allowLocalhostSites);
+    const origin = assertOrigin(request.headers.origin, site.domain, allowLocalhostSites, hostedOrigin);
     request.site = { workspaceId: site.workspaceId, siteId: site.siteId, origin };
   };
 }

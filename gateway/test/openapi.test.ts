@@ -147,7 +147,7 @@ test('security: a full key on server routes, the site key on browser routes, non
       description: "The site's public key, for the browser SDK; the request's Origin must be the site's domain",
     },
   });
-  const siteKeyPaths = ['/api/v1/subscribe', '/api/v1/subscription-change', '/api/v1/unsubscribe'];
+  const siteKeyPaths = ['/api/v1/subscribe', '/api/v1/subscription-change', '/api/v1/unsubscribe', '/api/v1/sdk-config'];
   const publicPaths = ['/api/v1/site/{siteSlug}', '/api/v1/events', '/api/v1/answer/{token}', '/api/v1/enroll/{token}'];
   for (const { path, method, operation } of operations()) {
     const expected = path.startsWith('/api/v1/server/') ? [{ apiKey: [] }] : siteKeyPaths.includes(path) ? [{ siteKey: [] }] : [];

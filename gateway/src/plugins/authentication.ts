@@ -118,7 +118,11 @@ export const authentication = fp<AuthenticationOptions>(
 
     // The browser SDK's endpoints: site key, Origin and CORS (site-keys.ts).
     const resolveSite = siteKeyResolver(clients.account, config.keyCacheTtlMs);
-    app.addHook('onRequest', siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSites: config.allowLocalhostSites, upgradeUrl: config.upgradeUrl }));
+    const hostedOrigin = new URL(config.publicOrigin).origin;
+    app.addHook(
+      'onRequest',
+      siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSites: config.allowLocalhostSites, upgradeUrl: config.upgradeUrl, hostedOrigin }),
+    );
   },
   { name: 'herald-authentication' },
 );

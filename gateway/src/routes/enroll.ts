@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { endUserOf, principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
-import { escapeHtml, PAGE_HEAD, sendTokenPage } from '../html.js';
+import { accentColor, escapeHtml, PAGE_HEAD, sendTokenPage } from '../html.js';
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
 import { ErrorResponse, withErrors } from '../schemas/common.js';
 import { DeviceFields, ExternalId, PushSubscription } from '../schemas/subscribers.js';
@@ -53,8 +53,7 @@ export const enrollRoutes =
     );
   };
 
-/** Colours are site data: only a plain hex colour reaches the style sheet. */
-const accentOf = (site: PublicSite | undefined): string => (site && /^#[0-9a-fA-F]{3,8}$/.test(site.primaryColor) ? site.primaryColor : '#1f6feb');
+const accentOf = (site: PublicSite | undefined): string => accentColor(site?.primaryColor);
 
 interface Page {
   status: number;

@@ -10,6 +10,7 @@ import type { Waiters } from '../waiters.js';
 import { accountRoutes } from './account.js';
 import { answerPageRoutes } from './answer-page.js';
 import { askRoutes } from './ask.js';
+import { browserSdkRoutes } from './browser-sdk.js';
 import { campaignRoutes } from './campaigns.js';
 import { decisionRoutes } from './decisions.js';
 import { engagementRoutes } from './engagement.js';
@@ -53,6 +54,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(keyRoutes(clients), { prefix: API_PREFIX });
   await app.register(enrollRoutes(clients), { prefix: API_PREFIX });
   await app.register(enrollmentPageRoutes(pages));
+  await app.register(browserSdkRoutes(pages));
   await app.register(
     mcpRoutes({
       publicOrigin: config.publicOrigin,

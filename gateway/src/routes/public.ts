@@ -13,8 +13,8 @@ import { checkPushSubscription, storeSubscription } from '../subscriptions.js';
 
 /**
  * The browser SDK's endpoints under {origin}/api/v1 (not /api/v1/server): subscribe,
- * subscription-change and unsubscribe (site key + Origin, see site-keys.ts), the public site
- * record, and their CORS preflights.
+ * subscription-change, unsubscribe and the SDK's config (site key + Origin, see site-keys.ts), the
+ * public site record, and their CORS preflights.
  */
 
 
@@ -42,6 +42,29 @@ export const publicRoutes =
 
     for (const path of ['/subscribe', '/subscription-change', '/unsubscribe']) app.options(path, preflightOptions, corsPreflight(config, 'POST, OPTIONS', false));
     app.options('/site/:siteSlug', preflightOptions, corsPreflight(config, 'GET, OPTIONS', true));
+    app.options('/sdk-config', preflightOptions, corsPreflight(config, 'GET, OPTIONS', false));
+
+    app.get(
+      '/sdk-config',
+      {
+        config: { access },
+        schema: {
+          tags: ['Browser SDK'],
+          operationId: 'getSdkConfig',
+          summary: "What the browser SDK needs to subscribe: the site's VAPID public key (site key)",
+          response: withErrors({
+            200: Type.Object({
+              vapidPublicKey: Type.String({ description: 'applicationServerKey for PushManager.subscribe, base64url' }),
+            }),
+          }),
+        },
+      },
+      async (request) => {
+        const { site } = await clients.account.getSite({ workspaceId: siteOf(request).workspaceId });
+        if (!site) throw new Error('account service returned no site');
+        return { vapidPublicKey: site.vapidPublicKey };
+      },
+    );
 
     app.post(
       '/subscribe',
