@@ -18,7 +18,7 @@ import ts from 'typescript';
  * The ES module needs a browser with module scripts (Chrome 61, Firefox 60), so it stays ES2017.
  */
 
-const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const outDir = join(packageRoot, 'dist', 'bundle');
 
 /** Browsers that load module scripts all run ES2017. */

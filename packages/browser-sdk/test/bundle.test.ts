@@ -8,7 +8,7 @@ import { gzipSync } from 'node:zlib';
 // The build's output (npm run build bundles it): the size budgets, the manifest's SRI hashes,
 // the classic scripts' syntax level, and the typings.
 
-const file = (path: string) => readFileSync(fileURLToPath(new URL(`../../../${path}`, import.meta.url)));
+const file = (path: string) => readFileSync(fileURLToPath(new URL(`../../${path}`, import.meta.url)));
 const gzipped = (path: string) => gzipSync(file(path), { level: 9 }).length;
 
 test('the SDK is at most 8 KB and the service worker at most 6 KB gzipped', () => {

@@ -13,7 +13,7 @@ import { call, createWorkspace, freePort, type TestWorkspace } from '@herald/tes
  */
 
 /** Screenshots the tests take (git-ignored). */
-export const artifactsDir = fileURLToPath(new URL('../../../artifacts/', import.meta.url));
+export const artifactsDir = fileURLToPath(new URL('../../artifacts/', import.meta.url));
 
 export async function artifactPath(name: string): Promise<string> {
   await mkdir(artifactsDir, { recursive: true });
