@@ -17,7 +17,7 @@ export const ENGAGEMENT_KINDS = ['impression', 'click', 'dismiss'] as const;
 export type EngagementKind = (typeof ENGAGEMENT_KINDS)[number];
 
 /** Clicks on a notification can come long after it arrived; a month covers a tray left alone. */
-export const ENGAGEMENT_TOKEN_LIFETIME_SECONDS = 30 * 24 * 3_600;
+const ENGAGEMENT_TOKEN_LIFETIME_SECONDS = 30 * 24 * 3_600;
 
 /** Ids a token can carry (every Herald id fits: `ws_…`, `site_…`, `cmp_…`, subscriber ids). */
 const ID = /^[A-Za-z0-9_-]{1,64}$/;

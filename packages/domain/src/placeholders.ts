@@ -10,12 +10,12 @@ import type { FieldProblem } from '@herald/errors';
  * Every other name is a variable, filled when a campaign is created.
  */
 
-export const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.]{0,63})\s*(?:\|([^|{}]{0,200}))?\}\}/g;
+const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.]{0,63})\s*(?:\|([^|{}]{0,200}))?\}\}/g;
 
-export const SUBSCRIBER_PREFIX = 'subscriber.';
+const SUBSCRIBER_PREFIX = 'subscriber.';
 
 /** A filled per-subscriber value is cut to this many characters (so content can be sized in advance). */
-export const MAX_SUBSCRIBER_VALUE_CHARS = 100;
+const MAX_SUBSCRIBER_VALUE_CHARS = 100;
 
 /** What a per-subscriber placeholder reads. */
 export interface SubscriberProfile {
@@ -27,7 +27,7 @@ export interface SubscriberProfile {
 const CUSTOM_DATA = 'customData.';
 
 /** Why `name` (after `subscriber.`) is not a field a placeholder can read, or undefined. */
-export function subscriberFieldProblem(field: string): string | undefined {
+function subscriberFieldProblem(field: string): string | undefined {
   if (field === 'id' || field === 'externalId') return undefined;
   if (field.startsWith(CUSTOM_DATA) && field.length > CUSTOM_DATA.length && !field.endsWith('.') && !field.includes('..')) return undefined;
   return `{{subscriber.${field}}} names no subscriber field: use subscriber.id, subscriber.externalId or subscriber.customData.<key>`;
