@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 
 import { call, eventually, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
@@ -20,6 +21,9 @@ import { artifactPath, browserPath, startSiteWorkspace, type TestSite } from './
 // DevTools has no command that clicks a notification: a click is a NotificationEvent dispatched
 // inside the worker, on the notification the worker showed, so it carries no user activation
 // (the browser refuses focus() and openWindow() for it).
+
+/** The spec: a click's pending navigation stays valid for 30 seconds. */
+const PENDING_NAVIGATION_VALID_MS = 30_000;
 
 let harness: SendingHarness;
 let stack: Stack;
@@ -119,6 +123,16 @@ async function dispatch(kind: 'notificationclick' | 'notificationclose', tag: st
   assert.equal(outcome, 'dispatched');
 }
 
+/** The url of the pending navigation the worker left in its IndexedDB (read in the worker, not taken), or null. */
+const pendingNavigationUrl = () =>
+  serviceWorker().evaluate(`new Promise((resolve) => {
+    const open = indexedDB.open('herald');
+    open.onsuccess = () => {
+      const read = open.result.transaction('values').objectStore('values').get('pendingNavigation');
+      read.onsuccess = () => { resolve(read.result ? read.result.url : null); open.result.close(); };
+    };
+  })`) as Promise<string | null>;
+
 const shownNotifications = (target: Page = page) =>
   target.evaluate(`navigator.serviceWorker.ready
     .then((registration) => registration.getNotifications())
@@ -172,6 +186,22 @@ async function countedOnce(campaignId: string, expected: Stats): Promise<void> {
   await eventually('the campaign counted the reports', read, (stats) => JSON.stringify(stats) === JSON.stringify(expected));
 }
 let firstCampaign = '';
+
+test('autoPrompt: an undecided visitor is asked once promptDelay has passed (headless Chromium answers a prompt with denied)', async () => {
+  const prompted = await openSite('/?autoPrompt&promptDelay=3000');
+  // Loaded, and the delay not yet over: not asked yet.
+  assert.equal(await prompted.evaluate('Notification.permission'), 'default');
+  assert.deepEqual(await heraldEvents(prompted), []);
+  await eventually('the prompt', () => heraldEvents(prompted), (events) => events.length > 0);
+  assert.deepEqual(await heraldEvents(prompted), [['permissionDenied']]);
+  assert.equal(await prompted.evaluate('Notification.permission'), 'denied');
+  // Decided now: a later page with autoPrompt asks nothing (no second prompt, no second callback).
+  await prompted.goto(`${site.origin}/?autoPrompt&promptDelay=0`);
+  await prompted.waitForFunction('window.herald !== undefined');
+  await prompted.evaluate('new Promise((resolve) => setTimeout(resolve, 0))');
+  assert.deepEqual(await heraldEvents(prompted), []);
+  await prompted.close();
+});
 
 test('denied permission: promptForPermission() resolves null and calls onPermissionDenied; subscribe() refuses', async () => {
   // This page's onNotificationClick returns false (see support.ts).
@@ -311,16 +341,8 @@ test('a click with no page open leaves a pending navigation the next page takes 
   await dispatch('notificationclick', 'ntf_closed');
   // The worker's openWindow needs the click's user activation; the page is opened as the browser would,
   // once the worker has left the pending navigation (read in the worker, not taken).
-  const pending = () =>
-    serviceWorker().evaluate(`new Promise((resolve) => {
-      const open = indexedDB.open('herald');
-      open.onsuccess = () => {
-        const read = open.result.transaction('values').objectStore('values').get('pendingNavigation');
-        read.onsuccess = () => { resolve(read.result ? read.result.url : null); open.result.close(); };
-      };
-    })`);
-  await eventually('the pending navigation', pending, (url) => url !== null);
-  assert.equal(await pending(), `${site.origin}/landing`);
+  await eventually('the pending navigation', pendingNavigationUrl, (url) => url !== null);
+  assert.equal(await pendingNavigationUrl(), `${site.origin}/landing`);
   await page.goto(`${site.origin}/landing`);
   await eventually('the pending click', () => heraldEvents(), (events) => events.length > 0);
   assert.deepEqual(await heraldEvents(), [
@@ -329,7 +351,20 @@ test('a click with no page open leaves a pending navigation the next page takes 
   // Taken once: the next page finds none (and its SDK has started: it replayed its queue).
   await page.reload();
   await page.waitForFunction('window.herald !== undefined');
-  assert.equal(await pending(), null);
+  assert.equal(await pendingNavigationUrl(), null);
+  assert.deepEqual(await heraldEvents(), []);
+});
+
+test('a pending navigation older than 30 seconds is dropped by the next page, not handed to onNotificationClick', async () => {
+  await push({ notificationId: 'ntf_stale', title: 'Stale', body: 'Clicked long ago', url: `${site.origin}/stale` });
+  await shown('ntf_stale');
+  await page.goto('about:blank');
+  await dispatch('notificationclick', 'ntf_stale');
+  await eventually('the pending navigation', pendingNavigationUrl, (url) => url === `${site.origin}/stale`);
+  // The expiry is the point of this test: wait it out for real (no clock is faked in the browser).
+  await sleep(PENDING_NAVIGATION_VALID_MS + 1000);
+  await page.goto(`${site.origin}/stale`);
+  await eventually('the stale navigation taken', pendingNavigationUrl, (url) => url === null);
   assert.deepEqual(await heraldEvents(), []);
 });
 

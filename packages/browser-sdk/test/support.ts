@@ -58,21 +58,25 @@ export interface SiteOptions {
 /**
  * The test site: `/` and any other path is a page that loads the SDK from Herald and records
  * what its callbacks get in `window.heraldEvents`; `?navigate=no` makes onNotificationClick
- * return false; `?local-sdk` loads the SDK from the site's own copy. It listens on every interface, so it can also be opened from a non-local
+ * return false; `?autoPrompt&promptDelay=<ms>` sets those options; `?local-sdk` loads the SDK
+ * from the site's own copy. It listens on every interface, so it can also be opened from a non-local
  * address (not a secure context: no service workers there).
  */
 export async function startSite(options: SiteOptions): Promise<TestSite> {
   const answers: string[] = [];
   const app = `window.heraldEvents = [];
+var params = new URLSearchParams(location.search);
 window.herald = Herald.createHerald({
   siteKey: ${JSON.stringify(options.siteKey)},
   apiUrl: ${JSON.stringify(options.gatewayUrl)},
+  autoPrompt: params.has('autoPrompt'),
+  promptDelay: Number(params.get('promptDelay') || 0),
   onSubscribe: function (s) { heraldEvents.push(['subscribe', s.subscriberId, s.endpoint]); },
   onPermissionDenied: function () { heraldEvents.push(['permissionDenied']); },
   onNotSupported: function () { heraldEvents.push(['notSupported']); },
   onNotificationClick: function (url, data) {
     heraldEvents.push(['click', url, data]);
-    return new URLSearchParams(location.search).get('navigate') !== 'no';
+    return params.get('navigate') !== 'no';
   }
 });
 `;
