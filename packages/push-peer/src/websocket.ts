@@ -239,7 +239,7 @@ export class BrowserFace {
   rotateUaids(): void {
     for (const uaid of this.uaids) this.forgotten.add(uaid);
     for (const channel of this.channels.values()) if (channel.state === 'registered') channel.state = 'dropped';
-    for (const { socket } of [...this.connected.values()]) socket.close(1000, 'UAID rotated');
+    for (const { socket } of [...this.connected.values()]) socket.terminate();
   }
 
   /** Forgets recorded messages (reset of the HTTP face); channels and connections stay. */
