@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -37,6 +37,8 @@ before(async () => {
     browser: 'firefox',
     executablePath: browserPath('HERALD_FIREFOX', '/usr/bin/firefox-esr'),
     headless: true,
+    // WebDriver BiDi may then reach Firefox's own windows: the notifications (see notificationWindow).
+    args: ['--remote-allow-system-access'],
     userDataDir: profile,
     // HERALD_BROWSER_DEBUG=1 prints Firefox's push service log, for a failing run.
     dumpio: debug,
@@ -49,6 +51,8 @@ before(async () => {
       'dom.push.testing.allowInsecureServerURL': true,
       // Reconnect a second after the peer drops the connection (default 5 s).
       'dom.push.retryBaseInterval': 1000,
+      // No desktop notification daemon here: Firefox's own alert windows show the notifications
+      // (with the system backend, showNotification fails with NS_ERROR_FAILURE).
       'alerts.useSystemBackend': false,
       ...(debug ? { 'dom.push.loglevel': 'debug', 'devtools.console.stdout.chrome': true } : {}),
     },
@@ -67,6 +71,57 @@ const shownNotifications = (target: Page = page) =>
   target.evaluate(`navigator.serviceWorker.ready
     .then((registration) => registration.getNotifications())
     .then((list) => list.map((n) => ({ tag: n.tag, title: n.title, body: n.body, data: n.data })))`) as Promise<Array<Record<string, unknown>>>;
+
+// Firefox's own notification windows (chrome://global/content/alerts/alert.xhtml), reached as
+// WebDriver BiDi browsing contexts of chrome scope (Firefox started with --remote-allow-system-access).
+// BiDi can neither screenshot nor send input to chrome contexts; it can run script in them.
+type BidiResult = { result: { type: string; result?: { value?: unknown }; exceptionDetails?: { text: string }; contexts?: Array<{ context: string; url: string }> } };
+const bidi = (method: string, params: object) => (browser as unknown as { connection: { send(method: string, params: object): Promise<BidiResult> } }).connection.send(method, params);
+
+async function inChrome(context: string, expression: string): Promise<unknown> {
+  const { result } = await bidi('script.evaluate', { expression, target: { context }, awaitPromise: false });
+  if (result.type !== 'success') throw new Error(`in Firefox's notification window: ${result.exceptionDetails?.text ?? result.type}`);
+  return result.result?.value;
+}
+
+/** The notification window showing `title`. */
+async function notificationWindow(title: string): Promise<string> {
+  const find = async () => {
+    const { result } = await bidi('browsingContext.getTree', { 'moz:scope': 'chrome' });
+    for (const { context, url } of result.contexts ?? []) {
+      if (url === 'chrome://global/content/alerts/alert.xhtml' && (await inChrome(context, "document.getElementById('alertTitleLabel').value")) === title) return context;
+    }
+    return '';
+  };
+  return eventually(`Firefox's notification window for "${title}"`, find, (context) => context !== '');
+}
+
+/** Saves the notification as Firefox draws it (a privileged canvas's drawWindow), once its fade-in is over. */
+async function snapshotNotification(title: string, file: string): Promise<void> {
+  const context = await notificationWindow(title);
+  await eventually('the fade-in', () => inChrome(context, 'getComputedStyle(document.getElementById("alertBox")).opacity'), (opacity) => opacity === '1');
+  const png = await inChrome(
+    context,
+    `(() => {
+      const canvas = document.createElementNS('http://www.w3.org/1999/xhtml', 'canvas');
+      canvas.width = window.innerWidth;
+      canvas.height = window.innerHeight;
+      canvas.getContext('2d').drawWindow(window, 0, 0, canvas.width, canvas.height, 'white');
+      return canvas.toDataURL('image/png');
+    })()`,
+  );
+  await writeFile(await artifactPath(file), Buffer.from(String(png).replace(/^data:image\/png;base64,/, ''), 'base64'));
+}
+
+/**
+ * Clicks the notification's text: the window's own click handler (alert.js) tells Firefox, which
+ * dispatches notificationclick to the worker, allowed to open a window. A DOM click, since BiDi
+ * sends no input to chrome windows.
+ */
+async function clickNotification(title: string): Promise<void> {
+  const context = await notificationWindow(title);
+  await inChrome(context, "document.getElementById('alertTextLabel').dispatchEvent(new MouseEvent('click', { bubbles: true, button: 0, view: window }))");
+}
 
 /** The push the worker shows for a notification: its tag is the notification id. */
 const shown = (tag: string, target: Page = page) =>
@@ -90,6 +145,7 @@ async function counted(campaignId: string, expected: Stats): Promise<void> {
 let subscriberId = '';
 let endpoint = '';
 let firstNotification = '';
+let campaignId = '';
 
 test('Firefox: subscribe() registers a channel with the push peer over WebSocket, with the site’s VAPID key; Herald stores the subscriber; onSubscribe gets it', async () => {
   page = await browser.newPage();
@@ -144,6 +200,7 @@ test('Firefox: POST /send goes through the fleet and the peer to Firefox, which 
     data: { herald: 1, notificationId, url: `${site.origin}/news`, token: (notification?.data as { token: string }).token, answerUrl: '' },
   });
   assert.match((notification?.data as { token: string }).token, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+  await snapshotNotification('Hello Firefox', 'firefox-notification.png');
   await eventually(
     'the notification counted',
     async () => (await call<{ counts: Record<string, number> }>(stack.gatewayUrl, `${SERVER_API}/notifications/${notificationId}`, { key: workspace.apiKey })).body.counts,
@@ -161,7 +218,7 @@ test('Firefox: a campaign reaches the subscriber the same way and its impression
     body: { name: 'Firefox campaign', title: 'Release 2.0', body: 'Out now', actionUrl: `${site.origin}/release` },
   });
   assert.equal(created.status, 201);
-  const campaignId = created.body.id;
+  campaignId = created.body.id;
   assert.equal((await call(stack.gatewayUrl, `${SERVER_API}/campaigns/${campaignId}/send`, { method: 'POST', key: workspace.apiKey })).status, 200);
   const pushes = await acknowledged(2);
   assert.deepEqual([pushes[1]?.ackCode, pushes[1]?.nackCode], [100, undefined]);
@@ -175,7 +232,36 @@ test('Firefox: a campaign reaches the subscriber the same way and its impression
     ],
   );
   await counted(campaignId, { totalSent: 1, totalDelivered: 1, totalClicked: 0 });
-  await page.screenshot({ path: await artifactPath('firefox-site-subscribed.png') });
+});
+
+test('Firefox: clicking a notification in Firefox’s notification window hands the click to the open page’s onNotificationClick (false: the page stays), counts it and closes the notification', async () => {
+  await page.goto(`${site.origin}/?navigate=no`);
+  await page.waitForFunction('window.herald !== undefined');
+  await clickNotification('Release 2.0');
+  await eventually('onNotificationClick', () => heraldEvents(), (events) => events.length > 0);
+  assert.deepEqual(await heraldEvents(), [['click', `${site.origin}/release`, { notificationId: campaignId, action: '', title: 'Release 2.0', body: 'Out now', opened: false }]]);
+  await counted(campaignId, { totalSent: 1, totalDelivered: 1, totalClicked: 1 });
+  assert.deepEqual(
+    (await shownNotifications()).map((entry) => entry.tag),
+    [firstNotification],
+    'the clicked notification is closed',
+  );
+  assert.equal(page.url(), `${site.origin}/?navigate=no`);
+});
+
+test('Firefox: a click with no page of the site open opens the notification’s URL, whose page gets the click (opened: true), counted once', async () => {
+  await page.goto('about:blank');
+  await clickNotification('Hello Firefox');
+  const target = `${site.origin}/news`;
+  const opened = await eventually('the opened page', async () => (await browser.pages()).find((entry) => entry.url() === target), (found) => found !== undefined);
+  assert.ok(opened);
+  await opened.waitForFunction('window.herald !== undefined');
+  await eventually('the pending click', () => heraldEvents(opened), (events) => events.length > 0);
+  assert.deepEqual(await heraldEvents(opened), [['click', target, { notificationId: firstNotification, action: '', title: 'Hello Firefox', body: 'Through the WebSocket', opened: true }]]);
+  await counted(firstNotification, { totalSent: 1, totalDelivered: 1, totalClicked: 1 });
+  await opened.close();
+  await page.goto(`${site.origin}/`);
+  await page.waitForFunction('window.herald !== undefined');
 });
 
 test('Firefox: the hosted subscribe page subscribes with its own worker and shows the subscribed state', async () => {
