@@ -239,6 +239,7 @@ export class BrowserFace {
   rotateUaids(): void {
     for (const uaid of this.uaids) this.forgotten.add(uaid);
     for (const channel of this.channels.values()) if (channel.state === 'registered') channel.state = 'dropped';
+    // A reset, not a clean close: after a close frame Firefox did not reconnect within 30 seconds.
     for (const { socket } of [...this.connected.values()]) socket.terminate();
   }
 
