@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { call, eventually, freePort, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 
-import { artifactPath, browserPath, startSiteWorkspace, type TestSite } from './support.js';
+import { artifactPath, browserPath, campaignCounted, startSiteWorkspace, type CampaignCounts, type TestSite } from './support.js';
 
 // The whole push loop in Debian's Firefox ESR, driven through WebDriver BiDi (puppeteer-core).
 // Firefox's push service is the strict push peer's WebSocket face (dom.push.serverURL): the
@@ -133,14 +133,7 @@ const acknowledged = (count: number, at = endpoint) =>
 
 const subscriber = async (id: string) => (await call<Record<string, unknown>>(stack.gatewayUrl, `${SERVER_API}/subscribers/${id}`, { key: workspace.apiKey })).body;
 
-type Stats = { totalSent: number; totalDelivered: number; totalClicked: number };
-async function counted(campaignId: string, expected: Stats): Promise<void> {
-  const read = async () => {
-    const { body } = await call<Stats>(stack.gatewayUrl, `${SERVER_API}/campaigns/${campaignId}/stats`, { key: workspace.apiKey });
-    return { totalSent: body.totalSent, totalDelivered: body.totalDelivered, totalClicked: body.totalClicked };
-  };
-  await eventually('the campaign counted the reports', read, (stats) => JSON.stringify(stats) === JSON.stringify(expected));
-}
+const counted = (campaignId: string, expected: CampaignCounts) => campaignCounted(stack.gatewayUrl, workspace, campaignId, expected);
 
 let subscriberId = '';
 let endpoint = '';
