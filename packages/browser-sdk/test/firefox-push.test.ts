@@ -84,6 +84,14 @@ async function inChrome(context: string, expression: string): Promise<unknown> {
   return result.result?.value;
 }
 
+/** Sets one of Firefox's preferences from its main window (what about:config does). */
+async function setPreference(name: string, value: boolean): Promise<void> {
+  const { result } = await bidi('browsingContext.getTree', { 'moz:scope': 'chrome' });
+  const main = result.contexts?.find((entry) => entry.url === 'chrome://browser/content/browser.xhtml');
+  assert.ok(main, 'Firefox’s main window');
+  await inChrome(main.context, `Services.prefs.setBoolPref(${JSON.stringify(name)}, ${String(value)})`);
+}
+
 /** The notification window showing `title`. */
 async function notificationWindow(title: string): Promise<string> {
   const find = async () => {
@@ -255,6 +263,31 @@ test('Firefox: a click with no page of the site open opens the notification’s 
   await opened.close();
   await page.goto(`${site.origin}/`);
   await page.waitForFunction('window.herald !== undefined');
+});
+
+test('Firefox: a push sent while Firefox is away from its push service is accepted, kept, and shown once Firefox is back', async () => {
+  // dom.push.connection.enabled off: Firefox closes its connection to the push service.
+  await setPreference('dom.push.connection.enabled', false);
+  await eventually('Firefox disconnected', async () => harness.peer.connectedBrowsers(), (uaids) => uaids.length === 0);
+  const sent = await call<{ campaignId: string }>(stack.gatewayUrl, `${SERVER_API}/send`, {
+    method: 'POST',
+    key: workspace.apiKey,
+    body: { title: 'While away', body: 'Kept for you', externalIds: ['firefox-user-1'] },
+  });
+  const notificationId = sent.body.campaignId;
+  const stored = await eventually('accepted and stored', async () => harness.peer.browserMessages(endpoint), (list) => list.length === 3);
+  assert.deepEqual([stored[2]?.forwardedAt, stored[2]?.ackCode], [undefined, undefined]);
+  // Herald counts it delivered: the push service accepted it (201), as any push service would.
+  await eventually(
+    'the push accepted',
+    async () => (await call<{ counts: Record<string, number> }>(stack.gatewayUrl, `${SERVER_API}/notifications/${notificationId}`, { key: workspace.apiKey })).body.counts,
+    (counts) => counts['delivered'] === 1 && counts['pending'] === 0,
+  );
+  await setPreference('dom.push.connection.enabled', true);
+  const [, , kept] = await acknowledged(3);
+  assert.deepEqual([kept?.ackCode, kept?.nackCode], [100, undefined]);
+  await shown(notificationId);
+  await counted(notificationId, { totalSent: 1, totalDelivered: 1, totalClicked: 0 });
 });
 
 test('Firefox: the hosted subscribe page subscribes with its own worker and shows the subscribed state', async () => {

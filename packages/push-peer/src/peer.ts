@@ -188,6 +188,8 @@ export interface PushPeer {
   browserChannels(): BrowserChannel[];
   /** Pushes accepted for browser channels (for one endpoint, or all), with the browser's acks. */
   browserMessages(endpoint?: string): BrowserMessage[];
+  /** The UAIDs of the browsers connected to the WebSocket face now. */
+  connectedBrowsers(): string[];
   /** What browsers did against the WebSocket protocol (each closed their connection). */
   browserProtocolErrors(): string[];
   /** The next hello of every browser gets a new UAID (Firefox then renews every subscription). */
@@ -421,6 +423,10 @@ class Peer implements PushPeer {
 
   browserMessages(endpoint?: string): BrowserMessage[] {
     return this.browsers?.sent(endpoint) ?? [];
+  }
+
+  connectedBrowsers(): string[] {
+    return this.browsers?.connectedUaids() ?? [];
   }
 
   browserProtocolErrors(): string[] {

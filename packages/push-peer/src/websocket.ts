@@ -212,6 +212,11 @@ export class BrowserFace {
     }));
   }
 
+  /** The UAIDs of the browsers connected now (hello answered). */
+  connectedUaids(): string[] {
+    return [...this.connected.keys()];
+  }
+
   sent(endpoint?: string): BrowserMessage[] {
     return this.messages
       .map((message) => ({

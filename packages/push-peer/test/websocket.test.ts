@@ -47,12 +47,21 @@ class Browser {
     return this.next(count);
   }
   async next(count = this.received.length): Promise<Record<string, unknown>> {
-    while (this.received.length <= count) await new Promise((resolve) => setTimeout(resolve, 10));
+    await eventually(() => this.received.length > count);
     return this.received[count]!;
   }
   async close(): Promise<void> {
     this.socket.close();
     await once(this.socket, 'close');
+  }
+}
+
+/** Waits for `done`, at most 5 seconds. */
+async function eventually(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('not reached in 5 seconds');
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 
@@ -68,6 +77,7 @@ test('hello, register with the VAPID key, a push forwarded with its data and ack
   assert.deepEqual(Object.keys(hello).sort(), ['broadcasts', 'messageType', 'status', 'uaid', 'use_webpush']);
   const uaid = String(hello['uaid']);
   assert.match(uaid, /^[0-9a-f]{32}$/);
+  assert.deepEqual(peer.connectedBrowsers(), [uaid]);
   const channelID = randomUUID();
   const registered = await browser.request({ channelID, messageType: 'register', key: paddedKey });
   assert.equal(registered['status'], 200);
@@ -98,6 +108,7 @@ test('hello, register with the VAPID key, a push forwarded with its data and ack
 
   // Offline: accepted and stored; the next hello with the same UAID gets it.
   await browser.close();
+  await eventually(() => peer.connectedBrowsers().length === 0);
   assert.equal((await webpush.sendNotification({ endpoint, keys: own }, 'while away', { vapidDetails, agent, TTL: 60, contentEncoding: 'aes128gcm' })).statusCode, 201);
   assert.equal(peer.browserMessages(endpoint)[1]?.forwardedAt, undefined);
   const back = await Browser.open();
