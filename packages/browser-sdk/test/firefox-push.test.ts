@@ -14,8 +14,9 @@ import { artifactPath, browserPath, campaignCounted, startSiteWorkspace, type Ca
 // page's PushManager.subscribe registers a channel there and gets an endpoint on the peer's
 // HTTP/2 face, where Herald's delivery fleet posts exactly as to any push service. The peer checks
 // VAPID and the aes128gcm shape, then forwards the encrypted body to Firefox, which decrypts it and
-// wakes the site's worker; the peer counts a push delivered once Firefox acknowledges it.
-// Notifications are granted by the profile (permissions.default.desktop-notification = 1).
+// wakes the site's worker; the peer records Firefox's acknowledgement of each push. Notifications
+// are granted by the profile (permissions.default.desktop-notification = 1); they are clicked and
+// drawn in Firefox's own notification windows (below).
 
 let harness: SendingHarness;
 let stack: Stack;
@@ -45,6 +46,7 @@ before(async () => {
     extraPrefsFirefox: {
       'permissions.default.desktop-notification': 1,
       'dom.push.enabled': true,
+      // Off in a profile Firefox's remote agent prepares (subscribe then fails: "Push service disabled").
       'dom.push.connection.enabled': true,
       'dom.push.serverURL': harness.peer.webSocketUrl ?? '',
       // The peer's WebSocket face is plain ws:// on loopback.
