@@ -46,7 +46,8 @@ before(async () => {
     extraPrefsFirefox: {
       'permissions.default.desktop-notification': 1,
       'dom.push.enabled': true,
-      // Off in a profile Firefox's remote agent prepares (subscribe then fails: "Push service disabled").
+      // The remote agent's recommended preferences turn it off unless the profile sets it (subscribe
+      // then fails: "Push service disabled").
       'dom.push.connection.enabled': true,
       'dom.push.serverURL': harness.peer.webSocketUrl ?? '',
       // The peer's WebSocket face is plain ws:// on loopback.
