@@ -729,7 +729,16 @@ class Peer implements PushPeer {
     const fault = this.takeRule(id);
     if (fault) {
       if (attempt) attempt.fault = fault;
-      if (fault.delayMs !== undefined && fault.delayMs > 0) await sleep(fault.delayMs, undefined, { signal: this.closing.signal });
+      if (fault.delayMs !== undefined && fault.delayMs > 0) {
+        await sleep(fault.delayMs, undefined, { signal: this.closing.signal });
+        // A sender that went away while its push waited gave up on it: taken as never received,
+        // since the sender cannot know of it (what happens after a 201 it never read is its own risk).
+        if (ex.gone()) {
+          this.aborted++;
+          if (attempt) attempt.status = 'aborted';
+          return;
+        }
+      }
       if (fault.resetStream) {
         this.resets++;
         if (attempt) attempt.status = 'reset';
