@@ -271,8 +271,8 @@ test('DNS rebinding: a name public at creation and loopback at delivery gets no 
       async () =>
         (
           await db.query<{ attempt: number; status_code: number | null; error: string | null; status: string }>(
-            `SELECT a.attempt, a.status_code, a.error, m.status FROM decision.webhook_attempts a JOIN decision.webhook_messages m ON m.id = a.message_id WHERE m.url = $1 ORDER BY a.attempt`,
-            [callbackUrl],
+            `SELECT a.attempt, a.status_code, a.error, m.status FROM decision.webhook_attempts a JOIN decision.webhook_messages m ON m.id = a.message_id WHERE m.workspace_id = $1 AND m.url = $2 ORDER BY a.attempt`,
+            [rebinder.workspaceId, callbackUrl],
           )
         ).rows,
       (rows) => rows.length === 2 && rows.every((row) => row.status === 'failed'),

@@ -6,12 +6,12 @@ import { isIP } from 'node:net';
  * WEBHOOK_DNS_SERVERS points the outbound-webhook resolver at, so that a host name can resolve to a
  * private address without touching /etc/hosts or the network. It answers A and AAAA questions
  * from `zone` (NXDOMAIN for a name not in it, an empty answer for a type the name lacks) and
- * refuses anything else a resolver should never send it.
+ * counts anything else (another type, a malformed query) as a violation.
  */
 export interface DnsServer {
   /** `127.0.0.1:<port>`, as WEBHOOK_DNS_SERVERS takes it. */
   address: string;
-  /** Questions asked so far, `<name> <A|AAAA>`, in order. */
+  /** A and AAAA questions asked so far, `<name> <A|AAAA>`, in order, for names in the zone or not. */
   asked: string[];
   /** Protocol violations seen (a malformed query, an unexpected class or opcode). */
   violations: string[];
@@ -82,11 +82,12 @@ export async function startDnsServer(zone: Record<string, DnsAnswer>): Promise<D
     const klass = query.readUInt16BE(question.end + 2);
     if (klass !== CLASS_IN) return void violations.push(`class ${klass}`);
     const entry = zone[question.name];
+    if (type !== TYPE_A && type !== TYPE_AAAA) violations.push(`a type ${type} question for ${question.name}`);
+    else asked.push(`${question.name} ${type === TYPE_A ? 'A' : 'AAAA'}`);
     let rcode = 0;
     let records: Buffer[] = [];
     if (entry === undefined) rcode = 3; // NXDOMAIN
     else if (type === TYPE_A || type === TYPE_AAAA) {
-      asked.push(`${question.name} ${type === TYPE_A ? 'A' : 'AAAA'}`);
       const seen = (counts.get(`${question.name} ${type}`) ?? 0) + 1;
       counts.set(`${question.name} ${type}`, seen);
       const addresses = typeof entry === 'function' ? entry(seen) : entry;

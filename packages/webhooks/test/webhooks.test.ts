@@ -241,7 +241,7 @@ test('WEBHOOK_DNS_SERVERS: host names resolved by those servers alone (A and AAA
   // A name the servers do not know does not resolve, whatever the system's resolver would say; localhost is loopback without asking (RFC 6761).
   await assert.rejects(assertWebhookUrl('https://unknown.hooks.test/hook', 'callbackUrl', { allowPrivateAddresses: true, dnsServers: [dns.address] }), /does not resolve/);
   await assert.rejects(assertWebhookUrl('https://app.localhost/hook', 'callbackUrl', { allowPrivateAddresses: false, dnsServers: [dns.address] }), /must resolve to public addresses only/);
-  assert.equal(dns.asked.length, 6);
+  assert.deepEqual(dns.asked.slice(4).sort(), ['unknown.hooks.test A', 'unknown.hooks.test AAAA']);
 });
 
 test('an attempt that outlasts the timeout is abandoned and retried', async (t) => {
