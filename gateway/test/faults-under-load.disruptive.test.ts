@@ -7,9 +7,9 @@ import { FAULTS, formatFaultTable, runFaultDrill } from '@herald/testkit';
 // The fault drill of `npm run faults` in short form: a small steady load (sends and campaigns to a
 // known audience through the strict push peer, engagement reports, questions with waiters and
 // answers, subscriptions that start runs of a welcome flow) while a delivery worker, the campaign
-// service, the flow service and a gateway are killed with SIGKILL,
-// PostgreSQL, Kafka and Redis are stopped and started, and the push service answers 429, 503 and
-// resets its streams, each for two seconds. Then every record is reconciled: nothing lost, nothing
+// service, the flow service and a gateway are killed with SIGKILL, PostgreSQL, Kafka and Redis are
+// stopped and started, and the push service answers 429, 503 and resets its streams, each for two
+// seconds. Then every record is reconciled: nothing lost, nothing
 // doubled, and the API answered nothing but 2xx, the 409s of a retried request, or 503
 // `unavailable` within its deadline. It stops the shared servers, so scripts/test.sh runs it alone,
 // after every other test file (*.disruptive.test.js).
@@ -29,9 +29,11 @@ test('faults one after another under load: for each, zero lost, zero duplicated,
     log: (line) => console.log(`# +${((Date.now() - started) / 1_000).toFixed(1)}s ${line}`),
   });
   console.log(formatFaultTable(report).replace(/^/gm, '# '));
+  // A fault Herald did not recover from ends the drill there: its problems say which and why.
   assert.deepEqual(
     report.rows.map((row) => row.fault),
     [...FAULTS, 'none'],
+    report.problems.join('\n'),
   );
   for (const row of report.rows) {
     assert.deepEqual([row.fault, row.lost, row.duplicated], [row.fault, 0, 0], `${row.fault}: lost or duplicated:\n${row.problems.join('\n')}`);
