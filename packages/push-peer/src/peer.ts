@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
@@ -345,6 +346,8 @@ class Peer implements PushPeer {
   private defaultRules: QueuedRule[] = [];
 
   constructor(options: PushPeerOptions) {
+    // Every push a delayMs rule holds listens on it: as many at once as the rule holds, not a leak.
+    setMaxListeners(0, this.closing.signal);
     this.options = options;
     this.mode = options.mode ?? 'verify';
     if (this.mode !== 'verify' && this.mode !== 'count') throw new TypeError(`mode must be "verify" or "count", got ${String(this.mode)}`);
@@ -780,7 +783,16 @@ class Peer implements PushPeer {
     const fault = this.takeRule(id);
     if (fault) {
       if (attempt) attempt.fault = fault;
-      if (fault.delayMs !== undefined && fault.delayMs > 0) await sleep(fault.delayMs, undefined, { signal: this.closing.signal });
+      if (fault.delayMs !== undefined && fault.delayMs > 0) {
+        await sleep(fault.delayMs, undefined, { signal: this.closing.signal });
+        // A sender that went away while its push waited gave up on it: taken as never received,
+        // since the sender cannot know of it (what happens after a 201 it never read is its own risk).
+        if (ex.gone()) {
+          this.aborted++;
+          if (attempt) attempt.status = 'aborted';
+          return;
+        }
+      }
       if (fault.resetStream) {
         this.resets++;
         if (attempt) attempt.status = 'reset';
