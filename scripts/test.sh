@@ -24,7 +24,7 @@ mapfile -t files < <(find proto packages services gateway charts loadtest -path 
 mapfile -t disruptive < <(find proto packages services gateway charts loadtest -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.disruptive.test.js' -print | sort)
 echo "==> ${#files[@]} test files, then ${#disruptive[@]} disruptive"
 # A hung test fails by name after TEST_TIMEOUT_MS instead of holding up the whole run.
-node --test --test-concurrency="${TEST_CONCURRENCY:-4}" --test-timeout="${TEST_TIMEOUT_MS:-240000}" --test-reporter=spec "$@" "${files[@]}"
+node --test --test-concurrency="${TEST_CONCURRENCY:-4}" --test-timeout="${TEST_TIMEOUT_MS:-420000}" --test-reporter=spec "$@" "${files[@]}"
 if ((${#disruptive[@]} > 0)); then
   echo "==> disruptive tests, alone"
   # --test-force-exit: a Kafka client that lived through a broker restart may keep a socket open

@@ -15,7 +15,7 @@ import { call, createWorkspace, repoRoot, SERVER_API, startStack, type Stack, ty
 const schemathesis = join(repoRoot, '.local/venv/bin/schemathesis');
 const setup = join(repoRoot, 'gateway/test/schemathesis');
 /** The run stops after this long: a hung run fails instead of holding the suite. */
-const BUDGET_MS = 180_000;
+const BUDGET_MS = 300_000;
 
 let stack: Stack;
 before(async () => {

@@ -334,8 +334,12 @@ test('Firefox: a push service that answers hello with a new UAID makes Firefox f
     ['dropped', 'dropped', 'registered', 'registered'],
   );
   assert.ok(renewed.every((channel) => channel.uaid !== before[0]?.uaid && channel.applicationServerKey === vapidPublicKey));
-  const current = (await page.evaluate('navigator.serviceWorker.ready.then((r) => r.pushManager.getSubscription()).then((s) => s && s.endpoint)')) as string;
-  assert.ok(renewed.some((channel) => channel.endpoint === current), 'the site’s worker holds one of the new endpoints');
+  // Firefox records the new subscription a moment after the peer answered its register.
+  const current = await eventually(
+    'the site’s worker holds one of the new endpoints',
+    async () => (await page.evaluate("navigator.serviceWorker.ready.then((r) => r.pushManager.getSubscription()).then((s) => (s && s.endpoint) || '')")) as string,
+    (held) => renewed.some((channel) => channel.endpoint === held),
+  );
   // Both subscribers moved (kept their ids: subscription-change updates them in place).
   await eventually(
     'both subscribers moved',
