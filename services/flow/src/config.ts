@@ -20,6 +20,10 @@ export function readConfig(env: Env) {
     runLeaseMs: env.integer('FLOW_RUN_LEASE_MS', 30_000, { min: 1_000, max: 600_000 }),
     /** Runs in work at once in this process (across its batches). */
     runConcurrency: env.integer('FLOW_RUN_CONCURRENCY', 2_000, { min: 1, max: 20_000 }),
+    /** Finished runs (completed, exited, cancelled, failed) are deleted this many days after they finished. */
+    runRetentionDays: env.integer('FLOW_RUN_RETENTION_DAYS', 30, { min: 1, max: 3_650 }),
+    /** How often the run loop looks for finished runs past the retention. */
+    runPruneEveryMs: env.integer('FLOW_RUN_PRUNE_EVERY_MS', 60_000, { min: 100, max: 86_400_000 }),
   };
 }
 

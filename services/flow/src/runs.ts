@@ -5,7 +5,7 @@ import type { Logger } from '@herald/logging';
 import type { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { histogram } from '@herald/telemetry';
-import { startWorkLoop, type WorkLoop } from '@herald/workloop';
+import { retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
 
 import { delayMs, type Step } from './steps.js';
 import * as store from './store.js';
@@ -16,6 +16,9 @@ const SENDS_PER_BATCH = 32;
 const FACTS_TTL_MS = 5_000;
 /** Entries a cache keeps before it starts over (versions and allowances are cheap to read again). */
 const CACHE_LIMIT = 10_000;
+/** Finished runs deleted per statement, and how long one pruning may hold up the loop's claims. */
+const PRUNE_BATCH = 2_000;
+const PRUNE_BUDGET_MS = 1_000;
 
 /** Starts a full cache over, so a long-lived process does not keep every flow version it ever ran. */
 function remember<V>(cache: Map<string, V>, key: string, value: V): V {
@@ -50,7 +53,9 @@ class RunEnded extends Error {
  * meanwhile is left as it is, and a run whose process died is worked again after the lease: its
  * sends carry an idempotency key per (run, step), so working it again never sends twice.
  */
-export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number; batchSize: number; concurrency: number }): WorkLoop {
+export function startRunLoop(
+  deps: RunDeps & { pollMs?: number; leaseMs: number; batchSize: number; concurrency: number; retentionDays: number; pruneEveryMs: number },
+): WorkLoop {
   const { pool, logger, campaign, account } = deps;
   // Versions never change once written: each is read once per process.
   const versions = new Map<string, Promise<Step[] | undefined>>();
@@ -137,6 +142,8 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
   async function work(runs: store.ClaimedRun[], token: string): Promise<void> {
     const now = Date.now();
     for (const run of runs) if (run.due_at) lateness.record(Math.max(0, now - run.due_at.getTime()));
+    // A claim's rows come back in no particular order: the earliest due is worked first.
+    runs.sort((a, b) => (a.due_at?.getTime() ?? 0) - (b.due_at?.getTime() ?? 0));
     const outcomes: store.RunOutcome[] = [];
     let failed: unknown;
     // A few runs at a time, each taking the next as it finishes: most steps are timers (no I/O);
@@ -153,7 +160,8 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
     };
     await Promise.all(Array.from({ length: Math.min(SENDS_PER_BATCH, runs.length) }, worker));
     // What could be worked is recorded; a run that failed stays claimed and is retried after the lease.
-    await store.recordOutcomes(pool, token, outcomes);
+    // Sends made before PostgreSQL went away are recorded once it is back, not replayed after the lease.
+    await retryWhileUnreachable(() => store.recordOutcomes(pool, token, outcomes), deps.leaseMs);
     if (failed) throw failed;
   }
 
@@ -168,5 +176,17 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
     concurrency: deps.concurrency,
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
     work,
+    housekeeping: {
+      everyMs: deps.pruneEveryMs,
+      // Finished runs past the retention, a batch at a time; what is left over goes next time.
+      run: async () => {
+        const until = Date.now() + PRUNE_BUDGET_MS;
+        let pruned = 0;
+        for (let deleted = PRUNE_BATCH; deleted === PRUNE_BATCH && Date.now() < until; pruned += deleted) {
+          deleted = await store.pruneRuns(pool, deps.retentionDays, PRUNE_BATCH);
+        }
+        if (pruned > 0) logger.info({ pruned, retentionDays: deps.retentionDays }, 'finished flow runs past the retention deleted');
+      },
+    },
   });
 }
