@@ -5,6 +5,9 @@
 // first BENCH_IDLE subscriptions one at a time on an otherwise idle stack, then a burst of
 // BENCH_BURST subscriptions (BENCH_CONCURRENCY requests in flight). Path: gateway -> audience
 // (outbox) -> Kafka -> flow service -> campaign service (Send) -> Kafka -> delivery fleet -> peer.
+// The burst's time is split from the databases: subscription written -> run started (audience
+// outbox relay, Kafka, the flow trigger consumer), run started -> notification queued (the run
+// loop and CampaignService.Send), notification queued -> push accepted (fan-out, delivery, peer).
 //
 //   npm run bench:flow-trigger          (infra must be up, or this runs `deploy/infra.sh up`)
 //
@@ -14,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { startPushPeer } from '@herald/push-peer';
-import { call, createKafkaNamespace, createWorkspace, infrastructureEnv, SERVER_API } from '@herald/testkit';
+import { call, connectDatabase, createKafkaNamespace, createWorkspace, infrastructureEnv, SERVER_API } from '@herald/testkit';
 
 import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
 import { percentile } from './lib/load.js';
@@ -120,5 +123,32 @@ await runBench(async () => {
   console.log(
     `burst: subscribed in ${(subscribedIn / 1_000).toFixed(1)} s, the last welcome push ${((lastArrival - burstStarted) / 1_000).toFixed(1)} s after the burst began; ${pushes} pushes for ${burst.length} subscribers`,
   );
+  const stages = await burstStages(infra.DATABASE_URL ?? '', workspace.workspaceId, burst.map(({ endpoint }) => ({ endpoint, at: peer.received(endpoint)[0]?.at ?? 0 })));
+  for (const [label, sorted] of stages) report(label, sorted);
   return pushes === burst.length ? 0 : 1;
 }, DRAIN_MS + 600_000);
+
+/** Each burst subscriber's time in the three legs of the path, from the rows the services wrote (ascending per leg). */
+async function burstStages(databaseUrl: string, workspaceId: string, arrivals: Array<{ endpoint: string; at: number }>): Promise<Array<[string, number[]]>> {
+  const db = await connectDatabase(databaseUrl);
+  try {
+    const { rows } = await db.query<{ to_run: number; to_queued: number; to_push: number }>(
+      `SELECT extract(epoch FROM r.created_at - s.created_at)::float8 * 1000 AS to_run,
+              extract(epoch FROM n.created_at - r.created_at)::float8 * 1000 AS to_queued,
+              a.at - extract(epoch FROM n.created_at)::float8 * 1000 AS to_push
+         FROM unnest($2::text[], $3::float8[]) AS a(endpoint, at)
+         JOIN audience.subscribers s ON s.workspace_id = $1 AND s.endpoint = a.endpoint
+         JOIN flow.flow_runs r ON r.workspace_id = $1 AND r.subscriber_id = s.id
+         JOIN campaign.notifications n ON n.id = r.notification_ids[1]`,
+      [workspaceId, arrivals.map((arrival) => arrival.endpoint), arrivals.map((arrival) => arrival.at)],
+    );
+    const leg = (pick: (row: { to_run: number; to_queued: number; to_push: number }) => number): number[] => rows.map(pick).sort((a, b) => a - b);
+    return [
+      ['  subscribed -> run started', leg((row) => row.to_run)],
+      ['  run started -> queued', leg((row) => row.to_queued)],
+      ['  queued -> push accepted', leg((row) => row.to_push)],
+    ];
+  } finally {
+    await db.end();
+  }
+}
