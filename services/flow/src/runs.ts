@@ -5,7 +5,7 @@ import type { Logger } from '@herald/logging';
 import type { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { histogram } from '@herald/telemetry';
-import { retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
+import { backoffMs, retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
 
 import { delayMs, type Step } from './steps.js';
 import * as store from './store.js';
@@ -18,6 +18,10 @@ const FACTS_TTL_MS = 5_000;
 const CACHE_LIMIT = 10_000;
 /** Finished runs deleted per statement, and how long one pruning may hold up the loop's claims. */
 const PRUNE_BATCH = 2_000;
+/** A send that failed for now (an error, a deadline) is tried again 2.5 to 5 s later. */
+const SEND_RETRY = { baseMs: 5_000, capMs: 5_000 };
+/** How long a worked run's outcome may wait to be recorded with others of its batch. */
+const RECORD_EVERY_MS = 200;
 const PRUNE_BUDGET_MS = 1_000;
 
 /** Starts a full cache over, so a long-lived process does not keep every flow version it ever ran. */
@@ -49,7 +53,7 @@ class RunEnded extends Error {
 /**
  * The runs, on the shared work loop: a claimed run executes its steps from where it stands until it
  * parks on a delay (waiting, due after the delay) or ends (exit, past the last step, or refused).
- * A batch's outcomes are recorded in one statement under the claim, so a run cancelled or deleted
+ * A batch's outcomes are recorded together under the claim, so a run cancelled or deleted
  * meanwhile is left as it is, and a run whose process died is worked again after the lease: its
  * sends carry an idempotency key per (run, step), so working it again never sends twice.
  */
@@ -130,7 +134,15 @@ export function startRunLoop(
         const step = steps[index] as Step;
         if (step.stepType === 'exit') return outcome('exited', index, null, null);
         if (step.stepType === 'delay') return outcome('waiting', index + 1, new Date(Date.now() + delayMs(step)), null);
-        notificationIds.push(await send(run, index, step));
+        try {
+          notificationIds.push(await send(run, index, step));
+        } catch (err) {
+          if (err instanceof RunEnded) throw err;
+          // The campaign service is slow or away: this step again in a few seconds (its idempotency
+          // key replays a send that did happen), not when the whole batch's lease ends.
+          logger.warn({ err, runId: run.id, step: index }, 'flow send failed; the step is tried again shortly');
+          return outcome('running', index, new Date(Date.now() + backoffMs(1, SEND_RETRY)), null);
+        }
       }
       return outcome('completed', steps.length, null, null);
     } catch (err) {
@@ -144,15 +156,38 @@ export function startRunLoop(
     for (const run of runs) if (run.due_at) lateness.record(Math.max(0, now - run.due_at.getTime()));
     // A claim's rows come back in no particular order: the earliest due is worked first.
     runs.sort((a, b) => (a.due_at?.getTime() ?? 0) - (b.due_at?.getTime() ?? 0));
-    const outcomes: store.RunOutcome[] = [];
     let failed: unknown;
-    // A few runs at a time, each taking the next as it finishes: most steps are timers (no I/O);
-    // sends wait on the campaign service.
+    // Outcomes are recorded in groups: all at once for a batch of timers (no I/O, done in
+    // milliseconds), every RECORD_EVERY_MS while sends are slow, so a run is released (and shown
+    // in GET /runs) soon after its sends rather than after the whole batch's.
+    let pending: store.RunOutcome[] = [];
+    let recording = Promise.resolve();
+    let flushTimer: NodeJS.Timeout | undefined;
+    const flush = (): Promise<void> => {
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+      const outcomes = pending;
+      pending = [];
+      // Sends made before PostgreSQL went away are recorded once it is back, not replayed after the lease.
+      if (outcomes.length > 0) recording = recording.then(() => retryWhileUnreachable(() => store.recordOutcomes(pool, token, outcomes), deps.leaseMs).then(() => undefined));
+      return recording;
+    };
+    // A batch of sends can outlast its lease: the runs not worked yet keep their claim, so no
+    // other claim works them meanwhile (their sends would be replayed, not repeated, but twice the work).
+    const ids = runs.map((run) => run.id);
+    let renewedAt = now;
+    let renewing: Promise<unknown> = Promise.resolve();
     let next = 0;
     const worker = async (): Promise<void> => {
       for (let run = runs[next++]; run !== undefined; run = runs[next++]) {
+        if (Date.now() - renewedAt > deps.leaseMs / 3) {
+          renewedAt = Date.now();
+          // Every run of the batch: those recorded already are no longer this claim's, so unchanged.
+          renewing = store.extendClaim(pool, token, ids, deps.leaseMs).catch((err: unknown) => (failed ??= err));
+        }
         try {
-          outcomes.push(await advance(run));
+          pending.push(await advance(run));
+          flushTimer ??= setTimeout(() => void flush().catch((err: unknown) => (failed ??= err)), RECORD_EVERY_MS);
         } catch (err) {
           failed ??= err;
         }
@@ -160,8 +195,8 @@ export function startRunLoop(
     };
     await Promise.all(Array.from({ length: Math.min(SENDS_PER_BATCH, runs.length) }, worker));
     // What could be worked is recorded; a run that failed stays claimed and is retried after the lease.
-    // Sends made before PostgreSQL went away are recorded once it is back, not replayed after the lease.
-    await retryWhileUnreachable(() => store.recordOutcomes(pool, token, outcomes), deps.leaseMs);
+    await renewing;
+    await flush();
     if (failed) throw failed;
   }
 

@@ -242,6 +242,11 @@ export async function recordOutcomes(db: Queryable, token: string, outcomes: Run
   return rowCount ?? 0;
 }
 
+/** Extends the lease of these runs while this claim still holds them (a batch still being worked). */
+export async function extendClaim(db: Queryable, token: string, ids: string[], leaseMs: number): Promise<void> {
+  await db.query(`UPDATE flow_runs SET leased_until = clock_timestamp() + $3 * interval '1 millisecond' WHERE id = ANY($2) AND claim = $1`, [token, ids, leaseMs]);
+}
+
 /**
  * Deletes up to `limit` runs that finished more than `retentionDays` ago, oldest first (runs in
  * flight are never touched: only a final state sets finished_at). A flow's executionCount is its
