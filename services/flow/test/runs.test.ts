@@ -206,6 +206,25 @@ test('a kill -9 of the flow service mid-delay: the timer fires once after the re
   assert.equal((await flowOf(audience, flow.id)).executionCount, 1);
 });
 
+test('the campaign service away when a timer fires: the send is tried again every few seconds and made once it is back', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [delay(1), send('Once it is back')]);
+  const subscriber = await subscribe(audience);
+  await runWhen(audience, flow.id, 'the run waiting', (run) => run.state === 'waiting');
+  const campaign = harness.stack.services.find((running) => running.output().includes('campaign service serving') && running.child.exitCode === null);
+  assert.ok(campaign);
+  campaign.child.kill('SIGKILL');
+  await campaign.exited;
+  // The timer fires with the campaign service away: the step waits to be tried again, not for the lease.
+  const retrying = await runWhen(audience, flow.id, 'the send to be tried again', (run) => run.state === 'running' && run.nextWakeUpAt !== null);
+  assert.deepEqual([retrying.currentStep, retrying.notificationIds], [1, []]);
+  await harness.stack.startService('campaign', {}, { replacing: true });
+  const run = await runWhen(audience, flow.id, 'the run completed', (found) => found.state === 'completed', 30_000);
+  assert.equal(run.notificationIds.length, 1);
+  await eventually('the push', async () => titlesTo(subscriber), (titles) => titles.length === 1);
+  assert.deepEqual(titlesTo(subscriber), ['Once it is back']);
+});
+
 test('a click-triggered flow limited to one campaign runs for clicks on that campaign only', async () => {
   const audience = await seedAudience(harness, 1);
   const [subscriber] = audience.subscribers as [Subscribed];
