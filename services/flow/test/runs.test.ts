@@ -26,6 +26,14 @@ async function runWhen(audience: Audience, flowId: string, what: string, done: (
   return runs[0] as RunRecord;
 }
 
+/** SIGKILLs the stack's running instance of a service (a replacement is started on its port with startService). */
+async function kill(service: string): Promise<void> {
+  const running = harness.stack.services.find((process) => process.output().includes(`${service} service serving`) && process.child.exitCode === null && process.child.signalCode === null);
+  assert.ok(running, `no ${service} service running`);
+  running.child.kill('SIGKILL');
+  await running.exited;
+}
+
 /** A workspace with no subscriber yet: its flows are made before anyone subscribes. */
 const emptyAudience = () => seedAudience(harness, 0);
 const subscribe = (audience: Audience, externalId = 'user-1') => subscribeBrowser(harness, audience, { externalId, tags: [] });
@@ -194,10 +202,7 @@ test('a kill -9 of the flow service mid-delay: the timer fires once after the re
   const flow = await activeFlow(audience, [delay(2), send('After the restart')]);
   const subscriber = await subscribe(audience);
   await runWhen(audience, flow.id, 'the run waiting', (run) => run.state === 'waiting');
-  const service = harness.stack.services.find((running) => running.output().includes('flow service serving') && running.child.exitCode === null);
-  assert.ok(service);
-  service.child.kill('SIGKILL');
-  await service.exited;
+  await kill('flow');
   await harness.stack.startService('flow', { FLOW_RUN_POLL_MS: '100', FLOW_RUN_PRUNE_EVERY_MS: '200' }, { replacing: true });
   const run = await runWhen(audience, flow.id, 'the run completed', (found) => found.state === 'completed', 30_000);
   assert.equal(run.notificationIds.length, 1);
@@ -211,10 +216,7 @@ test('the campaign service away when a timer fires: the send is tried again ever
   const flow = await activeFlow(audience, [delay(1), send('Once it is back')]);
   const subscriber = await subscribe(audience);
   await runWhen(audience, flow.id, 'the run waiting', (run) => run.state === 'waiting');
-  const campaign = harness.stack.services.find((running) => running.output().includes('campaign service serving') && running.child.exitCode === null);
-  assert.ok(campaign);
-  campaign.child.kill('SIGKILL');
-  await campaign.exited;
+  await kill('campaign');
   // The timer fires with the campaign service away: the step waits to be tried again, not for the lease.
   const retrying = await runWhen(audience, flow.id, 'the send to be tried again', (run) => run.state === 'running' && run.nextWakeUpAt !== null);
   assert.deepEqual([retrying.currentStep, retrying.notificationIds], [1, []]);
