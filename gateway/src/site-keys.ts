@@ -174,6 +174,15 @@ export interface SiteKeyOptions {
 
 const bearerToken = /^Bearer\s+(\S+)$/i;
 
+/**
+ * Browsers send no Origin with a same-origin GET, so the hosted page's GET /api/v1/sdk-config
+ * arrives without one; its Fetch metadata (Sec-Fetch-Site, which pages cannot set) says it came
+ * from a page of the origin it was sent to. Sent to Herald's own origin, that is the hosted page.
+ */
+function hostedPageOrigin(request: FastifyRequest, hostedOrigin: string): string | undefined {
+  return request.headers['sec-fetch-site'] === 'same-origin' && request.headers.host === new URL(hostedOrigin).host ? hostedOrigin : undefined;
+}
+
 export function siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSites, upgradeUrl, hostedOrigin }: SiteKeyOptions) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const access = request.routeOptions.config.access;
@@ -193,7 +202,7 @@ export function siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSite
     const site = await resolveSite(token);
     await enforceRateLimit(limiter, reply, `site:${parsed.id}`, site.plan?.rateLimitPerMinute ?? 0);
     assertActivePlan(site.plan, upgradeUrl);
-    const origin = assertOrigin(request.headers.origin, site.domain, allowLocalhostSites, hostedOrigin);
+    const origin = assertOrigin(request.headers.origin ?? hostedPageOrigin(request, hostedOrigin), site.domain, allowLocalhostSites, hostedOrigin);
     request.site = { workspaceId: site.workspaceId, siteId: site.siteId, origin };
   };
 }

@@ -3,27 +3,71 @@ import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 
-import { call, connectDatabase, createKey, createWorkspace, errorBody, pushSubscription, SERVER_API, startStack, type ApiResponse, type Stack, type TestWorkspace } from '@herald/testkit';
+import {
+  call,
+  connectDatabase,
+  createKey,
+  createWorkspace,
+  errorBody,
+  eventually,
+  pushSubscription,
+  SERVER_API,
+  startDnsServer,
+  startStack,
+  type ApiResponse,
+  type DnsServer,
+  type Stack,
+  type TestWorkspace,
+} from '@herald/testkit';
 
 // Bad input beyond what the OpenAPI fuzzer sends: bodies too large or nested too deep, bytes that
 // are not UTF-8, header floods and huge query strings, keys that are almost right, forged answer
-// tokens, callback URLs that reach private addresses. Each is a 4xx in the error shape within its
+// tokens, callback URLs that reach private addresses (by literal, by a name that resolves to one,
+// by a name that resolves to one only once the URL was accepted). Each is a 4xx in the error shape within its
 // time-out; no question is written; the gateway's memory stays flat. The count of inputs per
 // class is printed (issue #12, section 3).
 
 let stack: Stack;
 let asker: TestWorkspace;
 let partner: TestWorkspace;
+let dns: DnsServer;
 const tried = new Map<string, number>();
 
+/** A public address (example.com's) for names that must pass the check. */
+const PUBLIC_ADDRESS = '93.184.216.34';
+/** Names the webhook resolver learns from the test's own DNS server (WEBHOOK_DNS_SERVERS): no /etc/hosts, no network. */
+const PRIVATE_NAMES: Record<string, string[]> = {
+  'loopback.hooks.test': ['127.0.0.1'],
+  'loopback6.hooks.test': ['::1'],
+  'mapped.hooks.test': ['::ffff:7f00:1'],
+  'private.hooks.test': ['10.20.30.40'],
+  'metadata.hooks.test': ['169.254.169.254'],
+  // One public address among them is not enough: a client may be handed any of them.
+  'mixed.hooks.test': [PUBLIC_ADDRESS, '127.0.0.1'],
+  'mixed6.hooks.test': [PUBLIC_ADDRESS, 'fd00::1'],
+};
+
 before(async () => {
+  dns = await startDnsServer({
+    ...PRIVATE_NAMES,
+    // DNS rebinding: public while the URL is checked at creation, loopback when the answer webhook goes out.
+    'rebind.hooks.test': (asked) => (asked === 1 ? [PUBLIC_ADDRESS] : ['127.0.0.1']),
+  });
   // Every service: each tenant-owned resource behind a path parameter is made below.
-  stack = await startStack({ policy: true, decisions: true, sending: true, services: ['flow'], gatewayEnv: { ALLOW_ANY_PUSH_SERVICE: 'true' } });
+  stack = await startStack({
+    policy: true,
+    decisions: true,
+    sending: true,
+    services: ['flow'],
+    gatewayEnv: { ALLOW_ANY_PUSH_SERVICE: 'true' },
+    env: { WEBHOOK_DNS_SERVERS: dns.address, WEBHOOK_RETRY_BASE_MS: '100', WEBHOOK_RETRY_CAP_MS: '200', WEBHOOK_MAX_ATTEMPTS: '2' },
+  });
   [asker, partner] = await Promise.all([createWorkspace('growth'), createWorkspace('partner')]);
 });
 after(async () => {
   process.stdout.write(`bad inputs tried per class: ${JSON.stringify(Object.fromEntries(tried))}\n`);
   await stack.stop();
+  await dns.close();
 });
 
 const TIMEOUT_MS = 10_000;
@@ -178,9 +222,10 @@ test('callback URLs that reach private addresses are refused, by literal and by 
     'https://[::1]/hook',
     'https://[::ffff:127.0.0.1]/hook',
     'https://[fd00::1]/hook',
-    // Names that resolve to loopback here.
+    // Loopback by name (RFC 6761), whatever a resolver says.
     'https://localhost/hook',
     'https://foo.localhost/hook',
+    'https://LOCALHOST./hook',
   ];
   for (const callbackUrl of urls) {
     const response = await send('private callback URL', `${SERVER_API}/ask`, { key: asker.apiKey, body: { question: 'Call me back?', wait: false, callbackUrl } });
@@ -192,6 +237,54 @@ test('callback URLs that reach private addresses are refused, by literal and by 
       callbackUrl,
     );
   }
+});
+
+test('callback URLs whose host name resolves to a private address are refused at creation, naming the field', async () => {
+  for (const name of Object.keys(PRIVATE_NAMES)) {
+    const callbackUrl = `https://${name}/hook`;
+    const response = await send('callback URL named to a private address', `${SERVER_API}/ask`, { key: asker.apiKey, body: { question: 'Call me back?', wait: false, callbackUrl } });
+    assert.deepEqual(
+      [response.status, ((response.body as { fields?: Array<{ field: string; problem: string }> }).fields ?? []).map((field) => [field.field, field.problem])],
+      [400, [['callbackUrl', 'must resolve to public addresses only (not private, loopback, link-local, CGNAT, multicast or unspecified)']]],
+      callbackUrl,
+    );
+    // Refused on what the resolver answered for that name (both families asked), not on its spelling.
+    assert.deepEqual(dns.asked.filter((question) => question.startsWith(`${name} `)).sort(), [`${name} A`, `${name} AAAA`], name);
+  }
+  assert.deepEqual(dns.violations, []);
+});
+
+test('DNS rebinding: a name public at creation and loopback at delivery gets no webhook: resolved again and refused before connecting', async () => {
+  // A tenant of its own: the last test counts the asker's questions.
+  const rebinder = await createWorkspace('growth');
+  const callbackUrl = 'https://rebind.hooks.test/hook';
+  const created = await send('callback URL rebound to a private address', `${SERVER_API}/ask`, { key: rebinder.apiKey, body: { question: 'Rebind me?', wait: false, callbackUrl } });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const liveUrl = (created.body as { liveUrl: string }).liveUrl;
+  const answered = await call(stack.gatewayUrl, `/api/v1/answer/${liveUrl.slice(liveUrl.indexOf('/a/') + 3)}`, { method: 'POST', body: { answer: 'yes' } });
+  assert.equal(answered.status, 200, JSON.stringify(answered.body));
+  const db = await connectDatabase();
+  try {
+    // WEBHOOK_MAX_ATTEMPTS is 2 here: both attempts resolve the name again, and both are refused.
+    const attempts = await eventually(
+      'the answer webhook given up',
+      async () =>
+        (
+          await db.query<{ attempt: number; status_code: number | null; error: string | null; status: string }>(
+            `SELECT a.attempt, a.status_code, a.error, m.status FROM decision.webhook_attempts a JOIN decision.webhook_messages m ON m.id = a.message_id WHERE m.workspace_id = $1 AND m.url = $2 ORDER BY a.attempt`,
+            [rebinder.workspaceId, callbackUrl],
+          )
+        ).rows,
+      (rows) => rows.length === 2 && rows.every((row) => row.status === 'failed'),
+    );
+    assert.deepEqual(
+      attempts.map((row) => [row.attempt, row.status_code, row.error]),
+      [1, 2].map((attempt) => [attempt, null, 'refused: Invalid request body: url must resolve to public addresses only (not private, loopback, link-local, CGNAT, multicast or unspecified).']),
+    );
+  } finally {
+    await db.end();
+  }
+  assert.deepEqual(dns.asked.filter((question) => question === 'rebind.hooks.test A'), ['rebind.hooks.test A', 'rebind.hooks.test A', 'rebind.hooks.test A']);
 });
 
 test('a slow-loris client trickling header lines is cut off with 408 once HEADERS_TIMEOUT_MS is over', async () => {

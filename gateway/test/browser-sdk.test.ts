@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 
@@ -151,6 +152,22 @@ test('GET /api/v1/sdk-config gives the site’s VAPID key to its own pages and t
     assert.equal(response.status, 200, origin);
     assert.deepEqual(response.body, { vapidPublicKey: site.body.vapidPublicKey });
     assert.equal(response.headers.get('access-control-allow-origin'), origin);
+  }
+  // The hosted page's own GET carries no Origin (same-origin), only its Fetch metadata (sent with
+  // node:http: fetch will not send another Host).
+  const withoutOrigin = (headers: Record<string, string>) =>
+    new Promise<{ status: number; body: { message?: string; vapidPublicKey?: string } }>((resolve, reject) => {
+      httpGet(`${stack.gatewayUrl}/api/v1/sdk-config`, { headers: { authorization: `Bearer ${workspace.siteKey}`, ...headers } }, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as { message?: string } }));
+      }).on('error', reject);
+    });
+  assert.deepEqual(await withoutOrigin({ host: 'localhost:8080', 'sec-fetch-site': 'same-origin' }), { status: 200, body: { vapidPublicKey: site.body.vapidPublicKey } });
+  for (const headers of [{ host: 'other.test', 'sec-fetch-site': 'same-origin' } as Record<string, string>, { host: 'localhost:8080', 'sec-fetch-site': 'cross-site' }, { host: 'localhost:8080' }]) {
+    const refused = await withoutOrigin(headers);
+    assert.equal(refused.status, 403, JSON.stringify(headers));
+    assert.equal(refused.body.message, "The Origin header is missing: the site key works only from pages on the site's registered domain (example.test).");
   }
   const elsewhere = await call(stack.gatewayUrl, '/api/v1/sdk-config', { key: workspace.siteKey, headers: { origin: 'https://other.test' } });
   assert.equal(elsewhere.status, 403);

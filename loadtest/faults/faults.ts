@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Faults under load, reconciled: a steady small load against a local Herald this script starts
 // (sends and campaigns to a known audience through the strict push peer, engagement reports made
-// with the pushes' tokens, questions with a waiter answered through the answer endpoint) while
-// faults come one after another: kill -9 of a delivery worker, of the campaign service, of a
+// with the pushes' tokens, questions with a waiter answered through the answer endpoint,
+// subscriptions to another site that start runs of its welcome flow) while faults come one after
+// another: kill -9 of a delivery worker, of the campaign service, of the flow service, of a
 // gateway; PostgreSQL, Kafka and Redis stopped and started; the push service answering 429, 503,
-// and resetting streams. Then every notification, report and answer is reconciled against the
+// and resetting streams. Then every notification, report, answer and run is reconciled against the
 // records, and a table is printed: fault, requests during it, errors by status, recovery, lost,
 // duplicated. Exit code 0 only with nothing lost, nothing duplicated, and no broken promise.
 //
@@ -42,7 +43,7 @@ async function main(): Promise<number> {
     subscribers: intEnv('FAULTS_SUBSCRIBERS', 4),
     // Production's PUSH_MAX_ATTEMPTS unless told otherwise: the table shows what a deployment as shipped loses.
     ...(process.env.PUSH_MAX_ATTEMPTS ? { deliveryEnv: { PUSH_MAX_ATTEMPTS: process.env.PUSH_MAX_ATTEMPTS } } : {}),
-    settle: [...SEND_PIPELINE, consumers.campaignEngagement],
+    settle: [...SEND_PIPELINE, consumers.campaignEngagement, consumers.flowTriggers],
     log,
   });
   const { totals } = report;

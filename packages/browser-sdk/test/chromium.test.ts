@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { call, eventually, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
 import { chromium, type BrowserContext, type CDPSession, type Page, type Request, type Worker } from 'playwright-core';
 
-import { artifactPath, browserPath, startSiteWorkspace, type TestSite } from './support.js';
+import { artifactPath, browserPath, campaignCounted, startSiteWorkspace, type CampaignCounts, type TestSite } from './support.js';
 
 // The SDK and its service worker in Debian's Chromium (playwright-core, no browser download).
 // Chromium's PushManager.subscribe needs Google's push service, which this machine cannot reach,
@@ -177,14 +177,7 @@ async function campaign(content: Record<string, string>): Promise<{ campaignId: 
   return { campaignId, payload: JSON.parse(message.plaintext.toString()) as Record<string, unknown> };
 }
 
-type Stats = { totalSent: number; totalDelivered: number; totalClicked: number };
-async function countedOnce(campaignId: string, expected: Stats): Promise<void> {
-  const read = async () => {
-    const { body } = await call<Stats>(stack.gatewayUrl, `${SERVER_API}/campaigns/${campaignId}/stats`, { key: workspace.apiKey });
-    return { totalSent: body.totalSent, totalDelivered: body.totalDelivered, totalClicked: body.totalClicked };
-  };
-  await eventually('the campaign counted the reports', read, (stats) => JSON.stringify(stats) === JSON.stringify(expected));
-}
+const countedOnce = (campaignId: string, expected: CampaignCounts) => campaignCounted(stack.gatewayUrl, workspace, campaignId, expected);
 let firstCampaign = '';
 
 test('autoPrompt: an undecided visitor is asked once promptDelay has passed (headless Chromium answers a prompt with denied)', async () => {

@@ -12,7 +12,7 @@ import { artifactPath, browserPath, startSiteWorkspace, type TestSite } from './
 // The SDK and the hosted subscribe page in Debian's Firefox ESR, driven through WebDriver BiDi
 // (puppeteer-core, no browser download). Notifications are refused by the profile
 // (permissions.default.desktop-notification = 2), as a visitor who blocked them. The full push
-// loop in Firefox (its push service pointed at the strict peer) is not here yet.
+// loop in Firefox is firefox-push.test.ts.
 
 let stack: Stack;
 let workspace: TestWorkspace;

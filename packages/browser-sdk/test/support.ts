@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
-import { call, createWorkspace, freePort, type TestWorkspace } from '@herald/testkit';
+import { call, createWorkspace, eventually, freePort, SERVER_API, type TestWorkspace } from '@herald/testkit';
 
 /**
  * What the real-browser tests share: a site of their own (a page using the SDK from Herald's
@@ -148,4 +148,16 @@ export async function startSiteWorkspace(gatewayUrl: string): Promise<{ workspac
     sdk: await download('herald.js'),
   });
   return { workspace, site };
+}
+
+/** A campaign's counters: pushes the push service accepted, impressions and clicks the worker reported. */
+export type CampaignCounts = { totalSent: number; totalDelivered: number; totalClicked: number };
+
+/** Waits until the campaign's stats show exactly `expected` (a report counted twice never matches). */
+export async function campaignCounted(gatewayUrl: string, workspace: TestWorkspace, campaignId: string, expected: CampaignCounts): Promise<void> {
+  const read = async () => {
+    const { body } = await call<CampaignCounts>(gatewayUrl, `${SERVER_API}/campaigns/${campaignId}/stats`, { key: workspace.apiKey });
+    return { totalSent: body.totalSent, totalDelivered: body.totalDelivered, totalClicked: body.totalClicked };
+  };
+  await eventually('the campaign counted the reports', read, (stats) => JSON.stringify(stats) === JSON.stringify(expected));
 }

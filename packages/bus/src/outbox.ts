@@ -171,8 +171,36 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
 }
 
 /**
+ * How long handleOnce remembers an event: 14 days, twice the 7 days Herald's topics keep a message
+ * (Kafka's default retention, which deploy/kafka and the chart leave as it is). A copy of a message
+ * can only arrive while its topic still holds it, so a marker older than that guards nothing.
+ */
+export const PROCESSED_EVENTS_RETENTION_MS = 14 * 86_400_000;
+/** Each process prunes a schema's markers at most this often, on the way out of a handleOnce. */
+const PRUNE_EVERY_MS = 3_600_000;
+/** Rows per DELETE: a large backlog goes in short statements, never one long lock. */
+const PRUNE_BATCH = 10_000;
+const prunedAt = new Map<string, number>();
+
+/** Deletes the processed_events markers of `schema` older than `retentionMs`, in batches; returns how many went. */
+export async function pruneProcessedEvents(db: Queryable, schema: string, retentionMs = PROCESSED_EVENTS_RETENTION_MS): Promise<number> {
+  assertSchemaName(schema);
+  let total = 0;
+  for (;;) {
+    const { rowCount } = await db.query(
+      `DELETE FROM ${schema}.processed_events WHERE ctid = ANY(ARRAY(
+         SELECT ctid FROM ${schema}.processed_events WHERE processed_at < now() - make_interval(secs => $1) LIMIT $2))`,
+      [retentionMs / 1_000, PRUNE_BATCH],
+    );
+    total += rowCount ?? 0;
+    if ((rowCount ?? 0) < PRUNE_BATCH) return total;
+  }
+}
+
+/**
  * Runs `effect` at most once per (consumer, event id): the marker and the effect commit together,
- * so a redelivered message is skipped and a failed effect is retried.
+ * so a redelivered message is skipped and a failed effect is retried. Markers are kept for
+ * PROCESSED_EVENTS_RETENTION_MS: once an hour per process and schema, the older ones are pruned.
  */
 export async function handleOnce(
   pool: Pool,
@@ -190,6 +218,13 @@ export async function handleOnce(
     if (inserted.rowCount === 0) return false;
     await effect(tx);
     return true;
+  }).then((ran) => {
+    if (Date.now() - (prunedAt.get(schema) ?? 0) >= PRUNE_EVERY_MS) {
+      prunedAt.set(schema, Date.now());
+      // In the background: the message's handling never waits for it. A failed prune is tried again next time.
+      void pruneProcessedEvents(pool, schema).catch(() => prunedAt.delete(schema));
+    }
+    return ran;
   });
 }
 

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -15,7 +16,18 @@ import { createPool, withTransaction, type PoolClient } from '@herald/db';
 import { createTopics } from '@herald/testkit';
 import type { Admin } from 'kafkajs';
 
-import { createKafkaBus, EVENT_ID_HEADER, enqueue, handleOnce, startOutboxRelay, type Bus, type IncomingMessage, type OutgoingMessage } from '../src/index.js';
+import {
+  createKafkaBus,
+  EVENT_ID_HEADER,
+  enqueue,
+  handleOnce,
+  PROCESSED_EVENTS_RETENTION_MS,
+  pruneProcessedEvents,
+  startOutboxRelay,
+  type Bus,
+  type IncomingMessage,
+  type OutgoingMessage,
+} from '../src/index.js';
 import {
   brokers,
   Cleanup,
@@ -443,6 +455,34 @@ test('h: namespaces sharing one outbox table each publish only their own events,
       await delay(300);
       assert.deepEqual(side.received.map((message) => message.headers[EVENT_ID_HEADER]), side.ids);
     }
+  } finally {
+    await cleanup.run();
+  }
+});
+
+test('i: handleOnce prunes markers older than PROCESSED_EVENTS_RETENTION_MS (14 days) and keeps the rest', { timeout: 30_000 }, async () => {
+  const cleanup = new Cleanup();
+  try {
+    const { schema, pool } = await createOutboxSchema(cleanup, 'processed_prune');
+    assert.equal(PROCESSED_EVENTS_RETENTION_MS, 14 * 86_400_000);
+    const ages = { expired: '14 days 1 minute', kept: '13 days 23 hours', recent: '1 hour' };
+    const ids = Object.fromEntries(Object.keys(ages).map((name) => [name, randomUUID()])) as Record<keyof typeof ages, string>;
+    for (const [name, age] of Object.entries(ages) as Array<[keyof typeof ages, string]>) {
+      await pool.query(`INSERT INTO ${schema}.processed_events (consumer, event_id, processed_at) VALUES ('c', $1, now() - $2::interval)`, [ids[name], age]);
+    }
+    const fresh = randomUUID();
+    // The first handleOnce on a schema in this process prunes it, in the background.
+    assert.equal(await handleOnce(pool, schema, 'c', fresh, async () => undefined), true);
+    const left = async () => (await pool.query<{ event_id: string }>(`SELECT event_id FROM ${schema}.processed_events ORDER BY processed_at`)).rows.map((row) => row.event_id);
+    await waitFor('the expired marker pruned', async () => !(await left()).includes(ids.expired));
+    assert.deepEqual(await left(), [ids.kept, ids.recent, fresh]);
+    // Still remembered within the retention; a copy older than it could no longer be in its topic.
+    assert.equal(await handleOnce(pool, schema, 'c', ids.kept, async () => undefined), false);
+    // Batches: more rows than one DELETE takes all go.
+    await pool.query(`INSERT INTO ${schema}.processed_events (consumer, event_id, processed_at) SELECT 'bulk', gen_random_uuid(), now() - interval '20 days' FROM generate_series(1, 25000)`);
+    assert.equal(await pruneProcessedEvents(pool, schema), 25_000);
+    assert.equal(await pruneProcessedEvents(pool, schema, 3_600_000), 2);
+    assert.deepEqual(await left(), [fresh]);
   } finally {
     await cleanup.run();
   }

@@ -26,6 +26,8 @@ export interface Exchange {
   respond(status: number, headers: Readonly<Record<string, string>>, body?: string): void;
   /** HTTP/2: RST_STREAM with `code`; HTTP/1.1: destroy the connection. */
   reset(code?: number): void;
+  /** True once the sender has gone (stream or connection closed) without an answer. */
+  gone(): boolean;
 }
 
 function headerOf(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -83,6 +85,7 @@ export function http2Exchange(stream: ServerHttp2Stream, headers: IncomingHttpHe
     reset(code = http2.constants.NGHTTP2_INTERNAL_ERROR) {
       if (!stream.destroyed && !stream.closed) stream.close(code);
     },
+    gone: () => stream.destroyed || stream.closed,
   };
 }
 
@@ -103,5 +106,6 @@ export function http1Exchange(req: IncomingMessage, res: ServerResponse): Exchan
     reset() {
       req.socket.destroy();
     },
+    gone: () => res.destroyed || req.socket.destroyed,
   };
 }

@@ -39,4 +39,5 @@ export {
   type VapidCredentials,
 } from './crypto.js';
 export { testTlsMaterial, type TlsMaterial } from './tls.js';
+export type { BrowserChannel, BrowserMessage } from './websocket.js';
 export type { HttpVersion } from './exchange.js';

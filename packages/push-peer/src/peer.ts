@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type Http2SecureServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
@@ -25,6 +26,7 @@ import {
 import { http1Exchange, http2Exchange, type Exchange, type HttpVersion } from './exchange.js';
 import { generateKeyPool, subscriptionFromPool, validateKeyPool, type KeyPoolEntry, type PushSubscriptionJSON } from './keypool.js';
 import { testTlsMaterial } from './tls.js';
+import { BrowserFace, type BrowserChannel, type BrowserMessage } from './websocket.js';
 
 export type PeerMode = 'verify' | 'count';
 export type Urgency = 'very-low' | 'low' | 'normal' | 'high';
@@ -58,6 +60,12 @@ export interface PushPeerOptions {
   readonly maxConcurrentStreams?: number;
   /** Serve the `/__peer/` control API. Default true. */
   readonly controlApi?: boolean;
+  /**
+   * Also serve Mozilla's WebPush WebSocket protocol at `peer.webSocketUrl` (ws://, on `host`), for
+   * a Firefox whose `dom.push.serverURL` points there: the channels it registers get endpoints on
+   * this peer. Default false.
+   */
+  readonly webSocket?: boolean;
 }
 
 export interface CreateSubscriptionOptions {
@@ -175,6 +183,18 @@ export interface PushPeer {
   readonly port: number;
   /** Every 201 so far (Topic replacement does not subtract). */
   readonly acceptedCount: number;
+  /** `ws://127.0.0.1:PORT/` with the `webSocket` option (Firefox's dom.push.serverURL), else undefined. */
+  readonly webSocketUrl: string | undefined;
+  /** The channels browsers registered over the WebSocket face. */
+  browserChannels(): BrowserChannel[];
+  /** Pushes accepted for browser channels (for one endpoint, or all), with the browser's acks. */
+  browserMessages(endpoint?: string): BrowserMessage[];
+  /** The UAIDs of the browsers connected to the WebSocket face now. */
+  connectedBrowsers(): string[];
+  /** What browsers did against the WebSocket protocol (each closed their connection). */
+  browserProtocolErrors(): string[];
+  /** The next hello of every browser gets a new UAID (Firefox then renews every subscription). */
+  rotateUaids(): void;
   createSubscription(options?: CreateSubscriptionOptions): PushSubscriptionJSON;
   createSubscriptions(count: number, options?: CreateSubscriptionsOptions): PushSubscriptionJSON[];
   subscriptionFor(endpoint: string): PeerSubscription | undefined;
@@ -289,6 +309,7 @@ class Peer implements PushPeer {
   private readonly maxBody: number;
   private readonly maxTtl: number;
   private server: Http2SecureServer | Http2Server | undefined;
+  private readonly browsers: BrowserFace | undefined;
   private readonly sessions = new Set<ServerHttp2Session>();
   private readonly sockets = new Set<Socket>();
   private readonly closing = new AbortController();
@@ -325,12 +346,15 @@ class Peer implements PushPeer {
   private defaultRules: QueuedRule[] = [];
 
   constructor(options: PushPeerOptions) {
+    // Every push a delayMs rule holds listens on it: as many at once as the rule holds, not a leak.
+    setMaxListeners(0, this.closing.signal);
     this.options = options;
     this.mode = options.mode ?? 'verify';
     if (this.mode !== 'verify' && this.mode !== 'count') throw new TypeError(`mode must be "verify" or "count", got ${String(this.mode)}`);
     this.host = options.host ?? '127.0.0.1';
     this.maxBody = options.maxBodyBytes ?? 4096;
     this.maxTtl = options.maxTtlSeconds ?? 28 * 24 * 60 * 60;
+    if (options.webSocket === true) this.browsers = new BrowserFace(this.host, (id) => `${this.origin}/push/${id}`);
     if (options.keyPool !== undefined) this.setPool(typeof options.keyPool === 'number' ? generateKeyPool(options.keyPool) : validateKeyPool(options.keyPool));
     if (options.poolEndpoints !== undefined) {
       if (!this.pool) throw new TypeError('poolEndpoints needs keyPool');
@@ -389,6 +413,32 @@ class Peer implements PushPeer {
     this.port = (server.address() as AddressInfo).port;
     const host = this.host.includes(':') ? `[${this.host}]` : this.host;
     this.origin = `${tlsOption === false ? 'http' : 'https'}://${host}:${this.port}`;
+    await this.browsers?.listen(0);
+  }
+
+  get webSocketUrl(): string | undefined {
+    return this.browsers?.url;
+  }
+
+  browserChannels(): BrowserChannel[] {
+    return this.browsers?.registered() ?? [];
+  }
+
+  browserMessages(endpoint?: string): BrowserMessage[] {
+    return this.browsers?.sent(endpoint) ?? [];
+  }
+
+  connectedBrowsers(): string[] {
+    return this.browsers?.connectedUaids() ?? [];
+  }
+
+  browserProtocolErrors(): string[] {
+    return [...(this.browsers?.protocolErrors ?? [])];
+  }
+
+  rotateUaids(): void {
+    if (!this.browsers) throw new TypeError('rotateUaids needs a peer started with webSocket: true');
+    this.browsers.rotateUaids();
   }
 
   async close(): Promise<void> {
@@ -399,7 +449,7 @@ class Peer implements PushPeer {
     const done = new Promise<void>((resolve) => server.close(() => resolve()));
     for (const session of this.sessions) session.destroy();
     for (const socket of this.sockets) socket.destroy();
-    await done;
+    await Promise.all([done, this.browsers?.close()]);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -580,6 +630,7 @@ class Peer implements PushPeer {
     this.rules = new Map();
     this.defaultRules = [];
     this.expired.clear();
+    this.browsers?.reset();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -665,10 +716,12 @@ class Peer implements PushPeer {
       ex.respond(status, { ...JSON_HEADERS, ...headers }, JSON.stringify({ error: code, message }));
     };
 
-    const sub = id === undefined ? undefined : this.lookup(id);
-    if (id === undefined || !sub) return reject(404, 'unknown_subscription', `no push subscription at ${ex.path.slice(0, 100)}`);
+    // A browser's channel (WebSocket face) or a subscription this peer holds the keys of.
+    const channel = id === undefined ? undefined : this.browsers?.channel(id);
+    const sub = id === undefined || channel ? undefined : this.lookup(id);
+    if (id === undefined || (!sub && !channel)) return reject(404, 'unknown_subscription', `no push subscription at ${ex.path.slice(0, 100)}`);
     if (ex.method !== 'POST') return reject(405, 'method_not_allowed', `${ex.method} is not allowed on a push resource; use POST`, { allow: 'POST' });
-    const gone = this.expired.get(id);
+    const gone = this.expired.get(id) ?? (channel?.gone ? 410 : undefined);
     if (gone !== undefined) return reject(gone, 'subscription_expired', 'the push subscription has expired or was unsubscribed');
 
     // RFC 8292: vapid authentication.
@@ -679,7 +732,8 @@ class Peer implements PushPeer {
       if (err instanceof PushPeerError) return reject(err.status, err.code, err.message, err.status === 401 ? { 'www-authenticate': 'vapid' } : {});
       throw err;
     }
-    if (sub.applicationServerKey !== undefined && claims.publicKey !== sub.applicationServerKey) {
+    const restrictedTo = channel ? channel.applicationServerKey : sub?.applicationServerKey;
+    if (restrictedTo !== undefined && claims.publicKey !== restrictedTo) {
       return reject(403, 'vapid_key_mismatch', 'the VAPID key "k" is not the applicationServerKey this subscription was created with (RFC 8292 section 4.2)');
     }
 
@@ -729,7 +783,16 @@ class Peer implements PushPeer {
     const fault = this.takeRule(id);
     if (fault) {
       if (attempt) attempt.fault = fault;
-      if (fault.delayMs !== undefined && fault.delayMs > 0) await sleep(fault.delayMs, undefined, { signal: this.closing.signal });
+      if (fault.delayMs !== undefined && fault.delayMs > 0) {
+        await sleep(fault.delayMs, undefined, { signal: this.closing.signal });
+        // A sender that went away while its push waited gave up on it: taken as never received,
+        // since the sender cannot know of it (what happens after a 201 it never read is its own risk).
+        if (ex.gone()) {
+          this.aborted++;
+          if (attempt) attempt.status = 'aborted';
+          return;
+        }
+      }
       if (fault.resetStream) {
         this.resets++;
         if (attempt) attempt.status = 'reset';
@@ -742,8 +805,9 @@ class Peer implements PushPeer {
       }
     }
 
+    // A browser's channel is decrypted by the browser (its ack says whether that worked).
     let decrypted;
-    if (verifyMode) {
+    if (verifyMode && sub) {
       try {
         decrypted = decryptPushMessage(bytes, sub.keys, header);
       } catch (err) {
@@ -759,6 +823,10 @@ class Peer implements PushPeer {
     this.acceptedById.set(id, (this.acceptedById.get(id) ?? 0) + 1);
     increment(this.byStatus, '201');
     const effectiveTtl = Math.min(ttl, this.maxTtl);
+    if (channel) {
+      if (attempt) attempt.status = 201;
+      this.browsers!.store(id, messageId, bytes, effectiveTtl, topic, at);
+    }
     if (decrypted && attempt) {
       attempt.status = 201;
       const storedUntil = at + effectiveTtl * 1000;

@@ -110,6 +110,23 @@ test('{delayMs} answers slowly, then processes normally; attempt timestamps show
   assert.ok(a.at > Date.now() - 60_000 && a.at <= Date.now());
 });
 
+test('{delayMs}: a sender that goes away while its push waits gave up on it: aborted, nothing stored', async () => {
+  const sub = peer.createSubscription();
+  peer.respondWith(sub.endpoint, { delayMs: 300, times: 1 });
+  const doomed = new H2(peer.origin, peer.ca);
+  // Never answered: the stream just closes with its session.
+  void doomed
+    .request('POST', pathOf(sub.endpoint), { ttl: '60', 'content-encoding': 'aes128gcm', authorization: vapidAuthorization(vapid, peer.origin) }, encrypt(Buffer.from('payload'), sub.keys))
+    .catch(() => undefined);
+  // Whole request received (its attempt is logged once the body is read), then the sender is gone.
+  while (peer.attempts(sub.endpoint).length === 0) await new Promise((r) => setTimeout(r, 10));
+  await new Promise((r) => setTimeout(r, 50));
+  doomed.destroy();
+  await new Promise((r) => setTimeout(r, 400));
+  assert.deepEqual(peer.attempts(sub.endpoint).map((a) => a.status), ['aborted']);
+  assert.deepEqual([peer.received(sub.endpoint, { includeReplaced: true }).length, peer.stats().aborted, peer.stats().accepted], [0, 1, 0]);
+});
+
 test('{delayMs, status} waits, then answers the status', async () => {
   const sub = peer.createSubscription();
   peer.respondWith(sub.endpoint, { delayMs: 200, status: 503, retryAfter: 2 });

@@ -127,6 +127,11 @@ export class H2 {
   close(): Promise<void> {
     return new Promise((resolve) => this.session.close(() => resolve()));
   }
+
+  /** The connection dropped at once, as when the sending process is killed. */
+  destroy(): void {
+    this.session.destroy();
+  }
 }
 
 /** Splits an origin-qualified endpoint into the path the client sends. */

@@ -142,8 +142,11 @@ export interface Stack {
   topicPrefix: string;
   /** What the stack's delivery fleet signs engagement tokens with (tests forge old ones with it). */
   engagementTokenSecret: string;
-  /** Starts one more gateway on these services, with extra environment; returns its URL. */
-  addGateway(env?: Record<string, string>): Promise<string>;
+  /**
+   * Starts one more gateway on these services, with extra environment, on `port` when given (one
+   * its PUBLIC_ORIGIN can name); returns its URL.
+   */
+  addGateway(env?: Record<string, string>, port?: number): Promise<string>;
   /**
    * Starts another instance of a service: a replica on a port of its own, or (`replacing`) the
    * replacement of the first instance, killed, on its port, so that what calls it reaches it again.
@@ -226,8 +229,8 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
   };
   const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
   if (failed) await abandon(failed.reason);
-  const addGateway = async (extra: Record<string, string> = {}): Promise<string> => {
-    const port = await freePort();
+  const addGateway = async (extra: Record<string, string> = {}, chosen?: number): Promise<string> => {
+    const port = chosen ?? (await freePort());
     gatewayProcesses.push(await launch('gateway', extra, port));
     return `http://127.0.0.1:${port}`;
   };

@@ -1,12 +1,14 @@
-import { lookup } from 'node:dns/promises';
+import { lookup, Resolver } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
 import { HeraldError, invalidFields } from '@herald/errors';
 
 /**
  * Where a webhook may go: https only, no credentials, at most 2,048 characters, and every address
- * its host resolves to public. The dispatcher connects to the address checked here (see send.ts),
- * so a DNS answer that changes between the check and the connection cannot reach a private one.
+ * its host resolves to public. The dispatcher resolves and checks the host again at every attempt
+ * and connects to the address checked (see send.ts), so a DNS answer that changes after the URL
+ * was accepted (DNS rebinding), or between the check and the connection, cannot reach a private
+ * one. Redirects are never followed (a 3xx is a failed attempt).
  */
 
 const MAX_WEBHOOK_URL_LENGTH = 2_048;
@@ -72,10 +74,35 @@ export interface WebhookTarget {
 export interface AddressOptions {
   /** Lets loopback and private addresses through (tests, local receivers); never in production. */
   allowPrivateAddresses: boolean;
+  /**
+   * DNS servers (`address` or `address:port`) to resolve host names with, A and AAAA queries only,
+   * in place of the system's resolver (which also reads /etc/hosts): WEBHOOK_DNS_SERVERS.
+   */
+  dnsServers?: readonly string[];
 }
 
+/** RFC 6761: `localhost` and every name under it are loopback, whatever a resolver would answer. */
+const LOOPBACK_NAME = /(^|\.)localhost\.?$/i;
+const LOOPBACK = [
+  { address: '127.0.0.1', family: 4 },
+  { address: '::1', family: 6 },
+];
+
+/** A and AAAA answers of `servers` for `hostname`; rejects with ENOTFOUND when there are none. */
+async function resolveWith(servers: readonly string[], hostname: string): Promise<Array<{ address: string; family: number }>> {
+  const resolver = new Resolver({ timeout: 2_000, tries: 2 });
+  resolver.setServers(servers);
+  const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+  const addresses = [...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []), ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : [])];
+  if (addresses.length > 0) return addresses;
+  // No address: the name does not exist or has none (ENOTFOUND, ENODATA), unless a query failed otherwise.
+  const failed = [v4, v6].find((result): result is PromiseRejectedResult => result.status === 'rejected' && !['ENOTFOUND', 'ENODATA'].includes((result.reason as NodeJS.ErrnoException).code ?? ''));
+  throw failed ? (failed.reason as Error) : Object.assign(new Error(`${hostname} has no A or AAAA record`), { code: 'ENOTFOUND' });
+}
+
+
 /** Checks `url` as assertWebhookUrl does and returns the address to connect to. */
-export async function resolveWebhookTarget(url: string, field: string, { allowPrivateAddresses }: AddressOptions): Promise<WebhookTarget> {
+export async function resolveWebhookTarget(url: string, field: string, { allowPrivateAddresses, dnsServers }: AddressOptions): Promise<WebhookTarget> {
   const refuse = (problem: string): HeraldError => invalidFields('body', [{ field, in: 'body', problem }]);
   if (url.length > MAX_WEBHOOK_URL_LENGTH) throw refuse(`must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`);
   let parsed: URL;
@@ -89,9 +116,10 @@ export async function resolveWebhookTarget(url: string, field: string, { allowPr
   const hostname = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
   let addresses: Array<{ address: string; family: number }>;
   if (isIP(hostname) !== 0) addresses = [{ address: hostname, family: isIP(hostname) }];
+  else if (LOOPBACK_NAME.test(hostname)) addresses = LOOPBACK;
   else {
     try {
-      addresses = await lookup(hostname, { all: true, verbatim: true });
+      addresses = dnsServers && dnsServers.length > 0 ? await resolveWith(dnsServers, hostname) : await lookup(hostname, { all: true, verbatim: true });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOTFOUND' || code === 'ENODATA') throw refuse(`has a host (${hostname}) that does not resolve`);

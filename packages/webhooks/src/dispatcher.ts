@@ -15,6 +15,8 @@ export interface WebhookDispatcherOptions {
   /** Signing secrets of a workspace ("whsec_<base64>"), newest first; a message is signed with each (Standard Webhooks allows several signatures). */
   secrets(workspaceId: string): Promise<string[]>;
   allowPrivateAddresses: boolean;
+  /** WEBHOOK_DNS_SERVERS: resolve webhook hosts with these DNS servers only (see AddressOptions). */
+  dnsServers?: readonly string[];
   /** An extra CA certificate (PEM) to trust besides the system's, e.g. a local receiver's. */
   ca?: string;
   /** Per attempt, connection to response headers. */
@@ -61,7 +63,7 @@ const PRUNE_EVERY_MS = 3_600_000;
  * one after the lease. Woken by NOTIFY from enqueueWebhook, and polls besides.
  */
 export function startWebhookDispatcher(options: WebhookDispatcherOptions): { stop(): Promise<void> } {
-  const { pool, schema, logger, allowPrivateAddresses, ca } = options;
+  const { pool, schema, logger, allowPrivateAddresses, dnsServers, ca } = options;
   assertSchemaName(schema);
   const timeoutMs = options.timeoutMs ?? WEBHOOK_DEFAULTS.timeoutMs;
   const maxAttempts = options.maxAttempts ?? WEBHOOK_DEFAULTS.maxAttempts;
@@ -125,7 +127,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): { sto
     let outcome: PostOutcome;
     try {
       // Checked again at send time: DNS may have changed since the URL was accepted.
-      const target = await resolveWebhookTarget(row.url, 'url', { allowPrivateAddresses });
+      const target = await resolveWebhookTarget(row.url, 'url', { allowPrivateAddresses, dnsServers });
       outcome = await postWebhook(target, row.body, webhookHeaders(row.id, row.body, secrets, startedAt), { timeoutMs, secureContext });
     } catch (err) {
       outcome = { error: err instanceof HeraldError ? `refused: ${err.message}` : err instanceof Error ? err.message : String(err) };

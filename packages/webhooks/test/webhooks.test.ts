@@ -14,7 +14,7 @@ import { ConfigError, Env } from '@herald/config';
 import { createPool, migrate, withTransaction, type Pool } from '@herald/db';
 import { HeraldError } from '@herald/errors';
 import { createLogger } from '@herald/logging';
-import { requiredEnv, startReceiver, type Receiver } from '@herald/testkit';
+import { requiredEnv, startDnsServer, startReceiver, type Receiver } from '@herald/testkit';
 import { Webhook } from 'standardwebhooks';
 
 import {
@@ -207,6 +207,43 @@ test('gives up after the bounded schedule: network errors and redirects count as
   );
 });
 
+test('a redirect to a private address is never followed: 301, 302, 307, 308 are failed attempts', async (t) => {
+  const { receiver, dispatch, send, attempts, status, defer } = await setUp(t);
+  // The redirect's target: a second receiver on loopback, reachable if a redirect were followed (private addresses are allowed here).
+  const internal = await startReceiver();
+  defer(() => internal.close());
+  for (const code of [301, 302, 307, 308]) receiver.script.push({ status: code, headers: { location: `${internal.origin}/internal` } });
+  dispatch({ maxAttempts: 4 });
+  const id = await send({ n: 1 });
+  await waitFor('the message failed', async () => (await status(id)) === 'failed');
+  assert.deepEqual(
+    (await attempts(id)).map((attempt) => [attempt.status_code, attempt.error]),
+    [301, 302, 307, 308].map((code) => [code, `HTTP ${code}`]),
+  );
+  assert.deepEqual([receiver.received.length, internal.received.length, receiver.violations], [4, 0, []]);
+});
+
+test('WEBHOOK_DNS_SERVERS: host names resolved by those servers alone (A and AAAA), again at every attempt, and connected to at the address they gave', async (t) => {
+  const { receiver, dispatch, send, attempts, status } = await setUp(t);
+  const dns = await startDnsServer({ 'receiver.hooks.test': ['127.0.0.1'] });
+  t.after(() => dns.close());
+  dispatch({ dnsServers: [dns.address], maxAttempts: 2 });
+  const id = await send({ n: 1 }, `https://receiver.hooks.test:${receiver.port}/hooks`);
+  await waitFor('the message failed', async () => (await status(id)) === 'failed');
+  // The receiver at the address given answered the TLS handshake, with a certificate for 127.0.0.1
+  // and localhost: checked against the URL's name, it is refused (no request is sent).
+  assert.deepEqual(
+    (await attempts(id)).map((attempt) => [attempt.status_code, attempt.error]),
+    [1, 2].map(() => [null, 'ERR_TLS_CERT_ALTNAME_INVALID']),
+  );
+  assert.deepEqual([receiver.received.length, dns.violations], [0, []]);
+  assert.deepEqual(dns.asked.sort(), ['receiver.hooks.test A', 'receiver.hooks.test A', 'receiver.hooks.test AAAA', 'receiver.hooks.test AAAA']);
+  // A name the servers do not know does not resolve, whatever the system's resolver would say; localhost is loopback without asking (RFC 6761).
+  await assert.rejects(assertWebhookUrl('https://unknown.hooks.test/hook', 'callbackUrl', { allowPrivateAddresses: true, dnsServers: [dns.address] }), /does not resolve/);
+  await assert.rejects(assertWebhookUrl('https://app.localhost/hook', 'callbackUrl', { allowPrivateAddresses: false, dnsServers: [dns.address] }), /must resolve to public addresses only/);
+  assert.deepEqual(dns.asked.slice(4).sort(), ['unknown.hooks.test A', 'unknown.hooks.test AAAA']);
+});
+
 test('an attempt that outlasts the timeout is abandoned and retried', async (t) => {
   const { receiver, dispatch, send, attempts, status } = await setUp(t);
   receiver.script.push({ status: 200, delayMs: 1_500 });
@@ -311,6 +348,7 @@ test('the WEBHOOK_* settings: defaults, overrides, bad values named, the CA file
   const defaults = new Env({});
   assert.deepEqual(dispatcherSettings(webhookSettings(defaults).webhooks), {
     allowPrivateAddresses: false,
+    dnsServers: [],
     timeoutMs: 10_000,
     maxAttempts: 8,
     retryBaseMs: 600_000,
@@ -332,6 +370,7 @@ test('the WEBHOOK_* settings: defaults, overrides, bad values named, the CA file
   });
   assert.deepEqual(dispatcherSettings(webhookSettings(env).webhooks), {
     allowPrivateAddresses: true,
+    dnsServers: [],
     ca: 'PEM',
     timeoutMs: 2_000,
     maxAttempts: 3,
@@ -339,10 +378,12 @@ test('the WEBHOOK_* settings: defaults, overrides, bad values named, the CA file
     retryCapMs: 1_000,
   });
 
-  const bad = new Env({ WEBHOOK_MAX_ATTEMPTS: '0', WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'yes' });
+  assert.deepEqual(webhookSettings(new Env({ WEBHOOK_DNS_SERVERS: '10.0.0.53, [fd00::53]:5353,127.0.0.1:53' })).webhooks.dnsServers, ['10.0.0.53', '[fd00::53]:5353', '127.0.0.1:53']);
+
+  const bad = new Env({ WEBHOOK_MAX_ATTEMPTS: '0', WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'yes', WEBHOOK_DNS_SERVERS: 'dns.example' });
   webhookSettings(bad);
   assert.throws(
     () => bad.done(),
-    (err: unknown) => err instanceof ConfigError && err.problems.length === 2 && err.problems.every((problem) => problem.startsWith('WEBHOOK_')),
+    (err: unknown) => err instanceof ConfigError && err.problems.length === 3 && err.problems.every((problem) => problem.startsWith('WEBHOOK_')),
   );
 });

@@ -167,7 +167,7 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
           throw new HeraldError('invalid_request', 'workspace_id, question and lifetime_seconds are required');
         }
         if (question.callbackUrl !== null) {
-          await assertWebhookUrl(question.callbackUrl, 'callbackUrl', { allowPrivateAddresses: config.webhooks.allowPrivateAddresses });
+          await assertWebhookUrl(question.callbackUrl, 'callbackUrl', config.webhooks);
         }
 
         if (kind === 'ask') {
