@@ -3,8 +3,12 @@
 // browsers subscribe through the public endpoint and the time from each subscribe request to its
 // welcome push accepted by a strict local push peer (VAPID checked, payload decrypted) is measured:
 // first BENCH_IDLE subscriptions one at a time on an otherwise idle stack, then a burst of
-// BENCH_BURST subscriptions (BENCH_CONCURRENCY requests in flight). Path: gateway -> audience
+// BENCH_BURST subscriptions (BENCH_CONCURRENCY requests in flight), spread over as many workspaces
+// as the site keys' rate limit (1,000 per minute each) needs: 800 subscriptions per site. Path: gateway -> audience
 // (outbox) -> Kafka -> flow service -> campaign service (Send) -> Kafka -> delivery fleet -> peer.
+// The burst's time is split from the databases: subscription written -> run started (audience
+// outbox relay, Kafka, the flow trigger consumer), run started -> notification queued (the run
+// loop and CampaignService.Send), notification queued -> push accepted (fan-out, delivery, peer).
 //
 //   npm run bench:flow-trigger          (infra must be up, or this runs `deploy/infra.sh up`)
 //
@@ -14,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { startPushPeer } from '@herald/push-peer';
-import { call, createKafkaNamespace, createWorkspace, infrastructureEnv, SERVER_API } from '@herald/testkit';
+import { call, connectDatabase, createKafkaNamespace, createWorkspace, infrastructureEnv, SERVER_API } from '@herald/testkit';
 
 import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
 import { percentile } from './lib/load.js';
@@ -30,6 +34,14 @@ const ORIGIN = 'https://shop.example.test';
 const DRAIN_MS = 300_000;
 
 const now = (): number => performance.timeOrigin + performance.now();
+/** Subscriptions per site in a run: under the 1,000 requests per minute of a site key on the enterprise plan. */
+const SUBSCRIPTIONS_PER_SITE = 800;
+
+interface Tenant {
+  workspaceId: string;
+  siteKey: string;
+  vapidPublicKey: string;
+}
 
 await runBench(async () => {
   // Infrastructure the environment already names (deploy/infra.sh env exported) is used as it is.
@@ -50,24 +62,31 @@ await runBench(async () => {
   });
   atCleanup(() => herald.stop());
   const gatewayUrl = `http://127.0.0.1:${herald.gatewayPort}`;
-  const workspace = await createWorkspace('enterprise', 'shop.example.test');
-  const site = await call<{ vapidPublicKey: string }>(gatewayUrl, `${SERVER_API}/site`, { key: workspace.apiKey });
-  const flow = await call<{ id: string }>(gatewayUrl, `${SERVER_API}/flows`, {
-    method: 'POST',
-    key: workspace.apiKey,
-    body: { name: 'Welcome', triggerType: 'subscription', steps: [{ stepType: 'send_notification', config: { notification: { title: 'Welcome', body: 'Thanks for subscribing' } } }] },
-  });
-  if (flow.status !== 201) throw new Error(`POST /flows answered ${flow.status}: ${JSON.stringify(flow.body)}`);
-  const activated = await call(gatewayUrl, `${SERVER_API}/flows/${flow.body.id}/activate`, { method: 'POST', key: workspace.apiKey });
-  if (activated.status !== 200) throw new Error(`activate answered ${activated.status}`);
+  /** A workspace (its one site) with the welcome flow active. */
+  const tenant = async (): Promise<Tenant> => {
+    const workspace = await createWorkspace('enterprise', 'shop.example.test');
+    const site = await call<{ vapidPublicKey: string }>(gatewayUrl, `${SERVER_API}/site`, { key: workspace.apiKey });
+    const flow = await call<{ id: string }>(gatewayUrl, `${SERVER_API}/flows`, {
+      method: 'POST',
+      key: workspace.apiKey,
+      body: { name: 'Welcome', triggerType: 'subscription', steps: [{ stepType: 'send_notification', config: { notification: { title: 'Welcome', body: 'Thanks for subscribing' } } }] },
+    });
+    if (flow.status !== 201) throw new Error(`POST /flows answered ${flow.status}: ${JSON.stringify(flow.body)}`);
+    const activated = await call(gatewayUrl, `${SERVER_API}/flows/${flow.body.id}/activate`, { method: 'POST', key: workspace.apiKey });
+    if (activated.status !== 200) throw new Error(`activate answered ${activated.status}`);
+    return { workspaceId: workspace.workspaceId, siteKey: workspace.siteKey, vapidPublicKey: site.body.vapidPublicKey };
+  };
+  // A site key takes its plan's 1,000 requests per minute: a burst larger than that spreads over sites.
+  const tenants: Tenant[] = [];
+  for (let count = Math.max(1, Math.ceil((settings.burst + settings.idle + 1) / SUBSCRIPTIONS_PER_SITE)); tenants.length < count; ) tenants.push(await tenant());
 
   /** Subscribes one browser; resolves with when the request started and its endpoint. */
-  const subscribe = async (): Promise<{ endpoint: string; startedAt: number }> => {
-    const subscription = peer.createSubscription({ applicationServerKey: site.body.vapidPublicKey });
+  const subscribe = async ({ siteKey, vapidPublicKey }: Tenant = tenants[0] as Tenant): Promise<{ endpoint: string; startedAt: number }> => {
+    const subscription = peer.createSubscription({ applicationServerKey: vapidPublicKey });
     const startedAt = now();
     const response = await call(gatewayUrl, '/api/v1/subscribe', {
       method: 'POST',
-      key: workspace.siteKey,
+      key: siteKey,
       headers: { origin: ORIGIN },
       body: { endpoint: subscription.endpoint, keys: subscription.keys },
     });
@@ -106,7 +125,7 @@ await runBench(async () => {
     Array.from({ length: settings.concurrency }, async () => {
       while (next < settings.burst) {
         next += 1;
-        burst.push(await subscribe());
+        burst.push(await subscribe(tenants[next % tenants.length]));
       }
     }),
   );
@@ -120,5 +139,32 @@ await runBench(async () => {
   console.log(
     `burst: subscribed in ${(subscribedIn / 1_000).toFixed(1)} s, the last welcome push ${((lastArrival - burstStarted) / 1_000).toFixed(1)} s after the burst began; ${pushes} pushes for ${burst.length} subscribers`,
   );
+  const stages = await burstStages(infra.DATABASE_URL ?? '', tenants.map((one) => one.workspaceId), burst.map(({ endpoint }) => ({ endpoint, at: peer.received(endpoint)[0]?.at ?? 0 })));
+  for (const [label, sorted] of stages) report(label, sorted);
   return pushes === burst.length ? 0 : 1;
 }, DRAIN_MS + 600_000);
+
+/** Each burst subscriber's time in the three legs of the path, from the rows the services wrote (ascending per leg). */
+async function burstStages(databaseUrl: string, workspaceIds: string[], arrivals: Array<{ endpoint: string; at: number }>): Promise<Array<[string, number[]]>> {
+  const db = await connectDatabase(databaseUrl);
+  try {
+    const { rows } = await db.query<{ to_run: number; to_queued: number; to_push: number }>(
+      `SELECT extract(epoch FROM r.created_at - s.created_at)::float8 * 1000 AS to_run,
+              extract(epoch FROM n.created_at - r.created_at)::float8 * 1000 AS to_queued,
+              a.at - extract(epoch FROM n.created_at)::float8 * 1000 AS to_push
+         FROM unnest($2::text[], $3::float8[]) AS a(endpoint, at)
+         JOIN audience.subscribers s ON s.workspace_id = ANY($1) AND s.endpoint = a.endpoint
+         JOIN flow.flow_runs r ON r.workspace_id = s.workspace_id AND r.subscriber_id = s.id
+         JOIN campaign.campaigns n ON n.id = r.notification_ids[1]`,
+      [workspaceIds, arrivals.map((arrival) => arrival.endpoint), arrivals.map((arrival) => arrival.at)],
+    );
+    const leg = (pick: (row: { to_run: number; to_queued: number; to_push: number }) => number): number[] => rows.map(pick).sort((a, b) => a - b);
+    return [
+      ['  subscribed -> run started', leg((row) => row.to_run)],
+      ['  run started -> queued', leg((row) => row.to_queued)],
+      ['  queued -> push accepted', leg((row) => row.to_push)],
+    ];
+  } finally {
+    await db.end();
+  }
+}

@@ -24,10 +24,10 @@ const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
 const templates = createClient(TemplateServiceClient, config.campaignGrpcUrl);
 // Timers first: due runs need no Kafka, and joining a consumer group can take a session timeout.
-const runs = startRunLoop({ pool, logger, campaign, account, pollMs: config.runPollMs, leaseMs: config.runLeaseMs, batchSize: config.runBatchSize, concurrency: config.runConcurrency });
+const runs = startRunLoop({ pool, logger, campaign, account, pollMs: config.runPollMs, leaseMs: config.runLeaseMs, batchSize: config.runBatchSize, concurrency: config.runConcurrency, retentionDays: config.runRetentionDays, pruneEveryMs: config.runPruneEveryMs });
 const subscriptions = await Promise.all([
-  bus.subscribe({ consumer: consumers.flowTriggers, handle: audienceTriggers(pool, logger) }),
-  bus.subscribe({ consumer: consumers.flowEngagementTriggers, handle: engagementTriggers(pool, logger) }),
+  bus.subscribe({ consumer: consumers.flowTriggers, concurrency: config.triggerConcurrency, handle: audienceTriggers(pool, logger) }),
+  bus.subscribe({ consumer: consumers.flowEngagementTriggers, concurrency: config.triggerConcurrency, handle: engagementTriggers(pool, logger) }),
 ]);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[FlowServiceService, flowHandlers({ pool, logger, campaign, templates })]]);
 logger.info({ port: server.port }, 'flow service serving');

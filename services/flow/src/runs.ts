@@ -5,7 +5,7 @@ import type { Logger } from '@herald/logging';
 import type { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { histogram } from '@herald/telemetry';
-import { startWorkLoop, type WorkLoop } from '@herald/workloop';
+import { backoffMs, retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
 
 import { delayMs, type Step } from './steps.js';
 import * as store from './store.js';
@@ -16,6 +16,13 @@ const SENDS_PER_BATCH = 32;
 const FACTS_TTL_MS = 5_000;
 /** Entries a cache keeps before it starts over (versions and allowances are cheap to read again). */
 const CACHE_LIMIT = 10_000;
+/** Finished runs deleted per statement, and how long one pruning may hold up the loop's claims. */
+const PRUNE_BATCH = 2_000;
+/** A send that failed for now (an error, a deadline) is tried again 2.5 to 5 s later. */
+const SEND_RETRY = { baseMs: 5_000, capMs: 5_000 };
+/** How long a worked run's outcome may wait to be recorded with others of its batch. */
+const RECORD_EVERY_MS = 200;
+const PRUNE_BUDGET_MS = 1_000;
 
 /** Starts a full cache over, so a long-lived process does not keep every flow version it ever ran. */
 function remember<V>(cache: Map<string, V>, key: string, value: V): V {
@@ -46,11 +53,13 @@ class RunEnded extends Error {
 /**
  * The runs, on the shared work loop: a claimed run executes its steps from where it stands until it
  * parks on a delay (waiting, due after the delay) or ends (exit, past the last step, or refused).
- * A batch's outcomes are recorded in one statement under the claim, so a run cancelled or deleted
+ * A batch's outcomes are recorded together under the claim, so a run cancelled or deleted
  * meanwhile is left as it is, and a run whose process died is worked again after the lease: its
  * sends carry an idempotency key per (run, step), so working it again never sends twice.
  */
-export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number; batchSize: number; concurrency: number }): WorkLoop {
+export function startRunLoop(
+  deps: RunDeps & { pollMs?: number; leaseMs: number; batchSize: number; concurrency: number; retentionDays: number; pruneEveryMs: number },
+): WorkLoop {
   const { pool, logger, campaign, account } = deps;
   // Versions never change once written: each is read once per process.
   const versions = new Map<string, Promise<Step[] | undefined>>();
@@ -125,7 +134,15 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
         const step = steps[index] as Step;
         if (step.stepType === 'exit') return outcome('exited', index, null, null);
         if (step.stepType === 'delay') return outcome('waiting', index + 1, new Date(Date.now() + delayMs(step)), null);
-        notificationIds.push(await send(run, index, step));
+        try {
+          notificationIds.push(await send(run, index, step));
+        } catch (err) {
+          if (err instanceof RunEnded) throw err;
+          // The campaign service is slow or away: this step again in a few seconds (its idempotency
+          // key replays a send that did happen), not when the whole batch's lease ends.
+          logger.warn({ err, runId: run.id, step: index }, 'flow send failed; the step is tried again shortly');
+          return outcome('running', index, new Date(Date.now() + backoffMs(1, SEND_RETRY)), null);
+        }
       }
       return outcome('completed', steps.length, null, null);
     } catch (err) {
@@ -137,15 +154,40 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
   async function work(runs: store.ClaimedRun[], token: string): Promise<void> {
     const now = Date.now();
     for (const run of runs) if (run.due_at) lateness.record(Math.max(0, now - run.due_at.getTime()));
-    const outcomes: store.RunOutcome[] = [];
+    // A claim's rows come back in no particular order: the earliest due is worked first.
+    runs.sort((a, b) => (a.due_at?.getTime() ?? 0) - (b.due_at?.getTime() ?? 0));
     let failed: unknown;
-    // A few runs at a time, each taking the next as it finishes: most steps are timers (no I/O);
-    // sends wait on the campaign service.
+    // Outcomes are recorded in groups: all at once for a batch of timers (no I/O, done in
+    // milliseconds), every RECORD_EVERY_MS while sends are slow, so a run is released (and shown
+    // in GET /runs) soon after its sends rather than after the whole batch's.
+    let pending: store.RunOutcome[] = [];
+    let recording = Promise.resolve();
+    let flushTimer: NodeJS.Timeout | undefined;
+    const flush = (): Promise<void> => {
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+      const outcomes = pending;
+      pending = [];
+      // Sends made before PostgreSQL went away are recorded once it is back, not replayed after the lease.
+      if (outcomes.length > 0) recording = recording.then(() => retryWhileUnreachable(() => store.recordOutcomes(pool, token, outcomes), deps.leaseMs).then(() => undefined));
+      return recording;
+    };
+    // A batch of sends can outlast its lease: the runs not worked yet keep their claim, so no
+    // other claim works them meanwhile (their sends would be replayed, not repeated, but twice the work).
+    const ids = runs.map((run) => run.id);
+    let renewedAt = now;
+    let renewing: Promise<unknown> = Promise.resolve();
     let next = 0;
     const worker = async (): Promise<void> => {
       for (let run = runs[next++]; run !== undefined; run = runs[next++]) {
+        if (Date.now() - renewedAt > deps.leaseMs / 3) {
+          renewedAt = Date.now();
+          // Every run of the batch: those recorded already are no longer this claim's, so unchanged.
+          renewing = store.extendClaim(pool, token, ids, deps.leaseMs).catch((err: unknown) => (failed ??= err));
+        }
         try {
-          outcomes.push(await advance(run));
+          pending.push(await advance(run));
+          flushTimer ??= setTimeout(() => void flush().catch((err: unknown) => (failed ??= err)), RECORD_EVERY_MS);
         } catch (err) {
           failed ??= err;
         }
@@ -153,7 +195,8 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
     };
     await Promise.all(Array.from({ length: Math.min(SENDS_PER_BATCH, runs.length) }, worker));
     // What could be worked is recorded; a run that failed stays claimed and is retried after the lease.
-    await store.recordOutcomes(pool, token, outcomes);
+    await renewing;
+    await flush();
     if (failed) throw failed;
   }
 
@@ -168,5 +211,17 @@ export function startRunLoop(deps: RunDeps & { pollMs?: number; leaseMs: number;
     concurrency: deps.concurrency,
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
     work,
+    housekeeping: {
+      everyMs: deps.pruneEveryMs,
+      // Finished runs past the retention, a batch at a time; what is left over goes next time.
+      run: async () => {
+        const until = Date.now() + PRUNE_BUDGET_MS;
+        let pruned = 0;
+        for (let deleted = PRUNE_BATCH; deleted === PRUNE_BATCH && Date.now() < until; pruned += deleted) {
+          deleted = await store.pruneRuns(pool, deps.retentionDays, PRUNE_BATCH);
+        }
+        if (pruned > 0) logger.info({ pruned, retentionDays: deps.retentionDays }, 'finished flow runs past the retention deleted');
+      },
+    },
   });
 }

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 
-import { CREATED_US_SQL, type PagePosition, type Queryable } from '@herald/db';
+import { CREATED_US_SQL, CURRENT_NAMESPACE_SQL, type PagePosition, type Queryable } from '@herald/db';
 import { RELEASED, type WorkTable } from '@herald/workloop';
 
 import type { Step } from './steps.js';
@@ -238,6 +238,27 @@ export async function recordOutcomes(db: Queryable, token: string, outcomes: Run
         })),
       ),
     ],
+  );
+  return rowCount ?? 0;
+}
+
+/** Extends the lease of these runs while this claim still holds them (a batch still being worked). */
+export async function extendClaim(db: Queryable, token: string, ids: string[], leaseMs: number): Promise<void> {
+  await db.query(`UPDATE flow_runs SET leased_until = clock_timestamp() + $3 * interval '1 millisecond' WHERE id = ANY($2) AND claim = $1`, [token, ids, leaseMs]);
+}
+
+/**
+ * Deletes up to `limit` runs that finished more than `retentionDays` ago, oldest first (runs in
+ * flight are never touched: only a final state sets finished_at). A flow's executionCount is its
+ * own column, so it stays exact. Returns how many went.
+ */
+export async function pruneRuns(db: Queryable, retentionDays: number, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM flow_runs WHERE id IN (
+       SELECT id FROM flow_runs
+        WHERE namespace = ${CURRENT_NAMESPACE_SQL} AND finished_at IS NOT NULL AND finished_at < clock_timestamp() - $1 * interval '1 day'
+        ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    [retentionDays, limit],
   );
   return rowCount ?? 0;
 }

@@ -2,22 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
-import { createKafkaBus, EVENT_ID_HEADER, topics } from '@herald/bus';
-import { createLogger } from '@herald/logging';
-import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
-import {
-  call,
-  connectDatabase,
-  eventually,
-  infrastructureEnv,
-  seedAudience,
-  SERVER_API,
-  startSendingHarness,
-  subscribeBrowser,
-  type Audience,
-  type SendingHarness,
-  type Subscribed,
-} from '@herald/testkit';
+import { call, connectDatabase, eventually, seedAudience, startSendingHarness, subscribeBrowser, type Audience, type SendingHarness, type Subscribed } from '@herald/testkit';
+
+import { delay, exit, flowApi, publishSubscribed as publish, send, type FlowRecord, type RunRecord, type Step } from './helpers.js';
 
 // Runs end to end: a browser subscribes through the public endpoint, the audience event reaches
 // the flow service over Kafka, the run sends through the campaign service and the delivery fleet
@@ -25,48 +12,13 @@ import {
 
 let harness: SendingHarness;
 before(async () => {
-  harness = await startSendingHarness({ services: ['flow'], env: { FLOW_RUN_POLL_MS: '100' } });
+  harness = await startSendingHarness({ services: ['flow'], env: { FLOW_RUN_POLL_MS: '100', FLOW_RUN_PRUNE_EVERY_MS: '200' } });
 });
 after(() => harness.stop());
 
-interface FlowRecord {
-  id: string;
-  status: string;
-  executionCount: number;
-}
-interface RunRecord {
-  id: string;
-  flowId: string;
-  subscriberId: string;
-  triggerType: string;
-  triggerEventId: string;
-  state: string;
-  currentStep: number | null;
-  nextWakeUpAt: string | null;
-  endReason: string | null;
-  notificationIds: string[];
-  finishedAt: string | null;
-}
-
-type Step = { stepType: string; config: Record<string, unknown> };
-const send = (title: string): Step => ({ stepType: 'send_notification', config: { notification: { title, body: `${title} body` } } });
-const delay = (seconds: number): Step => ({ stepType: 'delay', config: { delay: { value: seconds, unit: 'seconds' } } });
-const exit: Step = { stepType: 'exit', config: {} };
-
-const api = <T>(audience: Audience, path: string, options: { method?: string; body?: unknown } = {}) =>
-  call<T & Record<string, unknown>>(harness.stack.gatewayUrl, `${SERVER_API}${path}`, { key: audience.workspace.apiKey, ...options });
-
-/** A flow created and activated in the audience's workspace. */
-async function activeFlow(audience: Audience, steps: Step[], triggerType = 'subscription'): Promise<FlowRecord> {
-  const created = await api<FlowRecord>(audience, '/flows', { method: 'POST', body: { name: 'Welcome', triggerType, steps } });
-  assert.equal(created.status, 201, JSON.stringify(created.body));
-  const activated = await api<FlowRecord>(audience, `/flows/${created.body.id}/activate`, { method: 'POST' });
-  assert.equal(activated.body.status, 'active');
-  return activated.body;
-}
-
-const runsOf = async (audience: Audience, flowId: string): Promise<RunRecord[]> => (await api<{ data: RunRecord[] }>(audience, `/flows/${flowId}/runs`)).body.data;
-const flowOf = async (audience: Audience, flowId: string): Promise<FlowRecord> => (await api<FlowRecord>(audience, `/flows/${flowId}`)).body;
+const { api, createFlow, runsOf, flowOf, titlesTo } = flowApi(() => harness);
+const activeFlow = (audience: Audience, steps: Step[], triggerType = 'subscription'): Promise<FlowRecord> => createFlow(audience, steps, { triggerType });
+const publishSubscribed = (audience: Audience, events: Array<{ eventId: string; subscriberId: string }>) => publish(harness, audience, events);
 
 /** The run of `flowId` once `done` holds for it (exactly one run exists). */
 async function runWhen(audience: Audience, flowId: string, what: string, done: (run: RunRecord) => boolean, timeoutMs = 20_000): Promise<RunRecord> {
@@ -74,9 +26,13 @@ async function runWhen(audience: Audience, flowId: string, what: string, done: (
   return runs[0] as RunRecord;
 }
 
-/** Titles the strict peer accepted for this browser, in arrival order. */
-const titlesTo = (subscriber: Subscribed): string[] =>
-  harness.peer.received(subscriber.endpoint).map((message) => (JSON.parse(message.plaintext.toString()) as { title: string }).title);
+/** SIGKILLs the stack's running instance of a service (a replacement is started on its port with startService). */
+async function kill(service: string): Promise<void> {
+  const running = harness.stack.services.find((process) => process.output().includes(`${service} service serving`) && process.child.exitCode === null && process.child.signalCode === null);
+  assert.ok(running, `no ${service} service running`);
+  running.child.kill('SIGKILL');
+  await running.exited;
+}
 
 /** A workspace with no subscriber yet: its flows are made before anyone subscribes. */
 const emptyAudience = () => seedAudience(harness, 0);
@@ -146,31 +102,6 @@ test('pause and archive: no new runs start, and a run in flight finishes', async
   assert.deepEqual((await runsOf(audience, archived.id)).map((run) => run.subscriberId), [first.id]);
   assert.equal((await flowOf(audience, archived.id)).executionCount, 1);
 });
-
-/** Publishes audience `subscribed` events to the stack's topic, as the audience service's relay does (same key: the workspace). */
-async function publishSubscribed(audience: Audience, events: Array<{ eventId: string; subscriberId: string }>): Promise<void> {
-  const bus = createKafkaBus({ brokers: (infrastructureEnv().KAFKA_BROKERS ?? '').split(','), clientId: 'flow-test', logger: createLogger('flow-test'), topicPrefix: harness.stack.topicPrefix });
-  try {
-    await bus.publish(
-      events.map(({ eventId, subscriberId }) => ({
-        topic: topics.audienceEvents.name,
-        key: audience.workspace.workspaceId,
-        headers: { [EVENT_ID_HEADER]: eventId },
-        value: Buffer.from(
-          AudienceEvent.encode({
-            eventId,
-            occurredAt: new Date().toISOString(),
-            workspaceId: audience.workspace.workspaceId,
-            siteId: '',
-            kind: { $case: 'subscribed', value: { subscriberId, externalId: '' } },
-          }).finish(),
-        ),
-      })),
-    );
-  } finally {
-    await bus.close();
-  }
-}
 
 test('a redelivered subscription event starts no second run', async () => {
   const audience = await emptyAudience();
@@ -271,16 +202,29 @@ test('a kill -9 of the flow service mid-delay: the timer fires once after the re
   const flow = await activeFlow(audience, [delay(2), send('After the restart')]);
   const subscriber = await subscribe(audience);
   await runWhen(audience, flow.id, 'the run waiting', (run) => run.state === 'waiting');
-  const service = harness.stack.services.find((running) => running.output().includes('flow service serving') && running.child.exitCode === null);
-  assert.ok(service);
-  service.child.kill('SIGKILL');
-  await service.exited;
-  await harness.stack.startService('flow', { FLOW_RUN_POLL_MS: '100' }, { replacing: true });
+  await kill('flow');
+  await harness.stack.startService('flow', { FLOW_RUN_POLL_MS: '100', FLOW_RUN_PRUNE_EVERY_MS: '200' }, { replacing: true });
   const run = await runWhen(audience, flow.id, 'the run completed', (found) => found.state === 'completed', 30_000);
   assert.equal(run.notificationIds.length, 1);
   await eventually('the push', async () => titlesTo(subscriber), (titles) => titles.length === 1);
   assert.deepEqual(titlesTo(subscriber), ['After the restart']);
   assert.equal((await flowOf(audience, flow.id)).executionCount, 1);
+});
+
+test('the campaign service away when a timer fires: the send is tried again every few seconds and made once it is back', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [delay(1), send('Once it is back')]);
+  const subscriber = await subscribe(audience);
+  await runWhen(audience, flow.id, 'the run waiting', (run) => run.state === 'waiting');
+  await kill('campaign');
+  // The timer fires with the campaign service away: the step waits to be tried again, not for the lease.
+  const retrying = await runWhen(audience, flow.id, 'the send to be tried again', (run) => run.state === 'running' && run.nextWakeUpAt !== null);
+  assert.deepEqual([retrying.currentStep, retrying.notificationIds], [1, []]);
+  await harness.stack.startService('campaign', {}, { replacing: true });
+  const run = await runWhen(audience, flow.id, 'the run completed', (found) => found.state === 'completed', 30_000);
+  assert.equal(run.notificationIds.length, 1);
+  await eventually('the push', async () => titlesTo(subscriber), (titles) => titles.length === 1);
+  assert.deepEqual(titlesTo(subscriber), ['Once it is back']);
 });
 
 test('a click-triggered flow limited to one campaign runs for clicks on that campaign only', async () => {
@@ -322,4 +266,30 @@ test('a click-triggered flow limited to one campaign runs for clicks on that cam
   await eventually('the thank-you push', async () => titlesTo(subscriber), (titles) => titles.includes('Thanks for clicking'));
   assert.deepEqual(titlesTo(subscriber), ['Other', 'Chosen', 'Thanks for clicking']);
   assert.equal((await flowOf(audience, created.body.id)).executionCount, 1);
+});
+
+test('finished runs are deleted after the retention (30 days): runs in flight and younger ones stay, executionCount stays exact', async () => {
+  const audience = await emptyAudience();
+  const flow = await activeFlow(audience, [send('Hello'), delay(3_600), exit]);
+  const finished = await activeFlow(audience, [exit]);
+  const subscriber = await subscribe(audience, 'first');
+  const second = await subscribe(audience, 'second');
+  await eventually('two runs waiting', () => runsOf(audience, flow.id), (runs) => runs.length === 2 && runs.every((run) => run.state === 'waiting'));
+  const [exited] = await eventually('two runs exited', () => runsOf(audience, finished.id), (runs) => runs.length === 2 && runs.every((run) => run.state === 'exited'));
+  assert.ok(exited);
+  // Time passes for two runs only: the first subscriber's finished run and its run in flight, both 31 days old.
+  const db = await connectDatabase();
+  try {
+    await db.query(`UPDATE flow.flow_runs SET created_at = created_at - interval '31 days', finished_at = finished_at - interval '31 days' WHERE subscriber_id = $1`, [subscriber.id]);
+  } finally {
+    await db.end();
+  }
+  await eventually('the old finished run deleted', () => runsOf(audience, finished.id), (runs) => runs.length === 1);
+  assert.deepEqual((await runsOf(audience, finished.id)).map((run) => [run.subscriberId, run.state]), [[second.id, 'exited']]);
+  assert.deepEqual(
+    (await runsOf(audience, flow.id)).map((run) => [run.subscriberId, run.state]).sort(),
+    [[subscriber.id, 'waiting'], [second.id, 'waiting']].sort(),
+  );
+  assert.equal((await flowOf(audience, finished.id)).executionCount, 2);
+  assert.equal((await flowOf(audience, flow.id)).executionCount, 2);
 });
