@@ -23,7 +23,8 @@ let harness: SendingHarness;
 let audience: Audience;
 
 before(async () => {
-  harness = await startSendingHarness();
+  // Delivery jobs of two recipients: a send of four is fanned out in two jobs, one of two is queued whole with its notification.
+  harness = await startSendingHarness({ env: { FANOUT_BATCH_SIZE: '2' } });
   audience = await seedAudience(harness, 4, 'growth', (index) => ({
     externalId: `user-${index % 2}`,
     tags: index < 2 ? ['vip', 'beta'] : ['beta'],
@@ -118,6 +119,28 @@ test('targeting by subscriber ids, external ids and tags, and their combination'
   const none = await send({ title: 't', body: 'b', tags: ['nobody-has-this'] });
   assert.equal(none.status, 400);
   assert.equal((none.body as unknown as { message: string }).message, 'No subscribers found matching criteria');
+});
+
+test('known subscribers that fit one delivery job are queued with the notification; more go through the fan-out; each pushed once', async () => {
+  const [first, , third] = audience.subscribers as [Audience['subscribers'][0], Audience['subscribers'][0], Audience['subscribers'][0]];
+  const few = await send({ title: 'Few', body: 'b', subscriberIds: [first.id, third.id] });
+  assert.deepEqual([few.status, few.body.sent], [200, 2]);
+  // Its one job committed with it: the first read already counts both queued.
+  const read = await notification(few.body.campaignId);
+  assert.deepEqual([read.body.counts.targeted, read.body.counts.queued], [2, 2]);
+  // Two external ids of two devices each: ids that fit a job, recipients that do not.
+  const many = await send({ title: 'Many', body: 'b', externalIds: ['user-0', 'user-1'] });
+  assert.deepEqual([many.status, many.body.sent], [200, 4]);
+
+  for (const [id, endpoints] of [
+    [few.body.campaignId, [first.endpoint, third.endpoint]],
+    [many.body.campaignId, audience.subscribers.map((subscriber) => subscriber.endpoint)],
+  ] as const) {
+    const settled = await eventually(`${id} completed`, () => notification(id), (reply) => reply.body.status === 'completed');
+    const count = endpoints.length;
+    assert.deepEqual(settled.body.counts, { targeted: count, queued: count, delivered: count, failed: 0, expired: 0, pending: 0 });
+    assert.deepEqual(messagesFor(id).map((message) => message.endpoint).sort(), [...endpoints].sort());
+  }
 });
 
 test('an idempotency key replays the first result, and concurrent duplicates send once', async () => {

@@ -6,7 +6,8 @@ import { hasSubscriberPlaceholders } from '@herald/domain';
 import type { PromiseClient } from '@herald/grpc';
 import { HeraldError } from '@herald/errors';
 import type { Logger } from '@herald/logging';
-import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import type { AudienceServiceClient, Target } from '@herald/proto/herald/audience/v1/audience';
+import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campaign';
 import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
 import { DeliveryJob } from '@herald/proto/herald/delivery/v1/delivery';
 
@@ -19,6 +20,49 @@ const JOBS_PER_PUBLISH = 8;
 /** RFC 8030 Topic (<= 32 base64url characters): the same for every push of one notification. */
 function pushTopic(notificationId: string): string {
   return createHash('sha256').update(notificationId).digest().subarray(0, 24).toString('base64url');
+}
+
+/** A delivery job as the fleet reads it: its Kafka key and message. */
+export interface EncodedJob {
+  key: string;
+  value: Buffer;
+}
+
+export interface DeliveryJobs {
+  /** Whether the fleet fills per-subscriber placeholders: the targets must then come with their profiles. */
+  personalized: boolean;
+  job(sequence: number, targets: Target[]): EncodedJob;
+}
+
+/**
+ * The delivery jobs of one notification, numbered by `sequence` (the job id is
+ * `<notification>:<sequence>`): the payload, push topic and whether the fleet personalizes it are
+ * the same for every job, so they are worked out once.
+ */
+export function deliveryJobs(n: { id: string; workspaceId: string; siteId: string; content: NotificationContent }, ttlSeconds: number): DeliveryJobs {
+  const payload = notificationPayload(n.id, n.content);
+  // Per-subscriber placeholders: the targets come with their profiles and the fleet fills them.
+  const personalized = hasSubscriberPlaceholders(n.content.title, n.content.body, n.content.url);
+  const topic = pushTopic(n.id);
+  return {
+    personalized,
+    job(sequence, targets) {
+      const jobId = `${n.id}:${sequence}`;
+      const value = DeliveryJob.encode({
+        jobId,
+        notificationId: n.id,
+        workspaceId: n.workspaceId,
+        siteId: n.siteId,
+        payload,
+        ttlSeconds,
+        urgency: 'normal',
+        topic,
+        targets,
+        personalized,
+      }).finish();
+      return { key: jobId, value: Buffer.from(value) };
+    },
+  };
 }
 
 export interface FanoutDeps {
@@ -79,10 +123,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
 
     const started = Date.now();
     const step = notification.throttle_per_minute ? throttleStep(notification.throttle_per_minute, batchSize) : undefined;
-    const payload = notificationPayload(queued.notificationId, queued.content);
-    // Per-subscriber placeholders: the targets come with their profiles and the fleet fills them.
-    const personalized = hasSubscriberPlaceholders(queued.content.title, queued.content.body, queued.content.url);
-    const topic = pushTopic(queued.notificationId);
+    const jobs = deliveryJobs({ id: queued.notificationId, workspaceId: event.workspaceId, siteId: queued.siteId, content: queued.content }, ttlSeconds);
     let sequence = notification.fanout_batches;
     const targeting = queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' };
     const stream = audience.streamTargets({
@@ -90,7 +131,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
       targeting,
       batchSize: Math.min(batchSize, step?.recipients ?? batchSize),
       after: notification.fanout_cursor,
-      withProfile: personalized,
+      withProfile: jobs.personalized,
     });
     const targets = endingWhenSegmentGone(stream, targeting.segmentId, () =>
       logger.warn({ notificationId: queued.notificationId, segmentId: targeting.segmentId }, 'fan-out ends early: its segment was deleted'),
@@ -113,20 +154,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
     };
     for await (const batch of targets) {
       if (batch.targets.length === 0) continue;
-      const jobId = `${queued.notificationId}:${sequence}`;
-      const job = DeliveryJob.encode({
-        jobId,
-        notificationId: queued.notificationId,
-        workspaceId: event.workspaceId,
-        siteId: queued.siteId,
-        payload,
-        ttlSeconds,
-        urgency: 'normal',
-        topic,
-        targets: batch.targets,
-        personalized,
-      }).finish();
-      pending.push({ topic: topics.deliveryJobs.name, key: jobId, value: Buffer.from(job) });
+      pending.push({ topic: topics.deliveryJobs.name, ...jobs.job(sequence, batch.targets) });
       pendingRecipients += batch.targets.length;
       stepRecipients += batch.targets.length;
       cursor = batch.cursor;

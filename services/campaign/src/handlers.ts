@@ -1,10 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 
-import { withTransaction, type Pool } from '@herald/db';
+import { withTransaction, type Queryable } from '@herald/db';
 import { HeraldError } from '@herald/errors';
 import { implementService, type PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
-import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import type { StreamTargetsResponse, Targeting } from '@herald/proto/herald/audience/v1/audience';
 import {
   CampaignServiceService,
   type Notification,
@@ -13,6 +13,7 @@ import {
   type SendResponse,
 } from '@herald/proto/herald/campaign/v1/campaign';
 import { campaignManagement, type CampaignDeps } from './campaigns.js';
+import { deliveryJobs, type DeliveryJobs } from './fanout.js';
 import { assertFits } from './payload.js';
 import { limitExceeded } from './starts.js';
 import * as store from './store.js';
@@ -49,8 +50,42 @@ function toNotification(row: store.CampaignRow): Notification {
   };
 }
 
-export function campaignHandlers(deps: CampaignDeps) {
+/** Whom a send goes to: how many, and the targets themselves when they fit one delivery job. */
+interface Reach {
+  targeted: number;
+  batch?: StreamTargetsResponse;
+}
+
+export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: { batchSize: number; ttlSeconds: number }) {
   const { pool, audience, logger } = deps;
+
+  /**
+   * Who a notification reaches. A targeting by ids alone (a flow's push to its subscriber, a
+   * question to a person, a /send to a few) is read whole when it fits one delivery job, so the
+   * send's own transaction writes that job: no campaign event, fan-out consumer or second read of
+   * the audience per small send. Tags and segments may match any number: counted, then fanned out.
+   */
+  async function reach(workspaceId: string, targeting: Targeting, withProfile: boolean): Promise<Reach> {
+    const ids = targeting.subscriberIds.length + targeting.externalIds.length;
+    if (ids > 0 && ids <= batchSize && targeting.tags.length === 0 && targeting.segmentId === '') {
+      const batches: StreamTargetsResponse[] = [];
+      for await (const batch of audience.streamTargets({ workspaceId, targeting, batchSize, after: '', withProfile })) {
+        if (batch.targets.length > 0) batches.push(batch);
+        // More than one job (an external id with many devices): leaving cancels the stream.
+        if (batches.length > 1) break;
+      }
+      const [only] = batches;
+      if (batches.length <= 1) return { targeted: only?.targets.length ?? 0, ...(only && { batch: only }) };
+    }
+    return { targeted: Number((await audience.countTargets({ workspaceId, targeting })).count) };
+  }
+
+  /** Stores the started notification with its fan-out queued: its one job when it has the targets, else the fan-out event. */
+  async function queue(tx: Queryable, n: store.StartedNotification, jobs: DeliveryJobs, { targeted, batch }: Reach): Promise<void> {
+    await store.insertStartedCampaign(tx, { ...n, targeted, ...(batch && { fannedOut: { queued: batch.targets.length, cursor: batch.cursor } }) });
+    if (batch) await store.enqueueDeliveryJob(tx, jobs.job(0, batch.targets));
+    else await store.enqueueNotificationQueued(tx, n);
+  }
 
   async function replay(request: SendRequest, record: store.SendRecord): Promise<SendResponse> {
     if (record.request_hash !== requestHash(request)) {
@@ -78,8 +113,10 @@ export function campaignHandlers(deps: CampaignDeps) {
         const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
         assertFits(notificationId, content);
         const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' };
-        const { count } = await audience.countTargets({ workspaceId: request.workspaceId, targeting });
-        const targeted = Number(count);
+        const notification: store.StartedNotification = { id: notificationId, kind: 'send', workspaceId: request.workspaceId, siteId: request.siteId, content, targeting };
+        const jobs = deliveryJobs(notification, ttlSeconds);
+        const reached = await reach(request.workspaceId, targeting, jobs.personalized);
+        const targeted = reached.targeted;
         if (targeted === 0) throw new HeraldError('invalid_request', 'No subscribers found matching criteria', { title: 'No subscribers found matching criteria' });
         const limit = Number(request.monthlyAllowance);
 
@@ -97,10 +134,11 @@ export function campaignHandlers(deps: CampaignDeps) {
               });
               if (!claimed) throw new DuplicateSend();
             }
+            await queue(tx, notification, jobs, reached);
+            // Last: the workspace's usage row stays locked until the commit, and every concurrent
+            // send of the workspace waits for that lock.
             const total = await store.reserveAllowance(tx, request.workspaceId, targeted, limit);
             if (total === undefined) throw limitExceeded(limit);
-            await store.insertStartedCampaign(tx, { id: notificationId, kind: 'send', workspaceId: request.workspaceId, siteId: request.siteId, content, targeting, targeted });
-            await store.enqueueNotificationQueued(tx, { id: notificationId, workspaceId: request.workspaceId, siteId: request.siteId, content, targeting });
             return total;
           });
         } catch (err) {
@@ -119,14 +157,13 @@ export function campaignHandlers(deps: CampaignDeps) {
         const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
         assertFits(notificationId, content);
         const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' };
-        const targeted = Number((await audience.countTargets({ workspaceId: request.workspaceId, targeting })).count);
+        const notification: store.StartedNotification = { id: notificationId, kind: 'question', workspaceId: request.workspaceId, siteId: request.siteId, content, targeting };
+        const jobs = deliveryJobs(notification, ttlSeconds);
+        const reached = await reach(request.workspaceId, targeting, jobs.personalized);
+        const targeted = reached.targeted;
         if (targeted === 0) return { notificationId: '', targeted: '0' };
         // A question to a person is not a marketing send: no allowance is reserved for it.
-        await withTransaction(pool, async (tx) => {
-          const notification = { id: notificationId, workspaceId: request.workspaceId, siteId: request.siteId, content, targeting };
-          await store.insertStartedCampaign(tx, { ...notification, kind: 'question', targeted });
-          await store.enqueueNotificationQueued(tx, notification);
-        });
+        await withTransaction(pool, (tx) => queue(tx, notification, jobs, reached));
         logger.info({ notificationId, targeted }, 'question notification queued');
         return { notificationId, targeted: String(targeted) };
       },

@@ -45,7 +45,7 @@ const subscriptions = await Promise.all([
   }),
 ]);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
-  [CampaignServiceService, campaignHandlers(deps)],
+  [CampaignServiceService, campaignHandlers(deps, { batchSize: config.fanoutBatchSize, ttlSeconds: config.pushTtlSeconds })],
   [TemplateServiceService, templateHandlers(pool, logger)],
 ]);
 const timers = startCampaignTimers({ ...deps, pollMs: config.timerPollMs });

@@ -76,15 +76,30 @@ export async function findSendRecord(db: Queryable, workspaceId: string, idempot
   return rows[0];
 }
 
-/** A started campaign: a /send (kind send) or a question's push (kind question). */
+/** A campaign started as it is stored: a /send (kind send) or a question's push (kind question). */
+export interface StartedNotification {
+  id: string;
+  kind: 'send' | 'question';
+  workspaceId: string;
+  siteId: string;
+  content: NotificationContent;
+  targeting: Targeting;
+}
+
+/** With `fannedOut`, its one delivery job is queued in the same transaction: the fan-out is done from the start. */
 export async function insertStartedCampaign(
   tx: Queryable,
-  n: { id: string; kind: 'send' | 'question'; workspaceId: string; siteId: string; content: NotificationContent; targeting: Targeting; targeted: number },
+  n: StartedNotification & { targeted: number; fannedOut?: { queued: number; cursor: string } },
 ): Promise<void> {
   await tx.query(
-    `INSERT INTO campaigns (id, kind, name, status, started_at, workspace_id, site_id, title, body, url, icon_url, image_url, targeting, targeted)
-     VALUES ($1, $2, $4, 'sending', now(), $3, $11, $4, $5, NULLIF($6, ''), NULLIF($7, ''), NULLIF($8, ''), $9, $10)`,
-    [n.id, n.kind, n.workspaceId, n.content.title, n.content.body, n.content.url, n.content.iconUrl, n.content.imageUrl, n.targeting, n.targeted, n.siteId],
+    `INSERT INTO campaigns (id, kind, name, status, started_at, workspace_id, site_id, title, body, url, icon_url, image_url, targeting, targeted,
+                            queued, fanout_cursor, fanout_batches, fanout_done)
+     VALUES ($1, $2, $4, 'sending', now(), $3, $11, $4, $5, NULLIF($6, ''), NULLIF($7, ''), NULLIF($8, ''), $9, $10,
+             $12, $13, CASE WHEN $14::boolean THEN 1 ELSE 0 END, $14::boolean)`,
+    [
+      n.id, n.kind, n.workspaceId, n.content.title, n.content.body, n.content.url, n.content.iconUrl, n.content.imageUrl, n.targeting, n.targeted, n.siteId,
+      n.fannedOut?.queued ?? 0, n.fannedOut?.cursor ?? '', n.fannedOut !== undefined,
+    ],
   );
 }
 
@@ -317,6 +332,11 @@ export async function enqueueNotificationQueued(
     kind: { $case: 'notificationQueued', value: { notificationId: n.id, siteId: n.siteId, content: n.content, targeting: n.targeting } },
   }).finish();
   await enqueue(tx, SCHEMA, [{ topic: topics.campaignEvents.name, key: n.id, payload, eventId }]);
+}
+
+/** Queues (through the outbox) a delivery job written in the transaction of its notification. */
+export async function enqueueDeliveryJob(tx: Queryable, job: { key: string; value: Uint8Array }): Promise<void> {
+  await enqueue(tx, SCHEMA, [{ topic: topics.deliveryJobs.name, key: job.key, payload: job.value }]);
 }
 
 export async function recordFanoutBatches(db: Queryable, id: string, batches: number, recipients: number, cursor: string): Promise<void> {
