@@ -139,10 +139,31 @@ await runBench(async () => {
   console.log(
     `burst: subscribed in ${(subscribedIn / 1_000).toFixed(1)} s, the last welcome push ${((lastArrival - burstStarted) / 1_000).toFixed(1)} s after the burst began; ${pushes} pushes for ${burst.length} subscribers`,
   );
-  const stages = await burstStages(infra.DATABASE_URL ?? '', tenants.map((one) => one.workspaceId), burst.map(({ endpoint }) => ({ endpoint, at: peer.received(endpoint)[0]?.at ?? 0 })));
+  // A push can arrive before the flow service has recorded its run's send (its outcomes are written
+  // in groups): the legs are read once every run has been recorded.
+  const workspaceIds = tenants.map((one) => one.workspaceId);
+  await runsRecorded(infra.DATABASE_URL ?? '', workspaceIds);
+  console.log(`burst: every run recorded ${((now() - lastArrival) / 1_000).toFixed(1)} s after the last welcome push`);
+  const stages = await burstStages(infra.DATABASE_URL ?? '', workspaceIds, burst.map(({ endpoint }) => ({ endpoint, at: peer.received(endpoint)[0]?.at ?? 0 })));
   for (const [label, sorted] of stages) report(label, sorted);
   return pushes === burst.length ? 0 : 1;
 }, DRAIN_MS + 600_000);
+
+/** Waits (at most DRAIN_MS) until no run of these workspaces is in flight. */
+async function runsRecorded(databaseUrl: string, workspaceIds: string[]): Promise<void> {
+  const db = await connectDatabase(databaseUrl);
+  const started = now();
+  try {
+    for (;;) {
+      const { rows } = await db.query<{ in_flight: number }>(`SELECT count(*)::int AS in_flight FROM flow.flow_runs WHERE workspace_id = ANY($1) AND state IN ('running', 'waiting')`, [workspaceIds]);
+      if (rows[0]?.in_flight === 0) return;
+      if (now() - started > DRAIN_MS) throw new Error(`${rows[0]?.in_flight} runs still in flight ${DRAIN_MS} ms after the last welcome push`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await db.end();
+  }
+}
 
 /** Each burst subscriber's time in the three legs of the path, from the rows the services wrote (ascending per leg). */
 async function burstStages(databaseUrl: string, workspaceIds: string[], arrivals: Array<{ endpoint: string; at: number }>): Promise<Array<[string, number[]]>> {
