@@ -100,7 +100,6 @@ async function resolveWith(servers: readonly string[], hostname: string): Promis
   throw failed ? (failed.reason as Error) : Object.assign(new Error(`${hostname} has no A or AAAA record`), { code: 'ENOTFOUND' });
 }
 
-
 /** Checks `url` as assertWebhookUrl does and returns the address to connect to. */
 export async function resolveWebhookTarget(url: string, field: string, { allowPrivateAddresses, dnsServers }: AddressOptions): Promise<WebhookTarget> {
   const refuse = (problem: string): HeraldError => invalidFields('body', [{ field, in: 'body', problem }]);

@@ -16,13 +16,14 @@ const SENDS_PER_BATCH = 32;
 const FACTS_TTL_MS = 5_000;
 /** Entries a cache keeps before it starts over (versions and allowances are cheap to read again). */
 const CACHE_LIMIT = 10_000;
-/** Finished runs deleted per statement, and how long one pruning may hold up the loop's claims. */
+/** Finished runs deleted per statement. */
 const PRUNE_BATCH = 2_000;
+/** How long one pruning may hold up the loop's claims; what is left goes next time. */
+const PRUNE_BUDGET_MS = 1_000;
 /** A send that failed for now (an error, a deadline) is tried again 2.5 to 5 s later. */
 const SEND_RETRY = { baseMs: 5_000, capMs: 5_000 };
 /** How long a worked run's outcome may wait to be recorded with others of its batch. */
 const RECORD_EVERY_MS = 200;
-const PRUNE_BUDGET_MS = 1_000;
 
 /** Starts a full cache over, so a long-lived process does not keep every flow version it ever ran. */
 function remember<V>(cache: Map<string, V>, key: string, value: V): V {
