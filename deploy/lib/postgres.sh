@@ -78,7 +78,10 @@ EOF
 
 pg_start() {
   if pg_pid >/dev/null; then
-    log "postgres: already running"
+    # herald.conf was just rewritten: settings a reload can change (synchronous_commit, …) apply
+    # now; the port, addresses and max_connections wait for a restart.
+    log "postgres: already running (configuration reloaded)"
+    as_pg "$(pg_bin)/pg_ctl" -D "$PG_DATA" reload >/dev/null
     return 0
   fi
   require_port_free postgres "$HERALD_PG_PORT"
