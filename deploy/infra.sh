@@ -31,6 +31,10 @@ source "$LIB_DIR/redis.sh"
 source "$LIB_DIR/kafka.sh"
 
 cmd_env() {
+  # The pinned Node.js that scripts/lib.sh unpacked, where the machine's own is another release.
+  local node_bin
+  node_bin="$LOCAL_DIR/node-v$(<"$REPO_ROOT/.node-version")/bin"
+  [[ -x $node_bin/node ]] && echo "export PATH=$node_bin:\$PATH"
   cat <<EOF
 export DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald
 export TEST_DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald_test
