@@ -10,6 +10,11 @@
 #   deploy/infra.sh reset    stop and delete .local (clean slate)
 #   deploy/infra.sh stop|start|restart <postgres|redis|kafka>
 #                            one component only (a failover drill, or a test of riding it out)
+#   deploy/infra.sh crash <postgres|redis|kafka>
+#                            SIGKILL the running server and its children (no clean shutdown; the
+#                            next start recovers: PostgreSQL from its WAL, Kafka its logs; Redis,
+#                            which saves nothing here, starts empty); prints the pid killed, fails
+#                            when none runs
 #
 # Change ports only while everything is stopped (the running servers keep their old ports).
 # shellcheck source-path=SCRIPTDIR
@@ -26,6 +31,10 @@ source "$LIB_DIR/redis.sh"
 source "$LIB_DIR/kafka.sh"
 
 cmd_env() {
+  # The pinned Node.js that scripts/lib.sh unpacked, where the machine's own is another release.
+  local node_bin
+  node_bin="$LOCAL_DIR/node-v$(<"$REPO_ROOT/.node-version")/bin"
+  [[ -x $node_bin/node ]] && echo "export PATH=$node_bin:\$PATH"
   cat <<EOF
 export DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald
 export TEST_DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald_test
@@ -97,8 +106,19 @@ cmd_component() {
     kafka:stop) kafka_stop ;;
     kafka:start) kafka_start && kafka_wait ;;
     kafka:restart) kafka_stop && kafka_start && kafka_wait ;;
+    postgres:crash) crash_running postgres pg_pid "$PG_DATA" ;;
+    redis:crash) crash_running redis redis_pid redis-server ;;
+    kafka:crash) crash_running kafka kafka_pid kafka.Kafka ;;
     *) die "unknown component '$component' (postgres, redis or kafka)" ;;
   esac
+}
+
+# crash_running <name> <pid function> <pattern>: a crash of nothing is an error, so a drill whose
+# fault found no server fails instead of passing as a no-op.
+crash_running() {
+  local pid
+  pid=$("$2") || die "$1: not running, nothing to crash"
+  crash_pid "$1" "$pid" "$3"
 }
 
 case "${1:-}" in
@@ -107,10 +127,11 @@ case "${1:-}" in
   stop) if [[ -n ${2:-} ]]; then cmd_component stop "$2"; else cmd_stop; fi ;;
   start) cmd_component start "${2:-}" ;;
   restart) cmd_component restart "${2:-}" ;;
+  crash) cmd_component crash "${2:-}" ;;
   env) cmd_env ;;
   reset) cmd_reset ;;
   *)
-    sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+    sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: the full suite against real PostgreSQL, Redis and Kafka, from a fresh machine.
 source "$(dirname "$0")/lib.sh"
+ensure_node
 ensure_node_modules
 ensure_infrastructure
 ensure_tools

@@ -72,6 +72,38 @@ stop_pid() {
   done
 }
 
+# crash_pid <name> <pid> <pattern>: SIGKILL the process and every process below it at once, as
+# the kernel's OOM killer or a lost node does; no shutdown code runs. Prints the pid it killed.
+crash_pid() {
+  local name=$1 pid=$2 pattern=$3 tree=() deadline
+  # Children first in the list, all signalled together: a PostgreSQL backend left behind would
+  # keep the shared memory and refuse the next start.
+  mapfile -t tree < <(descendants "$pid")
+  kill -KILL "$pid" "${tree[@]}" 2>/dev/null || true
+  deadline=$((SECONDS + 30))
+  while pid_matches "$pid" "$pattern" || any_alive "${tree[@]}"; do
+    ((SECONDS < deadline)) || die "$name: pid $pid still alive 30 s after SIGKILL"
+    sleep 0.1
+  done
+  log "$name: crashed (SIGKILL to pid $pid and ${#tree[@]} child process(es))"
+  echo "$pid"
+}
+
+# Every process below <pid>, depth first.
+descendants() {
+  local child
+  for child in $(cat "/proc/$1/task/"*/children 2>/dev/null); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+
+any_alive() {
+  local pid
+  for pid in "$@"; do [[ -d /proc/$pid ]] && return 0; done
+  return 1
+}
+
 # Refuse to start when another process already holds one of our ports.
 require_port_free() {
   local name=$1 port=$2

@@ -105,13 +105,26 @@ function outageAwareLog(logger: Logger) {
   };
 }
 
+/**
+ * The longest wait between two tries to reach the brokers again, for the client's own retries and
+ * for restarting a consumer that crashed, however long the outage lasted (kafkajs's default, 30 s,
+ * left consumers retrying 8-25 s after the broker was back). Kafka's Java client caps its
+ * reconnect backoff (`reconnect.backoff.max.ms`) at the same second.
+ *
+ * What remains after Kafka's return is the group coordinator's wait: kafkajs starts a consumer
+ * whose connection closed again under a new member id (it has no static membership), so the
+ * coordinator holds the group's rebalance until the old member's session ends, up to
+ * KAFKA_SESSION_TIMEOUT_MS after the broker came back.
+ */
+const RECONNECT_CAP_MS = 1_000;
+
 export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', sessionTimeoutMs = 30_000 }: KafkaBusOptions): Bus {
   const outage = outageAwareLog(logger);
   const kafka = new Kafka({
     clientId,
     brokers,
     logLevel: logLevel.WARN,
-    retry: { initialRetryTime: 100, retries: 8 },
+    retry: { initialRetryTime: 100, maxRetryTime: RECONNECT_CAP_MS, retries: 8 },
     logCreator: () => ({ namespace, level, log }) => {
       const { message, ...fields } = log;
       outage.log(namespace, level, message, fields);
@@ -184,7 +197,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
             logger.warn({ err, groupId }, 'Kafka consumer could not start; retrying');
             startLater();
           });
-        }, Math.min(30_000, 1_000 * 2 ** (crashes - 1)));
+        }, Math.min(RECONNECT_CAP_MS, 100 * 2 ** (crashes - 1)));
       };
       const start = async (): Promise<void> => {
         const consumer = kafka.consumer({
@@ -192,6 +205,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
           allowAutoTopicCreation: false,
           sessionTimeout: sessionTimeoutMs,
           heartbeatInterval: Math.max(500, Math.floor(sessionTimeoutMs / 10)),
+
         });
         current = consumer;
         consumers.add(consumer);

@@ -6,16 +6,22 @@ import { repoRoot } from './processes.js';
 export type InfraComponent = 'postgres' | 'redis' | 'kafka';
 
 /**
- * Stops or starts one server of the local infrastructure as an operator would
- * (`deploy/infra.sh stop|start <component>`), in the environment given (its HERALD_*_PORT
- * variables say which set of servers). Rejects with the script's output when it fails.
+ * Stops, starts or crashes one server of the local infrastructure as an operator (or the kernel)
+ * would (`deploy/infra.sh stop|start|crash <component>`), in the environment given (its
+ * HERALD_*_PORT variables say which set of servers). Resolves with what the script printed on its
+ * standard output (for `crash`, the pid it killed); rejects with all its output when it fails
+ * (`crash` fails when the server was not running).
  */
-export function infraComponent(action: 'stop' | 'start', component: InfraComponent): Promise<void> {
+export function infraComponent(action: 'stop' | 'start' | 'crash', component: InfraComponent): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', ['deploy/infra.sh', action, component], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      output += chunk.toString();
+    });
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`deploy/infra.sh ${action} ${component} exited ${code}:\n${output}`))));
+    child.on('exit', (code) => (code === 0 ? resolve(stdout.trim()) : reject(new Error(`deploy/infra.sh ${action} ${component} exited ${code}:\n${output}`))));
   });
 }

@@ -88,6 +88,8 @@ export interface RunningProcess {
   stop(signal?: NodeJS.Signals): Promise<number | string>;
 }
 
+const PARENT_GUARD = new URL('./parent-guard.js', import.meta.url).href;
+
 export async function startProcess(
   name: string,
   entry: string,
@@ -95,10 +97,11 @@ export async function startProcess(
   ready: RegExp,
   timeoutMs = 20_000,
 ): Promise<RunningProcess> {
-  const child = spawn(process.execPath, ['--import', '@herald/telemetry/register', entry], {
+  const child = spawn(process.execPath, ['--import', '@herald/telemetry/register', '--import', PARENT_GUARD, entry], {
     cwd: repoRoot,
     env: { ...process.env, LOG_LEVEL: 'info', HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // Standard input: the pipe whose end tells the process that this one died (parent-guard.ts).
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let output = '';
   const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code ?? -1)));
