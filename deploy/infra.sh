@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Local infrastructure for Herald: PostgreSQL, Redis and Kafka (KRaft), no Docker, no systemd.
-# All state lives in <repo>/.local (git-ignored). Ports: HERALD_PG_PORT, HERALD_REDIS_PORT,
-# HERALD_KAFKA_PORT, HERALD_KAFKA_CONTROLLER_PORT (defaults 15432, 16379, 19092, 19093).
+# Local infrastructure for Herald: PostgreSQL, Redis, Kafka (KRaft) and Mailpit (SMTP), no Docker,
+# no systemd. All state lives in <repo>/.local (git-ignored). Ports: HERALD_PG_PORT,
+# HERALD_REDIS_PORT, HERALD_KAFKA_PORT, HERALD_KAFKA_CONTROLLER_PORT, HERALD_SMTP_PORT,
+# HERALD_MAILPIT_HTTP_PORT (defaults 15432, 16379, 19092, 19093, 11025, 18025).
 #
 #   deploy/infra.sh up       install what is missing, start everything, create DBs and topics
 #   deploy/infra.sh status   one line per component; exit 0 only if all are running
 #   deploy/infra.sh stop     stop everything (data kept)
 #   deploy/infra.sh env      print export lines:  eval "$(deploy/infra.sh env)"
 #   deploy/infra.sh reset    stop and delete .local (clean slate)
-#   deploy/infra.sh stop|start|restart <postgres|redis|kafka>
+#   deploy/infra.sh stop|start|restart <postgres|redis|kafka|mailpit>
 #                            one component only (a failover drill, or a test of riding it out)
 #
 # Change ports only while everything is stopped (the running servers keep their old ports).
@@ -24,6 +25,10 @@ source "$LIB_DIR/postgres.sh"
 source "$LIB_DIR/redis.sh"
 # shellcheck source=lib/kafka.sh
 source "$LIB_DIR/kafka.sh"
+# shellcheck source=lib/go.sh
+source "$LIB_DIR/go.sh"
+# shellcheck source=lib/mailpit.sh
+source "$LIB_DIR/mailpit.sh"
 
 cmd_env() {
   cat <<EOF
@@ -31,6 +36,8 @@ export DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald
 export TEST_DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald_test
 export REDIS_URL=redis://$BIND_ADDR:$HERALD_REDIS_PORT
 export KAFKA_BROKERS=$BIND_ADDR:$HERALD_KAFKA_PORT
+export SMTP_URL=smtp://$BIND_ADDR:$HERALD_SMTP_PORT
+export MAILPIT_URL=http://$BIND_ADDR:$HERALD_MAILPIT_HTTP_PORT
 EOF
 }
 
@@ -39,6 +46,7 @@ cmd_status() {
   pg_status_line || rc=1
   redis_status_line || rc=1
   kafka_status_line || rc=1
+  mailpit_status_line || rc=1
   return "$rc"
 }
 
@@ -57,6 +65,8 @@ cmd_up() {
   kafka_start
   pg_up
   redis_up
+  # Built here too (skipped when present), so `up` works before deploy/tools.sh ever ran.
+  mailpit_up
   kafka_wait
   kafka_topics
   log "all up in $((SECONDS - started))s"
@@ -67,6 +77,7 @@ cmd_up() {
 cmd_stop() {
   require_root stop
   take_lock
+  mailpit_stop
   kafka_stop
   redis_stop
   pg_stop
@@ -97,7 +108,10 @@ cmd_component() {
     kafka:stop) kafka_stop ;;
     kafka:start) kafka_start && kafka_wait ;;
     kafka:restart) kafka_stop && kafka_start && kafka_wait ;;
-    *) die "unknown component '$component' (postgres, redis or kafka)" ;;
+    mailpit:stop) mailpit_stop ;;
+    mailpit:start) mailpit_up ;;
+    mailpit:restart) mailpit_stop && mailpit_up ;;
+    *) die "unknown component '$component' (postgres, redis, kafka or mailpit)" ;;
   esac
 }
 
@@ -110,7 +124,7 @@ case "${1:-}" in
   env) cmd_env ;;
   reset) cmd_reset ;;
   *)
-    sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+    sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
 esac
