@@ -40,3 +40,7 @@ CREATE TABLE member_sessions (
   revoked_at      timestamptz
 );
 CREATE INDEX member_sessions_member ON member_sessions (member_id) WHERE revoked_at IS NULL;
+
+-- Dashboard keys may call every endpoint the plan includes: existing ones gain the scopes that came
+-- with members (`members`; `me`, which only a session can use).
+UPDATE api_keys SET scopes = scopes || ARRAY['members', 'me'] WHERE origin = 'dashboard' AND NOT scopes @> ARRAY['members'];
