@@ -18,6 +18,7 @@ import {
   type Stack,
   type TestDatabase,
   type TestWorkspace,
+  within,
 } from '@herald/testkit';
 import type pg from 'pg';
 
@@ -182,6 +183,7 @@ test('the admin CLI prints the first owner a single-use link; its page only sign
   // The same address again: ALREADY_EXISTS.
   await assert.rejects(admin('member', 'invite', '--workspace', workspace.workspaceId, '--email', email, '--role', 'viewer'), /"code":"conflict"/);
   await assert.rejects(admin('member', 'invite', '--workspace', workspace.workspaceId, '--email', newAddress('x'), '--role', 'boss'), /--role must be owner, admin, marketer, approver or viewer/);
+  await assert.rejects(admin('member', 'invite', '--workspace', 'ws_nosuchworkspace00', '--email', newAddress('x'), '--role', 'viewer'), /"code":"not_found"/);
 });
 
 test('sign-in by email link read from Mailpit: always 202, a mail only to members, a new session id at every sign-in', async () => {
@@ -289,6 +291,17 @@ test('only an owner makes or removes an owner; a removed member is signed out at
   await call(stack.gatewayUrl, `${SERVER_API}/sign-in/links`, { method: 'POST', body: { email: viewerMember.email } });
   await call(stack.gatewayUrl, `${SERVER_API}/sign-in/links`, { method: 'POST', body: { email: newAddress('nobody') } });
   assert.equal((await mailpit.messagesTo(viewerMember.email)).length, 1, 'the invite only');
+
+  // A link mailed before the removal no longer signs in, and the invalid role is refused at the edge.
+  const late = newAddress('late');
+  const invited = await withSession(adminSession, `${SERVER_API}/members`, { method: 'POST', body: { email: late, role: 'marketer' } });
+  assert.equal((await withSession(adminSession, `${SERVER_API}/members/${(invited.body as unknown as MemberBody).id}`, { method: 'DELETE' })).status, 200);
+  const refused = await useLink(await linkFromMail(late, 0));
+  assert.equal(refused.status, 404);
+  assert.equal(refused.headers.get('set-cookie'), null);
+  const badRole = await withSession(adminSession, `${SERVER_API}/members`, { method: 'POST', body: { email: newAddress('r'), role: 'boss' } });
+  assert.equal(badRole.status, 400);
+  assert.equal((badRole.body as { code: string }).code, 'invalid_request');
 });
 
 test('CSRF: a state change with a session needs the X-CSRF-Token and this origin; refused ones change nothing', async () => {
@@ -423,4 +436,31 @@ test('sign-in requests are limited per address and per IP (429 in the error shap
   assert.equal(byIp.body.limit, 1);
   const consume = await fetch(`${strict}/sign-in/${'E'.repeat(43)}`, { method: 'POST', headers: { origin: ORIGIN } });
   assert.equal(consume.status, 429);
+});
+
+test('when the SMTP server refuses, the request is still 202 and the failure is logged without the link', async () => {
+  const workspace = await createWorkspace();
+  const { email, memberId } = await firstOwner(workspace);
+  // The account service again, on its port, with an SMTP server that is not there.
+  const first = stack.services.find((service) => service.output().includes('account service serving'));
+  assert.ok(first);
+  await first.stop();
+  const account = await stack.startService('account', { SMTP_URL: 'smtp://127.0.0.1:1' }, { replacing: true });
+  const response = await call(stack.gatewayUrl, `${SERVER_API}/sign-in/links`, { method: 'POST', body: { email } });
+  assert.equal(response.status, 202);
+  const failureLine = () => account.output().split('\n').find((line) => line.includes('sign-in mail not sent'));
+  const logged = await within(
+    'the failure logged',
+    15_000,
+    new Promise<string>((resolve) => {
+      const check = (): void => {
+        const line = failureLine();
+        if (line !== undefined) resolve(line);
+      };
+      account.child.stdout?.on('data', check);
+      check();
+    }),
+  );
+  assert.equal(JSON.parse(logged).memberId, memberId);
+  assert.doesNotMatch(account.output(), /sign-in\/[A-Za-z0-9_-]{43}/);
 });
