@@ -92,6 +92,6 @@ export function assertCsrf(request: FastifyRequest, csrfToken: string, publicOri
   const given = Buffer.from(typeof header === 'string' ? header : '');
   const expected = Buffer.from(csrfToken);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw csrfRefused('Send the csrfToken of GET /me (or of the sign-in) as the X-CSRF-Token header.');
+    throw csrfRefused('Send the csrfToken of GET /me as the X-CSRF-Token header.');
   }
 }

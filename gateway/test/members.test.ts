@@ -309,8 +309,8 @@ test('CSRF: a state change with a session needs the X-CSRF-Token and this origin
   const { session: owner } = await firstOwner(workspace);
   const body = { email: newAddress('csrf'), role: 'viewer' };
   const attempts: Array<[string, RequestOptions & { csrf?: string | null }, string]> = [
-    ['missing token', { csrf: null }, 'Send the csrfToken of GET /me (or of the sign-in) as the X-CSRF-Token header.'],
-    ['wrong token', { csrf: 'B'.repeat(43) }, 'Send the csrfToken of GET /me (or of the sign-in) as the X-CSRF-Token header.'],
+    ['missing token', { csrf: null }, 'Send the csrfToken of GET /me as the X-CSRF-Token header.'],
+    ['wrong token', { csrf: 'B'.repeat(43) }, 'Send the csrfToken of GET /me as the X-CSRF-Token header.'],
     ['another origin', { headers: { origin: 'https://evil.example' } }, `The request's Origin is not ${ORIGIN}.`],
     ['cross-site fetch', { headers: { 'sec-fetch-site': 'cross-site' } }, 'The request came from another site.'],
   ];

@@ -150,7 +150,7 @@ export function memberHandlers(pool: Pool, mail: MailSender, logger: Logger, set
         maxSeconds: settings.sessionMaxSeconds,
       });
       if (outcome?.state !== 'signed_in') throw badLink();
-      return { sessionId, csrfToken, member: toMemberMessage(outcome.member), expiresAt: outcome.expiresAt.toISOString() };
+      return { sessionId, member: toMemberMessage(outcome.member), expiresAt: outcome.expiresAt.toISOString() };
     },
 
     async revokeSessions({ workspaceId, memberId, sessionId }: RevokeSessionsRequest): Promise<RevokeSessionsResponse> {

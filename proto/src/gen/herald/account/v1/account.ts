@@ -363,9 +363,8 @@ export interface ConsumeSignInLinkRequest {
 }
 
 export interface ConsumeSignInLinkResponse {
-  /** The new session's id: the cookie's value, shown nowhere else. */
+  /** The new session's id: the cookie's value, shown nowhere else. (Its CSRF token: GET /me.) */
   sessionId: string;
-  csrfToken: string;
   member?:
     | Member
     | undefined;
@@ -5822,7 +5821,7 @@ export const ConsumeSignInLinkRequest: MessageFns<ConsumeSignInLinkRequest> = {
 };
 
 function createBaseConsumeSignInLinkResponse(): ConsumeSignInLinkResponse {
-  return { sessionId: "", csrfToken: "", member: undefined, expiresAt: "" };
+  return { sessionId: "", member: undefined, expiresAt: "" };
 }
 
 export const ConsumeSignInLinkResponse: MessageFns<ConsumeSignInLinkResponse> = {
@@ -5830,14 +5829,11 @@ export const ConsumeSignInLinkResponse: MessageFns<ConsumeSignInLinkResponse> = 
     if (message.sessionId !== "") {
       writer.uint32(10).string(message.sessionId);
     }
-    if (message.csrfToken !== "") {
-      writer.uint32(18).string(message.csrfToken);
-    }
     if (message.member !== undefined) {
-      Member.encode(message.member, writer.uint32(26).fork()).join();
+      Member.encode(message.member, writer.uint32(18).fork()).join();
     }
     if (message.expiresAt !== "") {
-      writer.uint32(34).string(message.expiresAt);
+      writer.uint32(26).string(message.expiresAt);
     }
     return writer;
   },
@@ -5868,19 +5864,11 @@ export const ConsumeSignInLinkResponse: MessageFns<ConsumeSignInLinkResponse> = 
               break;
             }
 
-            message.csrfToken = reader.string();
+            message.member = Member.decode(reader, reader.uint32());
             continue;
           }
           case 3: {
             if (tag !== 26) {
-              break;
-            }
-
-            message.member = Member.decode(reader, reader.uint32());
-            continue;
-          }
-          case 4: {
-            if (tag !== 34) {
               break;
             }
 
@@ -5906,11 +5894,6 @@ export const ConsumeSignInLinkResponse: MessageFns<ConsumeSignInLinkResponse> = 
         : isSet(object.session_id)
         ? globalThis.String(object.session_id)
         : "",
-      csrfToken: isSet(object.csrfToken)
-        ? globalThis.String(object.csrfToken)
-        : isSet(object.csrf_token)
-        ? globalThis.String(object.csrf_token)
-        : "",
       member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
       expiresAt: isSet(object.expiresAt)
         ? globalThis.String(object.expiresAt)
@@ -5924,9 +5907,6 @@ export const ConsumeSignInLinkResponse: MessageFns<ConsumeSignInLinkResponse> = 
     const obj: any = {};
     if (message.sessionId !== "") {
       obj.sessionId = message.sessionId;
-    }
-    if (message.csrfToken !== "") {
-      obj.csrfToken = message.csrfToken;
     }
     if (message.member !== undefined) {
       obj.member = Member.toJSON(message.member);
@@ -5943,7 +5923,6 @@ export const ConsumeSignInLinkResponse: MessageFns<ConsumeSignInLinkResponse> = 
   fromPartial<I extends Exact<DeepPartial<ConsumeSignInLinkResponse>, I>>(object: I): ConsumeSignInLinkResponse {
     const message = createBaseConsumeSignInLinkResponse();
     message.sessionId = object.sessionId ?? "";
-    message.csrfToken = object.csrfToken ?? "";
     message.member = (object.member !== undefined && object.member !== null)
       ? Member.fromPartial(object.member)
       : undefined;
