@@ -464,3 +464,14 @@ test('when the SMTP server refuses, the request is still 202 and the failure is 
   assert.equal(JSON.parse(logged).memberId, memberId);
   assert.doesNotMatch(account.output(), /sign-in\/[A-Za-z0-9_-]{43}/);
 });
+
+test('workspace create --owner-email makes the first owner and prints their sign-in link', async () => {
+  const email = newAddress('founder');
+  const created = await admin<{ workspaceId: string; apiKey: string; ownerMemberId: string; ownerSignInUrl: string }>(
+    'workspace', 'create', '--name', 'Founded', '--plan', 'growth', '--domain', 'founded.test', '--owner-email', email,
+  );
+  assert.match(created.apiKey, /^pk_[a-z2-7]{16}\.[A-Za-z0-9_-]{43}$/);
+  const session = await signInWith(created.ownerSignInUrl);
+  const me = (await withSession(session, `${SERVER_API}/me`)).body as unknown as Me;
+  assert.deepEqual([me.member.id, me.member.email, me.role, me.workspace.id, me.workspace.name], [created.ownerMemberId, email, 'owner', created.workspaceId, 'Founded']);
+});

@@ -2,8 +2,9 @@
 /**
  * Operator CLI: `npm run admin -- <command>`; prints one JSON document on stdout.
  *
- *   workspace create --name <n> --plan <plan> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal]
+ *   workspace create --name <n> --plan <plan> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal] [--owner-email <address>]
  *       -> {workspaceId, siteId, siteSlug, siteKey, apiKey}   (apiKey is a dashboard-origin key)
+ *          with --owner-email also {ownerMemberId, ownerSignInUrl}: the first owner and their single-use sign-in link
  *   workspace set-plan --workspace <id> --plan <none|free|starter|growth|enterprise|partner>
  *       -> {workspaceId, plan, previousPlan}
  *   key create --workspace <id> --origin <dashboard|runtime|connector> [--name <n>] [--expires-in <seconds>]
@@ -35,7 +36,7 @@ import { migrationsDir, revokeKey, SCHEMA, setPlan } from './store.js';
 export class UsageError extends Error {}
 
 const usage = `usage:
-  workspace create --name <n> --plan <none|free|starter|growth|enterprise|partner> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal]
+  workspace create --name <n> --plan <none|free|starter|growth|enterprise|partner> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal] [--owner-email <address>]
   workspace set-plan --workspace <id> --plan <plan>
   key create --workspace <id> --origin <dashboard|runtime|connector|bound> [--external-id <id>] [--name <n>] [--expires-in <seconds>]
   key revoke --key <id> [--workspace <id>]
@@ -54,6 +55,7 @@ const optionSpec = {
   'external-id': { type: 'string' },
   email: { type: 'string' },
   role: { type: 'string' },
+  'owner-email': { type: 'string' },
 } as const;
 
 function required(values: Record<string, string | undefined>, name: string): string {
@@ -81,13 +83,18 @@ export async function runAdmin(pool: Pool, argv: string[]): Promise<Record<strin
     case 'workspace create': {
       const approvalMode = values['approval-mode'] ?? 'browser';
       if (approvalMode !== 'browser' && approvalMode !== 'terminal') throw new UsageError('--approval-mode must be browser or terminal');
-      return { ...(await provisionWorkspace(pool, {
+      const workspace = await provisionWorkspace(pool, {
         name: required(values, 'name'),
         plan: planArg(required(values, 'plan')),
         domain: required(values, 'domain'),
         approvalMode,
         ...(values['owner-external-id'] ? { ownerExternalId: values['owner-external-id'] } : {}),
-      })) };
+      });
+      const ownerEmail = values['owner-email'];
+      if (ownerEmail === undefined) return { ...workspace };
+      const owner = await addMember(pool, workspace.workspaceId, { email: ownerEmail, displayName: '', role: 'owner' });
+      const link = await issueSignInLink(pool, owner.id, loadConfig(memberSettings));
+      return { ...workspace, ownerMemberId: owner.id, ownerSignInUrl: link.url };
     }
     case 'workspace set-plan': {
       const workspaceId = required(values, 'workspace');
