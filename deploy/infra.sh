@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Local infrastructure for Herald: PostgreSQL, Redis and Kafka (KRaft), no Docker, no systemd.
-# All state lives in <repo>/.local (git-ignored). Ports: HERALD_PG_PORT, HERALD_REDIS_PORT,
-# HERALD_KAFKA_PORT, HERALD_KAFKA_CONTROLLER_PORT (defaults 15432, 16379, 19092, 19093).
+# Local infrastructure for Herald: PostgreSQL, Redis, Kafka (KRaft) and Mailpit (SMTP), no Docker,
+# no systemd. All state lives in <repo>/.local (git-ignored). Ports: HERALD_PG_PORT,
+# HERALD_REDIS_PORT, HERALD_KAFKA_PORT, HERALD_KAFKA_CONTROLLER_PORT, HERALD_SMTP_PORT,
+# HERALD_MAILPIT_HTTP_PORT (defaults 15432, 16379, 19092, 19093, 11025, 18025).
 #
 #   deploy/infra.sh up       install what is missing, start everything, create DBs and topics
 #   deploy/infra.sh status   one line per component; exit 0 only if all are running
 #   deploy/infra.sh stop     stop everything (data kept)
 #   deploy/infra.sh env      print export lines:  eval "$(deploy/infra.sh env)"
 #   deploy/infra.sh reset    stop and delete .local (clean slate)
-#   deploy/infra.sh stop|start|restart <postgres|redis|kafka>
+#   deploy/infra.sh stop|start|restart <postgres|redis|kafka|mailpit>
 #                            one component only (a failover drill, or a test of riding it out)
 #   deploy/infra.sh crash <postgres|redis|kafka>
 #                            SIGKILL the running server and its children (no clean shutdown; the
@@ -29,6 +30,10 @@ source "$LIB_DIR/postgres.sh"
 source "$LIB_DIR/redis.sh"
 # shellcheck source=lib/kafka.sh
 source "$LIB_DIR/kafka.sh"
+# shellcheck source=lib/go.sh
+source "$LIB_DIR/go.sh"
+# shellcheck source=lib/mailpit.sh
+source "$LIB_DIR/mailpit.sh"
 
 cmd_env() {
   # The pinned Node.js that scripts/lib.sh unpacked, where the machine's own is another release.
@@ -40,6 +45,8 @@ export DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald
 export TEST_DATABASE_URL=postgres://herald:herald@$BIND_ADDR:$HERALD_PG_PORT/herald_test
 export REDIS_URL=redis://$BIND_ADDR:$HERALD_REDIS_PORT
 export KAFKA_BROKERS=$BIND_ADDR:$HERALD_KAFKA_PORT
+export SMTP_URL=smtp://$BIND_ADDR:$HERALD_SMTP_PORT
+export MAILPIT_URL=http://$BIND_ADDR:$HERALD_MAILPIT_HTTP_PORT
 EOF
 }
 
@@ -48,6 +55,7 @@ cmd_status() {
   pg_status_line || rc=1
   redis_status_line || rc=1
   kafka_status_line || rc=1
+  mailpit_status_line || rc=1
   return "$rc"
 }
 
@@ -66,6 +74,8 @@ cmd_up() {
   kafka_start
   pg_up
   redis_up
+  # Built here too (skipped when present), so `up` works before deploy/tools.sh ever ran.
+  mailpit_up
   kafka_wait
   kafka_topics
   log "all up in $((SECONDS - started))s"
@@ -76,6 +86,7 @@ cmd_up() {
 cmd_stop() {
   require_root stop
   take_lock
+  mailpit_stop
   kafka_stop
   redis_stop
   pg_stop
@@ -109,7 +120,10 @@ cmd_component() {
     postgres:crash) crash_running postgres pg_pid "$PG_DATA" ;;
     redis:crash) crash_running redis redis_pid redis-server ;;
     kafka:crash) crash_running kafka kafka_pid kafka.Kafka ;;
-    *) die "unknown component '$component' (postgres, redis or kafka)" ;;
+    mailpit:stop) mailpit_stop ;;
+    mailpit:start) mailpit_up ;;
+    mailpit:restart) mailpit_stop && mailpit_up ;;
+    *) die "unknown component '$component' (postgres, redis, kafka or mailpit)" ;;
   esac
 }
 
@@ -131,7 +145,7 @@ case "${1:-}" in
   env) cmd_env ;;
   reset) cmd_reset ;;
   *)
-    sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+    sed -n '2,20s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tools the tests need, built or fetched into .local (git-ignored), nothing outside it:
 #   helm, kubeconform   `go install` from the Go module proxy into .local/bin
+#   mailpit             the same way: the SMTP server (with an HTTP API) of the mail tests (deploy/lib/mailpit.sh)
 #   Kubernetes schemas  the JSON schemas inside the kubernetes-validate wheel (PyPI), for kubeconform
 #   schemathesis        the OpenAPI fuzzer (PyPI), in a venv at .local/venv, for the gateway's schemathesis test
 #   chromium, firefox   Debian's chromium and firefox-esr (apt), for the browser SDK's real-browser tests
@@ -16,60 +17,18 @@ set -euo pipefail
 LOG_TAG=tools
 # shellcheck source=lib/common.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/common.sh"
+# shellcheck source=lib/go.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/go.sh"
+# shellcheck source=lib/mailpit.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/mailpit.sh"
 
 HELM_MODULE=helm.sh/helm/v3/cmd/helm@v3.22.0
 KUBECONFORM_MODULE=github.com/yannh/kubeconform/cmd/kubeconform@v0.7.0
-# helm v3.22 needs this Go; an older `go` is complemented from the module proxy (golang.org/toolchain).
-GO_MIN=1.26.0
 KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
 SCHEMATHESIS=schemathesis==4.32.5
 
-BIN_DIR="$LOCAL_DIR/bin"
-GO_DIR="$LOCAL_DIR/go"
 SCHEMA_ROOT="$LOCAL_DIR/kubernetes-schemas"
 SCHEMA_GLOB="$SCHEMA_ROOT/v*-local-strict"
-
-GO=go
-
-go_env() {
-  env GOPATH="$GO_DIR" GOCACHE="$GO_DIR/cache" GOBIN="$BIN_DIR" CGO_ENABLED=0 \
-    GOFLAGS="${GOFLAGS:-} -modcacherw" GOTOOLCHAIN=local "$@"
-}
-
-# A Go at least GO_MIN: the machine's, else Debian's golang-go (bookworm ships 1.19), plus when
-# that is older the toolchain module that `go` itself would switch to, from the module proxy.
-ensure_go() {
-  command -v go >/dev/null || ensure_packages golang-go
-  local have
-  have=$(go env GOVERSION)
-  have=${have#go}
-  if [[ $(printf '%s\n%s\n' "$GO_MIN" "$have" | sort -V | head -n1) == "$GO_MIN" ]]; then
-    return 0
-  fi
-  local toolchain dir
-  toolchain="golang.org/toolchain@v0.0.1-go$GO_MIN.$(go env GOOS)-$(go env GOARCH)"
-  log "go $have is older than $GO_MIN; fetching $toolchain"
-  dir=$(go_env go mod download -json "$toolchain" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  [[ -n $dir ]] || die "could not download $toolchain"
-  # The module cache drops execute bits; `go` restores them the same way when it switches.
-  chmod -R a+x "$dir/bin" "$dir/pkg/tool"
-  GO="$dir/bin/go"
-}
-
-# go_tool <name> <module@version>: build it unless the stamp says this version is already there.
-go_tool() {
-  local name=$1 module=$2 stamp="$BIN_DIR/.$1.version"
-  if [[ -x $BIN_DIR/$name && -f $stamp && $(cat "$stamp") == "$module" ]]; then
-    log "$name: $module already built"
-    return 0
-  fi
-  ensure_go
-  log "$name: go install $module (a few minutes the first time)"
-  mkdir -p "$BIN_DIR"
-  go_env "$GO" install "$module" || die "go install $module failed"
-  echo "$module" >"$stamp"
-}
-
 schema_dir() {
   local dirs
   # shellcheck disable=SC2086 # the glob must expand
@@ -161,11 +120,12 @@ case "${1:-up}" in
   up)
     go_tool helm "$HELM_MODULE"
     go_tool kubeconform "$KUBECONFORM_MODULE"
+    mailpit_build
     ensure_schemas
     ensure_schemathesis
     ensure_browsers
     ensure_agent_venvs
-    log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, schemas in $(schema_dir), $LOCAL_DIR/venv/bin/schemathesis"
+    log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, $BIN_DIR/mailpit, schemas in $(schema_dir), $LOCAL_DIR/venv/bin/schemathesis"
     ;;
   env) cmd_env ;;
   *) die "usage: deploy/tools.sh [up|env]" ;;

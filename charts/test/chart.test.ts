@@ -303,12 +303,13 @@ describe('the default values', () => {
     const secretsOf = (name: string) => (container(objects, name).env ?? []).map(({ name: variable, valueFrom }) => ({ variable, ...valueFrom.secretKeyRef }));
     const from = (variable: string) => ({ variable, name: 'herald', key: variable });
     assert.deepEqual(secretsOf('gateway'), [from('REDIS_URL'), from('ENGAGEMENT_TOKEN_SECRET')]);
-    for (const name of ['account', 'audience', 'campaign', 'policy', 'flow']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
+    for (const name of ['audience', 'campaign', 'policy', 'flow']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
+    assert.deepEqual(secretsOf('account'), [from('DATABASE_URL'), from('SMTP_URL')]);
     assert.deepEqual(secretsOf('delivery'), [from('DATABASE_URL'), from('ENGAGEMENT_TOKEN_SECRET')]);
     assert.deepEqual(secretsOf('decision'), [from('REDIS_URL'), from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET')]);
     for (const name of COMPONENTS) {
       assert.deepEqual(container(objects, name).envFrom, [{ configMapRef: { name: `herald-${name}` } }]);
-      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET', 'ENGAGEMENT_TOKEN_SECRET']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
+      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET', 'ENGAGEMENT_TOKEN_SECRET', 'SMTP_URL']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
     }
   });
 
@@ -348,6 +349,7 @@ describe('the default values', () => {
       PUBLIC_ORIGIN: 'http://localhost:8080',
       VAPID_SUBJECT: 'mailto:push-operator@herald.dev',
       ENROLLMENT_TTL_SECONDS: '900',
+      MAIL_FROM: 'Herald <no-reply@herald.localhost>',
     });
     assert.deepEqual(env(objects, 'audience'), { ...grpc('audience'), ...kafka });
     assert.deepEqual(env(objects, 'campaign'), {
@@ -473,7 +475,8 @@ describe('the default values', () => {
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }]);
     assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }, kafka]);
     assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'flow', 'gateway'));
-    assert.deepEqual(policy('account').egress, [dns, postgres, kafka]);
+    // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address.
+    assert.deepEqual(policy('account').egress, [dns, postgres, kafka, { ports: tcp(587, 465) }]);
     assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
     assert.deepEqual(policy('audience').egress, [dns, postgres, kafka]);
     assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'flow', 'gateway'));
@@ -546,9 +549,10 @@ describe('ci/production-values.yaml', () => {
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080), from: namespace('ingress-nginx') }]);
     const collector = { ports: tcp(4317, 4318), to: namespace('observability') };
     assert.deepEqual(policy('gateway').egress.slice(-3), [{ ports: tcp(6379), to: namespace('redis') }, { ports: tcp(9092), to: namespace('data') }, collector]);
-    assert.deepEqual(policy('account').egress.slice(-3), [
+    assert.deepEqual(policy('account').egress.slice(-4), [
       { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.20.0.0/24' } }] },
       { ports: tcp(9092), to: namespace('data') },
+      { ports: tcp(587), to: [{ ipBlock: { cidr: '10.30.0.25/32' } }] },
       collector,
     ]);
   });
@@ -678,7 +682,7 @@ describe('values.schema.json refuses bad values', () => {
     for (const [setting, problem] of [
       ['components.gateway.replica=3', "- at '/components/gateway': additional properties 'replica' not allowed"],
       ['components.journeys.replicas=1', "- at '/components/journeys': missing property 'port'"],
-      ['components.delivery.uses={postgres,mysql}', "- at '/components/delivery/uses/1': value must be one of 'postgres', 'redis', 'kafka', 'internet'"],
+      ['components.delivery.uses={postgres,mysql}', "- at '/components/delivery/uses/1': value must be one of 'postgres', 'redis', 'kafka', 'internet', 'smtp'"],
       ['existingSecret=', "- at '/existingSecret': minLength: got 0, want 1"],
       ['loadTest.journeys={identity,checkout}', "- at '/loadTest/journeys/1': value must be one of 'identity', 'subscribe', 'send', 'campaign', 'engagement', 'approval', 'authorize', 'mcp'"],
       ['loadTest.journeys={mcp,mcp}', "- at '/loadTest/journeys': items at 0 and 1 are equal"],

@@ -1,4 +1,4 @@
-import type { Scope } from '@herald/domain';
+import { isRole, roleAllows, type Scope } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { Plan, Principal } from '@herald/proto/herald/account/v1/account';
 import type { FastifyRequest } from 'fastify';
@@ -60,8 +60,12 @@ export function assertActivePlan(plan: Plan | undefined, upgradeUrl: string): as
   }
 }
 
-/** `viaToken`: the principal came from an OAuth access token, whose scope narrowed the key's. */
-export function assertAccess(principal: Principal, access: ScopedAccess, upgradeUrl: string, viaToken = false): void {
+/**
+ * `viaToken`: the principal came from an OAuth access token, whose scope narrowed the key's.
+ * A member's session (principal.role set) is held to the role table of @herald/domain instead of
+ * key scopes: what the role may read (GET, HEAD) and change (`method`, every other).
+ */
+export function assertAccess(principal: Principal, access: ScopedAccess, upgradeUrl: string, viaToken: boolean, method: string): void {
   const plan = principal.plan;
   assertActivePlan(plan, upgradeUrl);
   // Bound keys exist on the Partner plan only; a downgrade disables them.
@@ -72,7 +76,14 @@ export function assertAccess(principal: Principal, access: ScopedAccess, upgrade
       extra: { upgradeUrl },
     });
   }
-  if (!principal.scopes.includes(access.scope)) {
+  if (principal.role) {
+    if (!isRole(principal.role) || !roleAllows(principal.role, access.scope, method)) {
+      throw new HeraldError('forbidden', 'Your role cannot access this endpoint', {
+        title: 'Permission denied',
+        hint: `Members with the role "${principal.role}" cannot ${method === 'GET' || method === 'HEAD' ? 'read' : 'change'} "${access.scope}"; ask an owner or admin.`,
+      });
+    }
+  } else if (!principal.scopes.includes(access.scope)) {
     throw new HeraldError('forbidden', 'This key cannot access this endpoint', {
       hint: viaToken
         ? `The access token's scope does not allow "${access.scope}" (or its key of origin "${principal.keyOrigin}" cannot call this endpoint).`

@@ -65,6 +65,10 @@ export function readConfig(env: Env) {
     engagementPublishTimeoutMs: env.integer('ENGAGEMENT_PUBLISH_TIMEOUT_MS', 5_000, { min: 100, max: 60_000 }),
     /** GET /api/v1/site/{slug} needs no key: it is limited per client IP instead. */
     ipRateLimitPerMinute: env.integer('IP_RATE_LIMIT_PER_MINUTE', 100, { min: 1, max: 100_000 }),
+    /** Sign-in link requests per address (each mails a link)... */
+    signInAddressRateLimitPerMinute: env.integer('SIGN_IN_ADDRESS_RATE_LIMIT_PER_MINUTE', 3, { min: 1, max: 1_000 }),
+    /** ...and sign-in requests (asking for links, using them) per client IP. */
+    signInIpRateLimitPerMinute: env.integer('SIGN_IN_IP_RATE_LIMIT_PER_MINUTE', 20, { min: 1, max: 100_000 }),
     // Put in the rate-limit buckets' Redis keys: deployments sharing a Redis keep their own counts.
     ...pieces.namespace(env),
     bodyLimitBytes: env.integer('BODY_LIMIT_BYTES', 1_048_576, { min: 1_024, max: 16_777_216 }),

@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 
 /** Server-rendered pages. */
 
@@ -27,4 +27,16 @@ export function sendTokenPage(reply: FastifyReply, status: number, html: string,
     .header('content-security-policy', contentSecurityPolicy)
     .header('x-content-type-options', 'nosniff')
     .send(html);
+}
+
+/** Lets the routes of `app` (a plugin) take plain HTML form posts (urlencoded, small). */
+export function acceptFormPosts(app: FastifyInstance): void {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+}
+
+/** A server-rendered page whose only action is a form posting back to this origin (no script). */
+export function sendFormPage(reply: FastifyReply, status: number, html: string): FastifyReply {
+  return sendTokenPage(reply, status, html, "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
 }

@@ -147,7 +147,8 @@ function webhookOperation({ type, summary, data }: WebhookEventType) {
 
 function securityOf(access: RouteAccess | undefined): Array<Record<string, string[]>> {
   if (access === undefined || 'public' in access) return [];
-  return 'siteKey' in access ? [{ siteKey: [] }] : [{ apiKey: [] }];
+  // A member's session works wherever a key does (its role decides; state changes need X-CSRF-Token).
+  return 'siteKey' in access ? [{ siteKey: [] }] : [{ apiKey: [] }, { session: [] }];
 }
 
 const words = (url: string) =>
@@ -237,6 +238,12 @@ export async function registerOpenApi(app: FastifyInstance, publicOrigin: string
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'pk_<id>.<secret>', description: 'A full API key (secret: server side only)' },
           siteKey: { type: 'http', scheme: 'bearer', bearerFormat: 'pk_<id>', description: "The site's public key, for the browser SDK; the request's Origin must be the site's domain" },
+          session: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'herald_session',
+            description: "A signed-in member's session (POST /sign-in/links, then the emailed link); its role decides what it may call, and every state-changing request also needs the X-CSRF-Token header from GET /me",
+          },
         },
       },
     },

@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 
 import {
+  admin,
   call,
   connectDatabase,
   createKey,
@@ -342,6 +343,7 @@ test("another tenant's id in any path parameter is a 404, for every operation, a
     correlationId: await made(as(owner, 'POST', '/ask', { question: 'Mine?', wait: false }), 'correlationId'),
     decisionId: await made(as(owner, 'POST', '/decisions', { question: 'Mine?' }), 'decisionId'),
     keyId: (await createKey(ownerPartner.workspaceId, 'bound', '--external-id', 'user-1')).keyId,
+    memberId: (await admin('member', 'invite', '--workspace', owner.workspaceId, '--email', `member-${owner.workspaceId}@example.test`, '--role', 'viewer')).memberId as string,
   };
   // Bodies valid for the operation, so only the id can be wrong.
   const bodies: Record<string, unknown> = {
@@ -380,6 +382,8 @@ test("another tenant's id in any path parameter is a 404, for every operation, a
   }
   const key = await call<{ keys: Array<{ id: string; revokedAt: string | null }> }>(stack.gatewayUrl, `${SERVER_API}/keys`, { key: ownerPartner.apiKey });
   assert.equal(key.body.keys.find((entry) => entry.id === ids.keyId)?.revokedAt, null);
+  const members = await call<{ data: Array<{ id: string; status: string }> }>(stack.gatewayUrl, `${SERVER_API}/members`, { key: owner.apiKey });
+  assert.deepEqual(members.body.data.map(({ id, status }) => [id, status]), [[ids.memberId, 'invited']]);
 });
 
 test('nothing was written but the two questions made on purpose, and memory stayed flat', async () => {

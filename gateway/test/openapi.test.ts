@@ -137,7 +137,7 @@ test('operations have unique operationIds, tags and summaries', () => {
   assert.deepEqual(document.paths['/api/v1/server/ask']?.post?.tags, ['Ask']);
 });
 
-test('security: a full key on server routes, the site key on browser routes, none on public ones', () => {
+test("security: a full key or a member's session on server routes, the site key on browser routes, none on public ones", () => {
   assert.deepEqual(document.components.securitySchemes, {
     apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'pk_<id>.<secret>', description: 'A full API key (secret: server side only)' },
     siteKey: {
@@ -146,11 +146,18 @@ test('security: a full key on server routes, the site key on browser routes, non
       bearerFormat: 'pk_<id>',
       description: "The site's public key, for the browser SDK; the request's Origin must be the site's domain",
     },
+    session: {
+      type: 'apiKey',
+      in: 'cookie',
+      name: 'herald_session',
+      description: "A signed-in member's session (POST /sign-in/links, then the emailed link); its role decides what it may call, and every state-changing request also needs the X-CSRF-Token header from GET /me",
+    },
   });
   const siteKeyPaths = ['/api/v1/subscribe', '/api/v1/subscription-change', '/api/v1/unsubscribe', '/api/v1/sdk-config'];
-  const publicPaths = ['/api/v1/site/{siteSlug}', '/api/v1/events', '/api/v1/answer/{token}', '/api/v1/enroll/{token}'];
+  const publicPaths = ['/api/v1/site/{siteSlug}', '/api/v1/events', '/api/v1/answer/{token}', '/api/v1/enroll/{token}', '/api/v1/server/sign-in/links'];
   for (const { path, method, operation } of operations()) {
-    const expected = path.startsWith('/api/v1/server/') ? [{ apiKey: [] }] : siteKeyPaths.includes(path) ? [{ siteKey: [] }] : [];
+    const server = path.startsWith('/api/v1/server/') && !publicPaths.includes(path);
+    const expected = server ? [{ apiKey: [] }, { session: [] }] : siteKeyPaths.includes(path) ? [{ siteKey: [] }] : [];
     if (expected.length === 0) assert.ok(publicPaths.includes(path), `${method} ${path} is public`);
     assert.deepEqual(operation.security, expected, `${method} ${path}`);
   }

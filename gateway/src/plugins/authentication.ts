@@ -14,6 +14,7 @@ import { AccessTokens, bearerChallenge, isJwtShaped, resourceMetadataUrl } from 
 import { API_PREFIX } from '../prefixes.js';
 import { PrincipalCache } from '../principals.js';
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
+import { assertCsrf, sessionCookie } from '../sessions.js';
 import { siteKeyAuthentication, siteKeyResolver } from '../site-keys.js';
 
 export interface AuthenticationOptions {
@@ -84,11 +85,31 @@ export const authentication = fp<AuthenticationOptions>(
       return { principal, viaToken };
     }
 
+    /**
+     * A member's session (no Authorization header, a herald_session cookie): checked by the
+     * account service on every request (so a sign-out takes effect at once), CSRF-checked when it
+     * changes state, and limited per member like a key.
+     */
+    async function authenticateSession(request: FastifyRequest, reply: FastifyReply, sessionId: string): Promise<Principal> {
+      const { principal, member, csrfToken, workspaceName } = await clients.account.authenticateSession({ sessionId });
+      if (!principal || !member) throw new Error('account service returned no principal');
+      assertCsrf(request, csrfToken, config.publicOrigin);
+      request.principal = principal;
+      request.session = { id: sessionId, csrfToken, member, workspaceName };
+      await enforceRateLimit(limiter, reply, principal.keyId, principal.plan?.rateLimitPerMinute ?? 0);
+      return principal;
+    }
+
     app.addHook('onRequest', async (request, reply) => {
       reply.header('x-request-id', request.id);
       const access = request.routeOptions.config.access;
       if (!access || !('scope' in access)) return;
       const bearer = bearerPattern.exec(request.headers.authorization ?? '')?.[1];
+      const sessionId = bearer === undefined ? sessionCookie(request) : undefined;
+      if (sessionId !== undefined) {
+        assertAccess(await authenticateSession(request, reply, sessionId), access, config.upgradeUrl, false, request.method);
+        return;
+      }
       if (!bearer) {
         throw new HeraldError('unauthorized', 'Missing API key. Send it as a Bearer token: "Authorization: Bearer pk_<id>.<secret>".', {
           title: 'Unauthorized',
@@ -96,7 +117,7 @@ export const authentication = fp<AuthenticationOptions>(
       }
       const { principal, viaToken } = await authenticate(request, reply, bearer);
       try {
-        assertAccess(principal, access, config.upgradeUrl, viaToken);
+        assertAccess(principal, access, config.upgradeUrl, viaToken, request.method);
       } catch (err) {
         // RFC 6750 §3.1: tells an OAuth client which scope to ask the authorization server for.
         if (viaToken && err instanceof HeraldError && err.code === 'forbidden') void reply.header('www-authenticate', bearerChallenge(resourceMetadata, 'insufficient_scope', access.scope));

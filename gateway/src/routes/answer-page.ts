@@ -4,7 +4,7 @@ import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/de
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-import { escapeHtml, PAGE_HEAD, sendTokenPage } from '../html.js';
+import { acceptFormPosts, escapeHtml, PAGE_HEAD, sendFormPage } from '../html.js';
 import { answerText, askRecord, decisionRecord, questionOf, type QuestionRouteOptions } from '../questions.js';
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
 import { ErrorResponse, withErrors } from '../schemas/common.js';
@@ -92,10 +92,6 @@ function notFoundPage(): string {
 `;
 }
 
-function sendPage(reply: FastifyReply, status: number, html: string): FastifyReply {
-  return sendTokenPage(reply, status, html, "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-}
-
 export interface AnswerPageOptions extends QuestionRouteOptions {
   limiter: RateLimiter;
   ipRateLimitPerMinute: number;
@@ -105,9 +101,7 @@ export const answerPageRoutes =
   ({ clients, waiters, limiter, publicOrigin, ipRateLimitPerMinute }: AnswerPageOptions): FastifyPluginAsyncTypebox =>
   async (app) => {
     // Plain HTML forms post urlencoded; only these routes accept it.
-    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16_384 }, (_request, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(body as string)));
-    });
+    acceptFormPosts(app);
     // No key: the token is the credential, so the pages are limited per client IP.
     const perIp = async (request: FastifyRequest, reply: FastifyReply) => enforceRateLimit(limiter, reply, `ip:${request.ip}`, ipRateLimitPerMinute);
     const byToken = (token: string) => ({ ref: { by: { $case: 'token' as const, value: token } } });
@@ -120,9 +114,9 @@ export const answerPageRoutes =
 
     app.get('/a/:token', { config: { access: { public: true } }, onRequest: perIp, schema: { params: Token } }, async (request, reply) => {
       try {
-        return sendPage(reply, 200, page(await read(request.params.token), { token: request.params.token }));
+        return sendFormPage(reply, 200, page(await read(request.params.token), { token: request.params.token }));
       } catch (err) {
-        if (err instanceof HeraldError && err.code === 'not_found') return sendPage(reply, 404, notFoundPage());
+        if (err instanceof HeraldError && err.code === 'not_found') return sendFormPage(reply, 404, notFoundPage());
         throw err;
       }
     });
@@ -132,14 +126,14 @@ export const answerPageRoutes =
       const given = (request.body as Record<string, unknown> | undefined)?.answer;
       try {
         if (typeof given !== 'string' || given === '') {
-          return sendPage(reply, 400, page(await read(token), { token, problem: 'Choose or type an answer.' }));
+          return sendFormPage(reply, 400, page(await read(token), { token, problem: 'Choose or type an answer.' }));
         }
-        return sendPage(reply, 200, page(await answer(token, given), { token, justAnswered: true }));
+        return sendFormPage(reply, 200, page(await answer(token, given), { token, justAnswered: true }));
       } catch (err) {
         if (!(err instanceof HeraldError)) throw err;
-        if (err.code === 'not_found') return sendPage(reply, 404, notFoundPage());
-        if (err.code === 'conflict') return sendPage(reply, 409, page(await read(token), { token }));
-        if (err.code === 'invalid_request') return sendPage(reply, 400, page(await read(token), { token, problem: 'That answer is not one of the choices.' }));
+        if (err.code === 'not_found') return sendFormPage(reply, 404, notFoundPage());
+        if (err.code === 'conflict') return sendFormPage(reply, 409, page(await read(token), { token }));
+        if (err.code === 'invalid_request') return sendFormPage(reply, 400, page(await read(token), { token, problem: 'That answer is not one of the choices.' }));
         throw err;
       }
     });

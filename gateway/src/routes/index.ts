@@ -17,10 +17,12 @@ import { engagementRoutes } from './engagement.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
 import { flowRoutes } from './flows.js';
 import { keyRoutes } from './keys.js';
+import { memberRoutes } from './members.js';
 import { notificationRoutes } from './notifications.js';
 import { policyRoutes } from './policy.js';
 import { publicRoutes } from './public.js';
 import { segmentRoutes } from './segments.js';
+import { sessionRoutes, signInRoutes } from './sessions.js';
 import { subscriberRoutes } from './subscribers.js';
 import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
@@ -54,6 +56,9 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(keyRoutes(clients), { prefix: API_PREFIX });
   await app.register(enrollRoutes(clients), { prefix: API_PREFIX });
   await app.register(enrollmentPageRoutes(pages));
+  await app.register(memberRoutes(clients), { prefix: API_PREFIX });
+  await app.register(sessionRoutes(pages), { prefix: API_PREFIX });
+  await app.register(signInRoutes(pages));
   await app.register(browserSdkRoutes(pages));
   await app.register(
     mcpRoutes({

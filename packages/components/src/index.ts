@@ -11,7 +11,7 @@ import { parse } from 'yaml';
  */
 
 /** External systems a component reaches (the chart opens their egress and passes their settings). */
-export type Backing = 'postgres' | 'redis' | 'kafka' | 'internet';
+export type Backing = 'postgres' | 'redis' | 'kafka' | 'internet' | 'smtp';
 
 export interface Component {
   name: string;

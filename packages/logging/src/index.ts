@@ -20,8 +20,14 @@ const redactPaths = [
   'headers.authorization',
   'databaseUrl',
   'redisUrl',
+  'smtpUrl',
+  'sessionId',
+  'csrfToken',
   '*.databaseUrl',
   '*.redisUrl',
+  '*.smtpUrl',
+  '*.sessionId',
+  '*.csrfToken',
 ];
 
 /** Full keys look like pk_<id>.<secret>; a message that quotes one keeps only the public id. */

@@ -12,3 +12,4 @@ export * from './push.js';
 export * from './sending.js';
 export * from './webhook-receiver.js';
 export * from './within.js';
+export * from './mailpit.js';

@@ -2,8 +2,9 @@
 /**
  * Operator CLI: `npm run admin -- <command>`; prints one JSON document on stdout.
  *
- *   workspace create --name <n> --plan <plan> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal]
+ *   workspace create --name <n> --plan <plan> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal] [--owner-email <address>]
  *       -> {workspaceId, siteId, siteSlug, siteKey, apiKey}   (apiKey is a dashboard-origin key)
+ *          with --owner-email also {ownerMemberId, ownerSignInUrl}: the first owner and their single-use sign-in link
  *   workspace set-plan --workspace <id> --plan <none|free|starter|growth|enterprise|partner>
  *       -> {workspaceId, plan, previousPlan}
  *   key create --workspace <id> --origin <dashboard|runtime|connector> [--name <n>] [--expires-in <seconds>]
@@ -11,8 +12,10 @@
  *   key create --workspace <id> --origin bound --external-id <end-user id> ...   (Partner workspaces)
  *   key revoke --key <id> [--workspace <id>]
  *       -> {keyId, revoked: true}
+ *   member invite --workspace <id> --email <address> --role <owner|admin|marketer|approver|viewer> [--name <display name>]
+ *       -> {memberId, email, role, signInUrl, expiresAt}   (a single-use sign-in link: how the first owner gets in)
  *
- * Reads DATABASE_URL; applies the account migrations first, so it works before the services run.
+ * Reads DATABASE_URL (and PUBLIC_ORIGIN, SIGN_IN_LINK_TTL_SECONDS for sign-in links); applies the account migrations first, so it works before the services run.
  * This interface is stable: the README quick start and every test bootstrap with it.
  */
 import { realpathSync } from 'node:fs';
@@ -20,20 +23,24 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { outboxMigrations } from '@herald/bus';
+import { loadConfig } from '@herald/config';
 import { createPool, migrate, type Pool } from '@herald/db';
-import { isKeyOrigin, isPlanName } from '@herald/domain';
+import { isKeyOrigin, isPlanName, isRole } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 
+import { memberSettings } from './config.js';
+import { addMember, issueSignInLink } from './members.js';
 import { issueKey, provisionWorkspace } from './provisioning.js';
 import { migrationsDir, revokeKey, SCHEMA, setPlan } from './store.js';
 
 export class UsageError extends Error {}
 
 const usage = `usage:
-  workspace create --name <n> --plan <none|free|starter|growth|enterprise|partner> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal]
+  workspace create --name <n> --plan <none|free|starter|growth|enterprise|partner> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal] [--owner-email <address>]
   workspace set-plan --workspace <id> --plan <plan>
   key create --workspace <id> --origin <dashboard|runtime|connector|bound> [--external-id <id>] [--name <n>] [--expires-in <seconds>]
-  key revoke --key <id> [--workspace <id>]`;
+  key revoke --key <id> [--workspace <id>]
+  member invite --workspace <id> --email <address> --role <owner|admin|marketer|approver|viewer> [--name <display name>]`;
 
 const optionSpec = {
   name: { type: 'string' },
@@ -46,6 +53,9 @@ const optionSpec = {
   'expires-in': { type: 'string' },
   key: { type: 'string' },
   'external-id': { type: 'string' },
+  email: { type: 'string' },
+  role: { type: 'string' },
+  'owner-email': { type: 'string' },
 } as const;
 
 function required(values: Record<string, string | undefined>, name: string): string {
@@ -73,13 +83,18 @@ export async function runAdmin(pool: Pool, argv: string[]): Promise<Record<strin
     case 'workspace create': {
       const approvalMode = values['approval-mode'] ?? 'browser';
       if (approvalMode !== 'browser' && approvalMode !== 'terminal') throw new UsageError('--approval-mode must be browser or terminal');
-      return { ...(await provisionWorkspace(pool, {
+      const workspace = await provisionWorkspace(pool, {
         name: required(values, 'name'),
         plan: planArg(required(values, 'plan')),
         domain: required(values, 'domain'),
         approvalMode,
         ...(values['owner-external-id'] ? { ownerExternalId: values['owner-external-id'] } : {}),
-      })) };
+      });
+      const ownerEmail = values['owner-email'];
+      if (ownerEmail === undefined) return { ...workspace };
+      const owner = await addMember(pool, workspace.workspaceId, { email: ownerEmail, displayName: '', role: 'owner' });
+      const link = await issueSignInLink(pool, owner.id, loadConfig(memberSettings));
+      return { ...workspace, ownerMemberId: owner.id, ownerSignInUrl: link.url };
     }
     case 'workspace set-plan': {
       const workspaceId = required(values, 'workspace');
@@ -116,6 +131,13 @@ export async function runAdmin(pool: Pool, argv: string[]): Promise<Record<strin
       const owner = await revokeKey(pool, keyId, values.workspace);
       if (owner === undefined) throw new HeraldError('not_found', `No active key ${keyId}.`);
       return { keyId, revoked: true };
+    }
+    case 'member invite': {
+      const role = required(values, 'role');
+      if (!isRole(role)) throw new UsageError('--role must be owner, admin, marketer, approver or viewer');
+      const member = await addMember(pool, required(values, 'workspace'), { email: required(values, 'email'), displayName: values.name ?? '', role });
+      const link = await issueSignInLink(pool, member.id, loadConfig(memberSettings));
+      return { memberId: member.id, email: member.email, role: member.role, signInUrl: link.url, expiresAt: link.expiresAt.toISOString() };
     }
     default:
       throw new UsageError(command === '' ? 'a command is required' : `unknown command "${command}"`);

@@ -3,8 +3,11 @@ import { hashSecret, isPlanName, planFacts, secretMatches, type PlanName } from 
 import { HeraldError } from '@herald/errors';
 import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
+import type { MailSender } from '@herald/mail';
 import { AccountServiceService, type Machine, type Plan, type Principal, type Site } from '@herald/proto/herald/account/v1/account';
 
+import type { AccountConfig } from './config.js';
+import { memberHandlers } from './members.js';
 import { toApiKeyMessage, toIso, toPublicSiteMessage } from './messages.js';
 import { partnerHandlers } from './partner.js';
 import * as store from './store.js';
@@ -46,7 +49,8 @@ function toMachineMessage(row: store.MachineRow): Machine {
 /** Compared against when a key id is unknown, so a miss costs the same as a wrong secret. */
 const decoyHash = hashSecret('decoy');
 
-export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string, vapidSubject: string, enrollmentTtlSeconds: number) {
+export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfig, mail: MailSender) {
+  const { publicOrigin, vapidSubject, enrollmentTtlSeconds } = config;
   const unauthenticated = (): HeraldError => new HeraldError('unauthorized', 'The API key is invalid, revoked or expired.', { title: 'Invalid API key' });
 
   /** Who an authenticated key is; undefined (unknown or wrong secret), revoked and expired keys are one 401. */
@@ -65,6 +69,8 @@ export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string
       approvalMode: key.approval_mode,
       keyExpiresAt: toIso(key.expires_at),
       scopes: key.scopes,
+      memberId: '',
+      role: '',
     };
   }
 
@@ -146,6 +152,7 @@ export function accountHandlers(pool: Pool, logger: Logger, publicOrigin: string
 
       ...partnerHandlers(pool, { publicOrigin, enrollmentTtlSeconds }),
       ...webhookSecretHandlers(pool),
+      ...memberHandlers(pool, mail, logger, config),
     },
     logger,
   );

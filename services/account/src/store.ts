@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 
 import { withTransaction, type Pool, type Queryable } from '@herald/db';
 import { enqueue, topics } from '@herald/bus';
-import type { KeyOrigin, PlanName } from '@herald/domain';
+import type { KeyOrigin, PlanName, Role } from '@herald/domain';
 import { AccountEvent } from '@herald/proto/herald/account/v1/events';
 
 /** Every SQL statement of the account service. Each query is scoped by workspace id. */
@@ -422,4 +422,172 @@ export async function rotateWebhookSecret(pool: Pool, workspaceId: string, secre
     await tx.query(`INSERT INTO webhook_secrets (workspace_id, secret) VALUES ($1, $2)`, [workspaceId, secret]);
     return (await tx.query<WebhookSecretRow>(usableWebhookSecrets, [workspaceId])).rows;
   });
+}
+
+// ---- Members, sign-in links and sessions ----
+
+export interface MemberRow {
+  id: string;
+  workspace_id: string;
+  email: string;
+  display_name: string;
+  role: Role;
+  status: 'invited' | 'active' | 'removed';
+  created_at: Date;
+  last_sign_in_at: Date | null;
+}
+
+const memberColumns = 'm.id, m.workspace_id, m.email, m.display_name, m.role, m.status, m.created_at, m.last_sign_in_at';
+
+/** undefined when the address is already a member of the workspace (removed members included). */
+export async function insertMember(
+  db: Queryable,
+  member: { id: string; workspaceId: string; email: string; displayName: string; role: Role },
+): Promise<MemberRow | undefined> {
+  const { rows } = await db.query<MemberRow>(
+    `INSERT INTO members AS m (id, workspace_id, email, display_name, role) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (workspace_id, email) DO NOTHING
+     RETURNING ${memberColumns}`,
+    [member.id, member.workspaceId, member.email, member.displayName, member.role],
+  );
+  return rows[0];
+}
+
+export async function listMembers(db: Queryable, workspaceId: string, limit: number): Promise<MemberRow[]> {
+  const { rows } = await db.query<MemberRow>(`SELECT ${memberColumns} FROM members m WHERE m.workspace_id = $1 ORDER BY m.created_at, m.id LIMIT $2`, [
+    workspaceId,
+    limit,
+  ]);
+  return rows;
+}
+
+export async function findMember(db: Queryable, workspaceId: string, memberId: string): Promise<MemberRow | undefined> {
+  const { rows } = await db.query<MemberRow>(`SELECT ${memberColumns} FROM members m WHERE m.workspace_id = $1 AND m.id = $2`, [workspaceId, memberId]);
+  return rows[0];
+}
+
+/** The memberships an address can sign in to (invited or active), across workspaces. */
+export async function findMembershipsByEmail(db: Queryable, email: string): Promise<MemberRow[]> {
+  const { rows } = await db.query<MemberRow>(`SELECT ${memberColumns} FROM members m WHERE m.email = $1 AND m.status <> 'removed' ORDER BY m.created_at`, [email]);
+  return rows;
+}
+
+/** Marks the member removed and ends their sessions, in one transaction. */
+export async function removeMember(pool: Pool, workspaceId: string, memberId: string): Promise<MemberRow | undefined> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<MemberRow>(
+      `UPDATE members m SET status = 'removed' WHERE m.workspace_id = $1 AND m.id = $2 RETURNING ${memberColumns}`,
+      [workspaceId, memberId],
+    );
+    if (rows[0]) await client.query(`UPDATE member_sessions SET revoked_at = now() WHERE member_id = $1 AND revoked_at IS NULL`, [memberId]);
+    return rows[0];
+  });
+}
+
+export async function createSignInLink(db: Queryable, link: { tokenHash: Buffer; memberId: string; ttlSeconds: number }): Promise<Date> {
+  const { rows } = await db.query<{ expires_at: Date }>(
+    `INSERT INTO sign_in_links (token_hash, member_id, expires_at) VALUES ($1, $2, now() + make_interval(secs => $3)) RETURNING expires_at`,
+    [link.tokenHash, link.memberId, link.ttlSeconds],
+  );
+  return rows[0]!.expires_at;
+}
+
+export type SignInOutcome = { state: 'signed_in'; member: MemberRow; expiresAt: Date } | { state: 'used' | 'expired' | 'refused' };
+
+/**
+ * Uses a sign-in link up and opens a session, in one transaction: the link's row update decides
+ * between concurrent callers. The member becomes active (an invite accepted). undefined: no such
+ * link. `refused`: the member was removed since.
+ */
+export async function consumeSignInLink(
+  pool: Pool,
+  tokenHash: Buffer,
+  session: { idHash: Buffer; csrfToken: string; idleSeconds: number; maxSeconds: number },
+): Promise<SignInOutcome | undefined> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ member_id: string }>(
+      `UPDATE sign_in_links SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING member_id`,
+      [tokenHash],
+    );
+    const claimed = rows[0];
+    if (!claimed) {
+      const { rows: current } = await client.query<{ used: boolean }>(`SELECT used_at IS NOT NULL AS used FROM sign_in_links WHERE token_hash = $1`, [tokenHash]);
+      if (current[0] === undefined) return undefined;
+      return { state: current[0].used ? 'used' : 'expired' };
+    }
+    const { rows: members } = await client.query<MemberRow>(
+      `UPDATE members m SET status = 'active', last_sign_in_at = now() WHERE m.id = $1 AND m.status <> 'removed' RETURNING ${memberColumns}`,
+      [claimed.member_id],
+    );
+    const member = members[0];
+    if (!member) return { state: 'refused' };
+    const { rows: sessions } = await client.query<{ expires_at: Date }>(
+      `INSERT INTO member_sessions (id_hash, member_id, csrf_token, idle_expires_at, expires_at)
+       VALUES ($1, $2, $3, now() + make_interval(secs => $4), now() + make_interval(secs => $5)) RETURNING expires_at`,
+      [session.idHash, member.id, session.csrfToken, session.idleSeconds, session.maxSeconds],
+    );
+    return { state: 'signed_in', member, expiresAt: sessions[0]!.expires_at };
+  });
+}
+
+export interface SessionRow {
+  member: MemberRow;
+  csrf_token: string;
+  workspace_name: string;
+  plan: PlanName;
+  approval_mode: 'browser' | 'terminal';
+  owner_external_id: string;
+  site_id: string;
+}
+
+/**
+ * A live session (not revoked, not idle, not past its absolute expiry, its member not removed),
+ * its idle expiry pushed forward (at most once a minute, so most requests stay reads).
+ */
+export async function findLiveSession(db: Queryable, idHash: Buffer, idleSeconds: number): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<MemberRow & Omit<SessionRow, 'member'>>(
+    `WITH live AS (
+       SELECT ses.id_hash, ses.csrf_token, ses.last_seen_at, ${memberColumns},
+              w.name AS workspace_name, w.plan, w.approval_mode, w.owner_external_id, s.id AS site_id
+         FROM member_sessions ses
+         JOIN members m ON m.id = ses.member_id
+         JOIN workspaces w ON w.id = m.workspace_id
+         JOIN sites s ON s.workspace_id = m.workspace_id
+        WHERE ses.id_hash = $1 AND ses.revoked_at IS NULL AND ses.idle_expires_at > now() AND ses.expires_at > now()
+          AND m.status <> 'removed'
+     ), touched AS (
+       UPDATE member_sessions SET last_seen_at = now(), idle_expires_at = LEAST(expires_at, now() + make_interval(secs => $2))
+        WHERE id_hash = (SELECT id_hash FROM live WHERE last_seen_at < now() - interval '1 minute')
+     )
+     SELECT * FROM live`,
+    [idHash, idleSeconds],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const { csrf_token, workspace_name, plan, approval_mode, owner_external_id, site_id, ...member } = row;
+  return {
+    member: { id: member.id, workspace_id: member.workspace_id, email: member.email, display_name: member.display_name, role: member.role, status: member.status, created_at: member.created_at, last_sign_in_at: member.last_sign_in_at },
+    csrf_token,
+    workspace_name,
+    plan,
+    approval_mode,
+    owner_external_id,
+    site_id,
+  };
+}
+
+/** Ends one session of the member (idHash) or all of them; how many were still live. */
+export async function revokeSessions(db: Queryable, workspaceId: string, memberId: string, idHash: Buffer | undefined): Promise<number> {
+  const { rows } = await db.query<{ live: number }>(
+    `WITH ended AS (
+       UPDATE member_sessions ses SET revoked_at = now()
+         FROM members m
+        WHERE m.id = ses.member_id AND m.workspace_id = $1 AND ses.member_id = $2 AND ses.revoked_at IS NULL
+          AND ($3::bytea IS NULL OR ses.id_hash = $3)
+       RETURNING ses.expires_at > now() AND ses.idle_expires_at > now() AS live
+     )
+     SELECT count(*) FILTER (WHERE live)::int AS live FROM ended`,
+    [workspaceId, memberId, idHash ?? null],
+  );
+  return rows[0]?.live ?? 0;
 }

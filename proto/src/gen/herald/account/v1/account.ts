@@ -54,8 +54,17 @@ export interface Principal {
   approvalMode: string;
   /** RFC 3339, empty when the key never expires. */
   keyExpiresAt: string;
-  /** What the key may call (see the gateway's route table); fixed at creation from its origin. */
+  /**
+   * What the key may call (see the gateway's route table); fixed at creation from its origin.
+   * Empty for a member's session: its role decides (packages/domain's role table).
+   */
   scopes: string[];
+  /**
+   * A member's session (key_origin "session"): the member and their role
+   * (owner | admin | marketer | approver | viewer). Empty for keys.
+   */
+  memberId: string;
+  role: string;
 }
 
 export interface AuthenticateKeyRequest {
@@ -315,6 +324,97 @@ export interface RotateWebhookSecretResponse {
   previousSecretExpiresAt: string;
 }
 
+export interface Member {
+  id: string;
+  workspaceId: string;
+  /** Normalised: trimmed, lower case. */
+  email: string;
+  displayName: string;
+  /** owner | admin | marketer | approver | viewer */
+  role: string;
+  /** invited | active | removed */
+  status: string;
+  createdAt: string;
+  /** Empty until the first sign-in. */
+  lastSignInAt: string;
+}
+
+export interface AuthenticateSessionRequest {
+  sessionId: string;
+}
+
+export interface AuthenticateSessionResponse {
+  principal?: Principal | undefined;
+  member?: Member | undefined;
+  workspaceName: string;
+  /** Sent back as X-CSRF-Token on every state-changing request made with the session. */
+  csrfToken: string;
+}
+
+export interface RequestSignInLinkRequest {
+  email: string;
+}
+
+export interface RequestSignInLinkResponse {
+}
+
+export interface ConsumeSignInLinkRequest {
+  token: string;
+}
+
+export interface ConsumeSignInLinkResponse {
+  /** The new session's id: the cookie's value, shown nowhere else. (Its CSRF token: GET /me.) */
+  sessionId: string;
+  member?:
+    | Member
+    | undefined;
+  /** RFC 3339: the session's absolute expiry. */
+  expiresAt: string;
+}
+
+export interface RevokeSessionsRequest {
+  workspaceId: string;
+  memberId: string;
+  /** Set: only this session. Empty: every session of the member. */
+  sessionId: string;
+}
+
+export interface RevokeSessionsResponse {
+  revoked: number;
+}
+
+export interface ListMembersRequest {
+  workspaceId: string;
+}
+
+export interface ListMembersResponse {
+  members: Member[];
+}
+
+export interface InviteMemberRequest {
+  workspaceId: string;
+  email: string;
+  displayName: string;
+  role: string;
+  /** The inviting member's role; empty for an API key (which may grant every role but owner). */
+  actorRole: string;
+}
+
+export interface InviteMemberResponse {
+  member?: Member | undefined;
+}
+
+export interface RemoveMemberRequest {
+  workspaceId: string;
+  memberId: string;
+  /** The removing member's role; empty for an API key. */
+  actorRole: string;
+}
+
+export interface RemoveMemberResponse {
+  member?: Member | undefined;
+}
+
 function createBasePlan(): Plan {
   return {
     name: "",
@@ -495,6 +595,8 @@ function createBasePrincipal(): Principal {
     approvalMode: "",
     keyExpiresAt: "",
     scopes: [],
+    memberId: "",
+    role: "",
   };
 }
 
@@ -529,6 +631,12 @@ export const Principal: MessageFns<Principal> = {
     }
     for (const v of message.scopes) {
       writer.uint32(82).string(v!);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(90).string(message.memberId);
+    }
+    if (message.role !== "") {
+      writer.uint32(98).string(message.role);
     }
     return writer;
   },
@@ -626,6 +734,22 @@ export const Principal: MessageFns<Principal> = {
             message.scopes.push(reader.string());
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -684,6 +808,12 @@ export const Principal: MessageFns<Principal> = {
       scopes: globalThis.Array.isArray(object?.scopes)
         ? object.scopes.map((e: any) => globalThis.String(e))
         : [],
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
     };
   },
 
@@ -719,6 +849,12 @@ export const Principal: MessageFns<Principal> = {
     if (message.scopes?.length) {
       obj.scopes = message.scopes;
     }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
     return obj;
   },
 
@@ -737,6 +873,8 @@ export const Principal: MessageFns<Principal> = {
     message.approvalMode = object.approvalMode ?? "";
     message.keyExpiresAt = object.keyExpiresAt ?? "";
     message.scopes = object.scopes?.map((e) => e) || [];
+    message.memberId = object.memberId ?? "";
+    message.role = object.role ?? "";
     return message;
   },
 };
@@ -5097,6 +5235,1420 @@ export const RotateWebhookSecretResponse: MessageFns<RotateWebhookSecretResponse
   },
 };
 
+function createBaseMember(): Member {
+  return { id: "", workspaceId: "", email: "", displayName: "", role: "", status: "", createdAt: "", lastSignInAt: "" };
+}
+
+export const Member: MessageFns<Member> = {
+  encode(message: Member, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.workspaceId !== "") {
+      writer.uint32(18).string(message.workspaceId);
+    }
+    if (message.email !== "") {
+      writer.uint32(26).string(message.email);
+    }
+    if (message.displayName !== "") {
+      writer.uint32(34).string(message.displayName);
+    }
+    if (message.role !== "") {
+      writer.uint32(42).string(message.role);
+    }
+    if (message.status !== "") {
+      writer.uint32(50).string(message.status);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(58).string(message.createdAt);
+    }
+    if (message.lastSignInAt !== "") {
+      writer.uint32(66).string(message.lastSignInAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Member {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMember();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.displayName = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.lastSignInAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Member {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      displayName: isSet(object.displayName)
+        ? globalThis.String(object.displayName)
+        : isSet(object.display_name)
+        ? globalThis.String(object.display_name)
+        : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      lastSignInAt: isSet(object.lastSignInAt)
+        ? globalThis.String(object.lastSignInAt)
+        : isSet(object.last_sign_in_at)
+        ? globalThis.String(object.last_sign_in_at)
+        : "",
+    };
+  },
+
+  toJSON(message: Member): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.displayName !== "") {
+      obj.displayName = message.displayName;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.lastSignInAt !== "") {
+      obj.lastSignInAt = message.lastSignInAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Member>, I>>(base?: I): Member {
+    return Member.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Member>, I>>(object: I): Member {
+    const message = createBaseMember();
+    message.id = object.id ?? "";
+    message.workspaceId = object.workspaceId ?? "";
+    message.email = object.email ?? "";
+    message.displayName = object.displayName ?? "";
+    message.role = object.role ?? "";
+    message.status = object.status ?? "";
+    message.createdAt = object.createdAt ?? "";
+    message.lastSignInAt = object.lastSignInAt ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthenticateSessionRequest(): AuthenticateSessionRequest {
+  return { sessionId: "" };
+}
+
+export const AuthenticateSessionRequest: MessageFns<AuthenticateSessionRequest> = {
+  encode(message: AuthenticateSessionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateSessionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateSessionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateSessionRequest {
+    return {
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+    };
+  },
+
+  toJSON(message: AuthenticateSessionRequest): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthenticateSessionRequest>, I>>(base?: I): AuthenticateSessionRequest {
+    return AuthenticateSessionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthenticateSessionRequest>, I>>(object: I): AuthenticateSessionRequest {
+    const message = createBaseAuthenticateSessionRequest();
+    message.sessionId = object.sessionId ?? "";
+    return message;
+  },
+};
+
+function createBaseAuthenticateSessionResponse(): AuthenticateSessionResponse {
+  return { principal: undefined, member: undefined, workspaceName: "", csrfToken: "" };
+}
+
+export const AuthenticateSessionResponse: MessageFns<AuthenticateSessionResponse> = {
+  encode(message: AuthenticateSessionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.principal !== undefined) {
+      Principal.encode(message.principal, writer.uint32(10).fork()).join();
+    }
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(18).fork()).join();
+    }
+    if (message.workspaceName !== "") {
+      writer.uint32(26).string(message.workspaceName);
+    }
+    if (message.csrfToken !== "") {
+      writer.uint32(34).string(message.csrfToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AuthenticateSessionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAuthenticateSessionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.principal = Principal.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.workspaceName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.csrfToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AuthenticateSessionResponse {
+    return {
+      principal: isSet(object.principal) ? Principal.fromJSON(object.principal) : undefined,
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+      workspaceName: isSet(object.workspaceName)
+        ? globalThis.String(object.workspaceName)
+        : isSet(object.workspace_name)
+        ? globalThis.String(object.workspace_name)
+        : "",
+      csrfToken: isSet(object.csrfToken)
+        ? globalThis.String(object.csrfToken)
+        : isSet(object.csrf_token)
+        ? globalThis.String(object.csrf_token)
+        : "",
+    };
+  },
+
+  toJSON(message: AuthenticateSessionResponse): unknown {
+    const obj: any = {};
+    if (message.principal !== undefined) {
+      obj.principal = Principal.toJSON(message.principal);
+    }
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    if (message.workspaceName !== "") {
+      obj.workspaceName = message.workspaceName;
+    }
+    if (message.csrfToken !== "") {
+      obj.csrfToken = message.csrfToken;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AuthenticateSessionResponse>, I>>(base?: I): AuthenticateSessionResponse {
+    return AuthenticateSessionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AuthenticateSessionResponse>, I>>(object: I): AuthenticateSessionResponse {
+    const message = createBaseAuthenticateSessionResponse();
+    message.principal = (object.principal !== undefined && object.principal !== null)
+      ? Principal.fromPartial(object.principal)
+      : undefined;
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    message.workspaceName = object.workspaceName ?? "";
+    message.csrfToken = object.csrfToken ?? "";
+    return message;
+  },
+};
+
+function createBaseRequestSignInLinkRequest(): RequestSignInLinkRequest {
+  return { email: "" };
+}
+
+export const RequestSignInLinkRequest: MessageFns<RequestSignInLinkRequest> = {
+  encode(message: RequestSignInLinkRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.email !== "") {
+      writer.uint32(10).string(message.email);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestSignInLinkRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestSignInLinkRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RequestSignInLinkRequest {
+    return { email: isSet(object.email) ? globalThis.String(object.email) : "" };
+  },
+
+  toJSON(message: RequestSignInLinkRequest): unknown {
+    const obj: any = {};
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RequestSignInLinkRequest>, I>>(base?: I): RequestSignInLinkRequest {
+    return RequestSignInLinkRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestSignInLinkRequest>, I>>(object: I): RequestSignInLinkRequest {
+    const message = createBaseRequestSignInLinkRequest();
+    message.email = object.email ?? "";
+    return message;
+  },
+};
+
+function createBaseRequestSignInLinkResponse(): RequestSignInLinkResponse {
+  return {};
+}
+
+export const RequestSignInLinkResponse: MessageFns<RequestSignInLinkResponse> = {
+  encode(_: RequestSignInLinkResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestSignInLinkResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestSignInLinkResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): RequestSignInLinkResponse {
+    return {};
+  },
+
+  toJSON(_: RequestSignInLinkResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RequestSignInLinkResponse>, I>>(base?: I): RequestSignInLinkResponse {
+    return RequestSignInLinkResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestSignInLinkResponse>, I>>(_: I): RequestSignInLinkResponse {
+    const message = createBaseRequestSignInLinkResponse();
+    return message;
+  },
+};
+
+function createBaseConsumeSignInLinkRequest(): ConsumeSignInLinkRequest {
+  return { token: "" };
+}
+
+export const ConsumeSignInLinkRequest: MessageFns<ConsumeSignInLinkRequest> = {
+  encode(message: ConsumeSignInLinkRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.token !== "") {
+      writer.uint32(10).string(message.token);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsumeSignInLinkRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsumeSignInLinkRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.token = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsumeSignInLinkRequest {
+    return { token: isSet(object.token) ? globalThis.String(object.token) : "" };
+  },
+
+  toJSON(message: ConsumeSignInLinkRequest): unknown {
+    const obj: any = {};
+    if (message.token !== "") {
+      obj.token = message.token;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConsumeSignInLinkRequest>, I>>(base?: I): ConsumeSignInLinkRequest {
+    return ConsumeSignInLinkRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConsumeSignInLinkRequest>, I>>(object: I): ConsumeSignInLinkRequest {
+    const message = createBaseConsumeSignInLinkRequest();
+    message.token = object.token ?? "";
+    return message;
+  },
+};
+
+function createBaseConsumeSignInLinkResponse(): ConsumeSignInLinkResponse {
+  return { sessionId: "", member: undefined, expiresAt: "" };
+}
+
+export const ConsumeSignInLinkResponse: MessageFns<ConsumeSignInLinkResponse> = {
+  encode(message: ConsumeSignInLinkResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(18).fork()).join();
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(26).string(message.expiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConsumeSignInLinkResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConsumeSignInLinkResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ConsumeSignInLinkResponse {
+    return {
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: ConsumeSignInLinkResponse): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ConsumeSignInLinkResponse>, I>>(base?: I): ConsumeSignInLinkResponse {
+    return ConsumeSignInLinkResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConsumeSignInLinkResponse>, I>>(object: I): ConsumeSignInLinkResponse {
+    const message = createBaseConsumeSignInLinkResponse();
+    message.sessionId = object.sessionId ?? "";
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    message.expiresAt = object.expiresAt ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeSessionsRequest(): RevokeSessionsRequest {
+  return { workspaceId: "", memberId: "", sessionId: "" };
+}
+
+export const RevokeSessionsRequest: MessageFns<RevokeSessionsRequest> = {
+  encode(message: RevokeSessionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(26).string(message.sessionId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeSessionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeSessionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeSessionsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RevokeSessionsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeSessionsRequest>, I>>(base?: I): RevokeSessionsRequest {
+    return RevokeSessionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeSessionsRequest>, I>>(object: I): RevokeSessionsRequest {
+    const message = createBaseRevokeSessionsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.sessionId = object.sessionId ?? "";
+    return message;
+  },
+};
+
+function createBaseRevokeSessionsResponse(): RevokeSessionsResponse {
+  return { revoked: 0 };
+}
+
+export const RevokeSessionsResponse: MessageFns<RevokeSessionsResponse> = {
+  encode(message: RevokeSessionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.revoked !== 0) {
+      writer.uint32(8).int32(message.revoked);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RevokeSessionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRevokeSessionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.revoked = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RevokeSessionsResponse {
+    return { revoked: isSet(object.revoked) ? globalThis.Number(object.revoked) : 0 };
+  },
+
+  toJSON(message: RevokeSessionsResponse): unknown {
+    const obj: any = {};
+    if (message.revoked !== 0) {
+      obj.revoked = Math.round(message.revoked);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RevokeSessionsResponse>, I>>(base?: I): RevokeSessionsResponse {
+    return RevokeSessionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RevokeSessionsResponse>, I>>(object: I): RevokeSessionsResponse {
+    const message = createBaseRevokeSessionsResponse();
+    message.revoked = object.revoked ?? 0;
+    return message;
+  },
+};
+
+function createBaseListMembersRequest(): ListMembersRequest {
+  return { workspaceId: "" };
+}
+
+export const ListMembersRequest: MessageFns<ListMembersRequest> = {
+  encode(message: ListMembersRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMembersRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMembersRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListMembersRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListMembersRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListMembersRequest>, I>>(base?: I): ListMembersRequest {
+    return ListMembersRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListMembersRequest>, I>>(object: I): ListMembersRequest {
+    const message = createBaseListMembersRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseListMembersResponse(): ListMembersResponse {
+  return { members: [] };
+}
+
+export const ListMembersResponse: MessageFns<ListMembersResponse> = {
+  encode(message: ListMembersResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.members) {
+      Member.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListMembersResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListMembersResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.members.push(Member.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListMembersResponse {
+    return {
+      members: globalThis.Array.isArray(object?.members) ? object.members.map((e: any) => Member.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListMembersResponse): unknown {
+    const obj: any = {};
+    if (message.members?.length) {
+      obj.members = message.members.map((e) => Member.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListMembersResponse>, I>>(base?: I): ListMembersResponse {
+    return ListMembersResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListMembersResponse>, I>>(object: I): ListMembersResponse {
+    const message = createBaseListMembersResponse();
+    message.members = object.members?.map((e) => Member.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseInviteMemberRequest(): InviteMemberRequest {
+  return { workspaceId: "", email: "", displayName: "", role: "", actorRole: "" };
+}
+
+export const InviteMemberRequest: MessageFns<InviteMemberRequest> = {
+  encode(message: InviteMemberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.email !== "") {
+      writer.uint32(18).string(message.email);
+    }
+    if (message.displayName !== "") {
+      writer.uint32(26).string(message.displayName);
+    }
+    if (message.role !== "") {
+      writer.uint32(34).string(message.role);
+    }
+    if (message.actorRole !== "") {
+      writer.uint32(42).string(message.actorRole);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InviteMemberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInviteMemberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.email = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.displayName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.actorRole = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): InviteMemberRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      email: isSet(object.email) ? globalThis.String(object.email) : "",
+      displayName: isSet(object.displayName)
+        ? globalThis.String(object.displayName)
+        : isSet(object.display_name)
+        ? globalThis.String(object.display_name)
+        : "",
+      role: isSet(object.role) ? globalThis.String(object.role) : "",
+      actorRole: isSet(object.actorRole)
+        ? globalThis.String(object.actorRole)
+        : isSet(object.actor_role)
+        ? globalThis.String(object.actor_role)
+        : "",
+    };
+  },
+
+  toJSON(message: InviteMemberRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.email !== "") {
+      obj.email = message.email;
+    }
+    if (message.displayName !== "") {
+      obj.displayName = message.displayName;
+    }
+    if (message.role !== "") {
+      obj.role = message.role;
+    }
+    if (message.actorRole !== "") {
+      obj.actorRole = message.actorRole;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<InviteMemberRequest>, I>>(base?: I): InviteMemberRequest {
+    return InviteMemberRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<InviteMemberRequest>, I>>(object: I): InviteMemberRequest {
+    const message = createBaseInviteMemberRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.email = object.email ?? "";
+    message.displayName = object.displayName ?? "";
+    message.role = object.role ?? "";
+    message.actorRole = object.actorRole ?? "";
+    return message;
+  },
+};
+
+function createBaseInviteMemberResponse(): InviteMemberResponse {
+  return { member: undefined };
+}
+
+export const InviteMemberResponse: MessageFns<InviteMemberResponse> = {
+  encode(message: InviteMemberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InviteMemberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInviteMemberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): InviteMemberResponse {
+    return { member: isSet(object.member) ? Member.fromJSON(object.member) : undefined };
+  },
+
+  toJSON(message: InviteMemberResponse): unknown {
+    const obj: any = {};
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<InviteMemberResponse>, I>>(base?: I): InviteMemberResponse {
+    return InviteMemberResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<InviteMemberResponse>, I>>(object: I): InviteMemberResponse {
+    const message = createBaseInviteMemberResponse();
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRemoveMemberRequest(): RemoveMemberRequest {
+  return { workspaceId: "", memberId: "", actorRole: "" };
+}
+
+export const RemoveMemberRequest: MessageFns<RemoveMemberRequest> = {
+  encode(message: RemoveMemberRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.actorRole !== "") {
+      writer.uint32(26).string(message.actorRole);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveMemberRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveMemberRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.actorRole = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RemoveMemberRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      actorRole: isSet(object.actorRole)
+        ? globalThis.String(object.actorRole)
+        : isSet(object.actor_role)
+        ? globalThis.String(object.actor_role)
+        : "",
+    };
+  },
+
+  toJSON(message: RemoveMemberRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.actorRole !== "") {
+      obj.actorRole = message.actorRole;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RemoveMemberRequest>, I>>(base?: I): RemoveMemberRequest {
+    return RemoveMemberRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemoveMemberRequest>, I>>(object: I): RemoveMemberRequest {
+    const message = createBaseRemoveMemberRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.actorRole = object.actorRole ?? "";
+    return message;
+  },
+};
+
+function createBaseRemoveMemberResponse(): RemoveMemberResponse {
+  return { member: undefined };
+}
+
+export const RemoveMemberResponse: MessageFns<RemoveMemberResponse> = {
+  encode(message: RemoveMemberResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RemoveMemberResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRemoveMemberResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RemoveMemberResponse {
+    return { member: isSet(object.member) ? Member.fromJSON(object.member) : undefined };
+  },
+
+  toJSON(message: RemoveMemberResponse): unknown {
+    const obj: any = {};
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RemoveMemberResponse>, I>>(base?: I): RemoveMemberResponse {
+    return RemoveMemberResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RemoveMemberResponse>, I>>(object: I): RemoveMemberResponse {
+    const message = createBaseRemoveMemberResponse();
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    return message;
+  },
+};
+
 /** The account service owns workspaces, their site, API keys and the machines agents report from. */
 export type AccountServiceService = typeof AccountServiceService;
 export const AccountServiceService = {
@@ -5337,6 +6889,103 @@ export const AccountServiceService = {
       Buffer.from(RotateWebhookSecretResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RotateWebhookSecretResponse => RotateWebhookSecretResponse.decode(value),
   },
+  /**
+   * Workspace members (people who sign in) and their sessions. Only SHA-256 of a session id or a
+   * sign-in token is stored.
+   *
+   * Who a session id is: UNAUTHENTICATED when it is unknown, revoked, idle or past its absolute
+   * expiry, or its member was removed (one error for all). Refreshes its idle expiry.
+   */
+  authenticateSession: {
+    path: "/herald.account.v1.AccountService/AuthenticateSession" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AuthenticateSessionRequest): Buffer =>
+      Buffer.from(AuthenticateSessionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AuthenticateSessionRequest => AuthenticateSessionRequest.decode(value),
+    responseSerialize: (value: AuthenticateSessionResponse): Buffer =>
+      Buffer.from(AuthenticateSessionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AuthenticateSessionResponse => AuthenticateSessionResponse.decode(value),
+  },
+  /**
+   * Mails a single-use sign-in link for each workspace the address is a member of (invited or
+   * active); answers the same whether or not it is one, and before the mail is sent.
+   */
+  requestSignInLink: {
+    path: "/herald.account.v1.AccountService/RequestSignInLink" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RequestSignInLinkRequest): Buffer =>
+      Buffer.from(RequestSignInLinkRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RequestSignInLinkRequest => RequestSignInLinkRequest.decode(value),
+    responseSerialize: (value: RequestSignInLinkResponse): Buffer =>
+      Buffer.from(RequestSignInLinkResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RequestSignInLinkResponse => RequestSignInLinkResponse.decode(value),
+  },
+  /**
+   * Uses a sign-in link up and opens a new session (a new id every time). NOT_FOUND for an unknown
+   * token, `conflict` when used, `gone` when expired, all refused alike by the gateway.
+   */
+  consumeSignInLink: {
+    path: "/herald.account.v1.AccountService/ConsumeSignInLink" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ConsumeSignInLinkRequest): Buffer =>
+      Buffer.from(ConsumeSignInLinkRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ConsumeSignInLinkRequest => ConsumeSignInLinkRequest.decode(value),
+    responseSerialize: (value: ConsumeSignInLinkResponse): Buffer =>
+      Buffer.from(ConsumeSignInLinkResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ConsumeSignInLinkResponse => ConsumeSignInLinkResponse.decode(value),
+  },
+  /** Ends one session (session_id set) or every session of the member ("sign out everywhere"). */
+  revokeSessions: {
+    path: "/herald.account.v1.AccountService/RevokeSessions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RevokeSessionsRequest): Buffer =>
+      Buffer.from(RevokeSessionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RevokeSessionsRequest => RevokeSessionsRequest.decode(value),
+    responseSerialize: (value: RevokeSessionsResponse): Buffer =>
+      Buffer.from(RevokeSessionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RevokeSessionsResponse => RevokeSessionsResponse.decode(value),
+  },
+  listMembers: {
+    path: "/herald.account.v1.AccountService/ListMembers" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListMembersRequest): Buffer => Buffer.from(ListMembersRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListMembersRequest => ListMembersRequest.decode(value),
+    responseSerialize: (value: ListMembersResponse): Buffer => Buffer.from(ListMembersResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListMembersResponse => ListMembersResponse.decode(value),
+  },
+  /**
+   * Adds a member (status invited) and mails them a sign-in link. ALREADY_EXISTS when the address
+   * is a member; PERMISSION_DENIED when the actor may not grant the role (only an owner makes owners).
+   */
+  inviteMember: {
+    path: "/herald.account.v1.AccountService/InviteMember" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: InviteMemberRequest): Buffer => Buffer.from(InviteMemberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): InviteMemberRequest => InviteMemberRequest.decode(value),
+    responseSerialize: (value: InviteMemberResponse): Buffer =>
+      Buffer.from(InviteMemberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): InviteMemberResponse => InviteMemberResponse.decode(value),
+  },
+  /**
+   * Marks a member removed and ends their sessions. NOT_FOUND for another workspace's member;
+   * PERMISSION_DENIED when the actor may not remove them (only an owner removes an owner).
+   */
+  removeMember: {
+    path: "/herald.account.v1.AccountService/RemoveMember" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RemoveMemberRequest): Buffer => Buffer.from(RemoveMemberRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RemoveMemberRequest => RemoveMemberRequest.decode(value),
+    responseSerialize: (value: RemoveMemberResponse): Buffer =>
+      Buffer.from(RemoveMemberResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RemoveMemberResponse => RemoveMemberResponse.decode(value),
+  },
 } as const;
 
 export interface AccountServiceServer extends UntypedServiceImplementation {
@@ -5398,6 +7047,37 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
    * An earlier previous secret still in its grace period stops at once.
    */
   rotateWebhookSecret: handleUnaryCall<RotateWebhookSecretRequest, RotateWebhookSecretResponse>;
+  /**
+   * Workspace members (people who sign in) and their sessions. Only SHA-256 of a session id or a
+   * sign-in token is stored.
+   *
+   * Who a session id is: UNAUTHENTICATED when it is unknown, revoked, idle or past its absolute
+   * expiry, or its member was removed (one error for all). Refreshes its idle expiry.
+   */
+  authenticateSession: handleUnaryCall<AuthenticateSessionRequest, AuthenticateSessionResponse>;
+  /**
+   * Mails a single-use sign-in link for each workspace the address is a member of (invited or
+   * active); answers the same whether or not it is one, and before the mail is sent.
+   */
+  requestSignInLink: handleUnaryCall<RequestSignInLinkRequest, RequestSignInLinkResponse>;
+  /**
+   * Uses a sign-in link up and opens a new session (a new id every time). NOT_FOUND for an unknown
+   * token, `conflict` when used, `gone` when expired, all refused alike by the gateway.
+   */
+  consumeSignInLink: handleUnaryCall<ConsumeSignInLinkRequest, ConsumeSignInLinkResponse>;
+  /** Ends one session (session_id set) or every session of the member ("sign out everywhere"). */
+  revokeSessions: handleUnaryCall<RevokeSessionsRequest, RevokeSessionsResponse>;
+  listMembers: handleUnaryCall<ListMembersRequest, ListMembersResponse>;
+  /**
+   * Adds a member (status invited) and mails them a sign-in link. ALREADY_EXISTS when the address
+   * is a member; PERMISSION_DENIED when the actor may not grant the role (only an owner makes owners).
+   */
+  inviteMember: handleUnaryCall<InviteMemberRequest, InviteMemberResponse>;
+  /**
+   * Marks a member removed and ends their sessions. NOT_FOUND for another workspace's member;
+   * PERMISSION_DENIED when the actor may not remove them (only an owner removes an owner).
+   */
+  removeMember: handleUnaryCall<RemoveMemberRequest, RemoveMemberResponse>;
 }
 
 export interface AccountServiceClient extends Client {
@@ -5724,6 +7404,135 @@ export interface AccountServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RotateWebhookSecretResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Workspace members (people who sign in) and their sessions. Only SHA-256 of a session id or a
+   * sign-in token is stored.
+   *
+   * Who a session id is: UNAUTHENTICATED when it is unknown, revoked, idle or past its absolute
+   * expiry, or its member was removed (one error for all). Refreshes its idle expiry.
+   */
+  authenticateSession(
+    request: AuthenticateSessionRequest,
+    callback: (error: ServiceError | null, response: AuthenticateSessionResponse) => void,
+  ): ClientUnaryCall;
+  authenticateSession(
+    request: AuthenticateSessionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AuthenticateSessionResponse) => void,
+  ): ClientUnaryCall;
+  authenticateSession(
+    request: AuthenticateSessionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AuthenticateSessionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Mails a single-use sign-in link for each workspace the address is a member of (invited or
+   * active); answers the same whether or not it is one, and before the mail is sent.
+   */
+  requestSignInLink(
+    request: RequestSignInLinkRequest,
+    callback: (error: ServiceError | null, response: RequestSignInLinkResponse) => void,
+  ): ClientUnaryCall;
+  requestSignInLink(
+    request: RequestSignInLinkRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RequestSignInLinkResponse) => void,
+  ): ClientUnaryCall;
+  requestSignInLink(
+    request: RequestSignInLinkRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RequestSignInLinkResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Uses a sign-in link up and opens a new session (a new id every time). NOT_FOUND for an unknown
+   * token, `conflict` when used, `gone` when expired, all refused alike by the gateway.
+   */
+  consumeSignInLink(
+    request: ConsumeSignInLinkRequest,
+    callback: (error: ServiceError | null, response: ConsumeSignInLinkResponse) => void,
+  ): ClientUnaryCall;
+  consumeSignInLink(
+    request: ConsumeSignInLinkRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ConsumeSignInLinkResponse) => void,
+  ): ClientUnaryCall;
+  consumeSignInLink(
+    request: ConsumeSignInLinkRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ConsumeSignInLinkResponse) => void,
+  ): ClientUnaryCall;
+  /** Ends one session (session_id set) or every session of the member ("sign out everywhere"). */
+  revokeSessions(
+    request: RevokeSessionsRequest,
+    callback: (error: ServiceError | null, response: RevokeSessionsResponse) => void,
+  ): ClientUnaryCall;
+  revokeSessions(
+    request: RevokeSessionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RevokeSessionsResponse) => void,
+  ): ClientUnaryCall;
+  revokeSessions(
+    request: RevokeSessionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RevokeSessionsResponse) => void,
+  ): ClientUnaryCall;
+  listMembers(
+    request: ListMembersRequest,
+    callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  listMembers(
+    request: ListMembersRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  listMembers(
+    request: ListMembersRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListMembersResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Adds a member (status invited) and mails them a sign-in link. ALREADY_EXISTS when the address
+   * is a member; PERMISSION_DENIED when the actor may not grant the role (only an owner makes owners).
+   */
+  inviteMember(
+    request: InviteMemberRequest,
+    callback: (error: ServiceError | null, response: InviteMemberResponse) => void,
+  ): ClientUnaryCall;
+  inviteMember(
+    request: InviteMemberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: InviteMemberResponse) => void,
+  ): ClientUnaryCall;
+  inviteMember(
+    request: InviteMemberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: InviteMemberResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Marks a member removed and ends their sessions. NOT_FOUND for another workspace's member;
+   * PERMISSION_DENIED when the actor may not remove them (only an owner removes an owner).
+   */
+  removeMember(
+    request: RemoveMemberRequest,
+    callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
+  ): ClientUnaryCall;
+  removeMember(
+    request: RemoveMemberRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
+  ): ClientUnaryCall;
+  removeMember(
+    request: RemoveMemberRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
   ): ClientUnaryCall;
 }
 
