@@ -40,7 +40,7 @@ export async function runScenario<Data>(scenario: LoadScenario<Data>, env: RunEn
     thresholds: results,
     ok: results.every((result) => result.ok),
   };
-  const outputs = scenario.handleSummary?.(summary, env) ?? { stdout: textSummary(summary) };
+  const outputs = (await scenario.handleSummary?.(summary, env)) ?? { stdout: textSummary(summary) };
   const written: string[] = [];
   for (const [target, content] of Object.entries(outputs)) {
     if (target === 'stdout') {
