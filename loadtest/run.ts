@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // npm run load -- <journey | script.ts> [--smoke] [--stack] [--remote] [--provision <file>] [--summary-dir <dir>] [-e KEY=VALUE]...
-// npm run load -- provision [--out <file>]
+// npm run load -- provision [--out <file>] [--hold]
 // npm run load -- retire --provision <file>
 //
 // Runs a k6 script of loadtest/k6/ (a journey's name, or a path) on Herald's k6-compatible runtime
@@ -27,7 +27,7 @@ import { runScript } from './runtime/host.js';
 import { RUNTIME_LABEL } from './runtime/protocol.js';
 
 const USAGE = `usage: npm run load -- <journey | path/to/script.ts> [--smoke] [--stack] [--remote] [--provision <file>] [--summary-dir <dir>] [-e KEY=VALUE]...
-       npm run load -- provision [--out <file>]
+       npm run load -- provision [--out <file>] [--hold]
        npm run load -- retire --provision <file>
 Runs a k6 script on ${RUNTIME_LABEL}.
 journeys (loadtest/k6/<journey>.ts): ${JOURNEY_NAMES.join(', ')}
@@ -37,6 +37,8 @@ journeys (loadtest/k6/<journey>.ts): ${JOURNEY_NAMES.join(', ')}
   --provision      the file \`provision\` wrote (default: provision for this run, retire after it)
   --summary-dir    where handleSummary writes (HERALD_SUMMARY_DIR; default loadtest/results, or LOAD_SUMMARY_DIR)
   -e KEY=VALUE     one more __ENV variable, as k6 run -e
+  --out            where provision writes (default loadtest/results/provision.json)
+  --hold           provision stays up until SIGTERM, then retires what it made (the chart's sidecar)
 environment: HERALD_URL (default http://127.0.0.1:8080), DATABASE_URL (for the operator CLI),
   PUSH_PEER_URL and PUSH_PEER_CA_FILE (a local push peer with a key pool, for subscriber endpoints that accept pushes),
   ENGAGEMENT_TOKEN_SECRET (the target's, for the engagement journey's report tokens)`;
@@ -106,6 +108,7 @@ async function main(): Promise<number> {
         remote: { type: 'boolean' },
         provision: { type: 'string' },
         out: { type: 'string' },
+        hold: { type: 'boolean' },
         'summary-dir': { type: 'string' },
         env: { type: 'string', short: 'e', multiple: true },
         help: { type: 'boolean' },
@@ -125,8 +128,15 @@ async function main(): Promise<number> {
   if (name === 'provision') {
     await localInfrastructure(['DATABASE_URL'], false);
     const out = resolve(values.out ?? join(repoRoot, 'loadtest', 'results', 'provision.json'));
-    await writeProvision(out, await provision(requiredEnv('DATABASE_URL'), pushPeer(process.env)));
+    const provisioned = await provision(requiredEnv('DATABASE_URL'), pushPeer(process.env));
+    await writeProvision(out, provisioned);
     process.stdout.write(`${out}\n`);
+    if (values.hold) {
+      // The chart's sidecar: held until SIGTERM (k6 is done), then the workspaces are retired.
+      await new Promise<void>((resolveSignal) => ['SIGTERM', 'SIGINT'].forEach((signal) => process.once(signal, () => resolveSignal())));
+      await retire(requiredEnv('DATABASE_URL'), provisioned);
+      process.stderr.write(`retired ${provisioned.workspaces.length} workspaces\n`);
+    }
     return 0;
   }
   if (name === 'retire') {

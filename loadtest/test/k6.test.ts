@@ -54,7 +54,7 @@ describe('types', () => {
       const result = await exec(TSC, ['--noEmit', '-p', dir]);
       assert.equal(result.code, 2);
       assert.match(result.stdout, /bad\.ts\(2,10\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string/);
-      assert.match(result.stdout, /bad\.ts\(3,1\): error TS2580: Cannot find name 'process'/);
+      assert.match(result.stdout, /bad\.ts\(3,1\): error TS2591: Cannot find name 'process'/);
     } finally {
       await exec('rm', ['-rf', dir]);
     }
