@@ -244,11 +244,26 @@ export async function runScript({ script, vars, env }: ScriptRun): Promise<RunRe
     let data = '';
     const counters = new Map<string, number>();
 
+    // VUs beyond the pre-allocated ones start one at a time: a burst of worker threads booting at
+    // once starves the running VUs of CPU, which makes them slower and asks for yet more VUs.
+    let starting: Promise<unknown> = Promise.resolve();
+    const spawn = (): Promise<VuWorker> => {
+      const next = starting.then(() => {
+        const worker = start(data);
+        all.push(worker);
+        return worker.ready.then(
+          () => worker,
+          () => worker,
+        );
+      });
+      starting = next;
+      return next;
+    };
+
     const iterate = async (name: string, config: K6Scenario, iteration: Iteration<unknown>): Promise<void> => {
       let worker = iteration.vu.state.get('worker') as VuWorker | undefined;
       if (!worker) {
-        worker = pool.pop() ?? start(data);
-        all.push(worker);
+        worker = pool.pop() ?? (await spawn());
         iteration.vu.state.set('worker', worker);
       }
       const inTest = counters.get(name) ?? 0;

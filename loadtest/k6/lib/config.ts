@@ -29,9 +29,12 @@ export function budget(fullMs: number): string {
   return `p(95)<${SMOKE ? Math.max(fullMs, SMOKE_BUDGET_MS) : fullMs}`;
 }
 
-/** maxVUs of an arrival-rate executor: the full form's, or the smoke form's ceiling for a slow machine. */
+/** The smoke form's VU ceiling: its small rates with responses of a second or more on a busy machine. */
+const SMOKE_MAX_VUS = 30;
+
+/** maxVUs of an arrival-rate executor: the full form's, or the smoke form's ceiling. */
 export function maxVus(full: number): number {
-  return SMOKE ? Math.max(full, 20) : full;
+  return SMOKE ? Math.min(full, SMOKE_MAX_VUS) : full;
 }
 
 /** The one of `items` for index `index`, round-robin (keys stay under their plan's limit). */
