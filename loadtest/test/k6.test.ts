@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -248,6 +248,87 @@ describe('the smoke forms on the runtime, against a local stack', () => {
     } finally {
       await exec('rm', ['-rf', dir]);
     }
+  });
+
+  test('the shims behave as k6: blocking and async requests, groups, sleep, timers, the four metrics, crypto, encoding, SharedArray, open(), __VU/__ITER and k6/execution', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'herald-k6-shims-'));
+    await writeFile(join(dir, 'fixture.txt'), 'fixture\n');
+    await writeFile(
+      join(dir, 'shims.ts'),
+      `import { check, group, sleep } from 'k6';
+import crypto from 'k6/crypto';
+import { SharedArray } from 'k6/data';
+import encoding from 'k6/encoding';
+import exec from 'k6/execution';
+import http from 'k6/http';
+import { Counter, Gauge, Rate, Trend } from 'k6/metrics';
+import { setTimeout } from 'k6/timers';
+import { IDENTITY } from './lib/paths.ts';
+
+const items = new SharedArray('items', () => [{ n: 1 }, { n: 2 }]);
+const fixture: string = open('./fixture.txt');
+const counter = new Counter('shim_counter');
+const gauge = new Gauge('shim_gauge');
+const rate = new Rate('shim_rate');
+const trend = new Trend('shim_trend', true);
+
+export const options = {
+  scenarios: { one: { executor: 'constant-vus', vus: 2, duration: '1s', exec: 'shims', tags: { suite: 'shims' } } },
+  thresholds: {
+    checks: ['rate==1'],
+    http_req_failed: ['rate==0'],
+    shim_counter: ['count>=2'],
+    shim_gauge: ['value==7'],
+    shim_rate: ['rate==1'],
+    shim_trend: ['min>=50'],
+    'http_req_duration{name:async,suite:shims}': ['count>=2'],
+    'http_req_duration{name:sync,group:::inner}': ['count>=2'],
+  },
+};
+
+export function setup(): { started: number } {
+  return { started: 42 };
+}
+
+export async function shims(data: { started: number }): Promise<void> {
+  counter.add(1);
+  gauge.add(7);
+  rate.add(true);
+  const waited = await new Promise<string>((resolve) => setTimeout(() => resolve('timer'), 10));
+  const before = Date.now();
+  sleep(0.05);
+  trend.add(Date.now() - before);
+  const url = __ENV.HERALD_URL + IDENTITY;
+  const pending = http.asyncRequest('GET', url, null, { tags: { name: 'async' }, responseCallback: http.expectedStatuses(401) });
+  const sync = group('inner', () => http.get(url, { tags: { name: 'sync' }, responseCallback: http.expectedStatuses(401) }));
+  const async = await pending;
+  check(sync, {
+    'setup data reaches the VU': () => data.started === 42,
+    'hmac': () => crypto.hmac('sha256', 'key', 'The quick brown fox jumps over the lazy dog', 'hex') === 'f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8',
+    'sha256': () => crypto.sha256('abc', 'base64rawurl') === 'ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0',
+    'b64encode': () => encoding.b64encode('hi') === 'aGk=' && encoding.b64encode('hi', 'rawstd') === 'aGk' && encoding.b64encode('hello?', 'rawurl') === 'aGVsbG8_',
+    'b64decode': () => encoding.b64decode('aGVsbG8_', 'rawurl', 's') === 'hello?',
+    'SharedArray': () => items.length === 2 && Object.isFrozen(items) && items[1].n === 2,
+    'open': () => fixture === 'fixture\\n',
+    'timers': () => waited === 'timer',
+    'VU ids': () => __VU === exec.vu.idInTest && __VU >= 1,
+    'iterations': () => __ITER === exec.vu.iterationInScenario && exec.scenario.iterationInTest >= __ITER,
+    'scenario': () => exec.scenario.name === 'one',
+    'blocking and async responses': (r) => r.status === 401 && async.status === 401 && async.timings.duration > 0 && r.timings.duration > 0,
+    'canonical headers': (r) => (r.headers['Content-Type'] ?? '').startsWith('application/json') && r.headers['X-Request-Id'] !== undefined,
+    'json': (r) => r.json().code === 'unauthorized' && r.request.method === 'GET' && r.url === url,
+  });
+}
+`,
+    );
+    await mkdir(join(dir, 'lib'));
+    await writeFile(join(dir, 'lib', 'paths.ts'), "export const IDENTITY: string = '/api/v1/server/identity';\n");
+    const exit = await load([join(dir, 'shims.ts'), '--provision', provisionFile, '--summary-dir', dir]);
+    assert.equal(exit.code, 0, exit.stdout + exit.stderr);
+    assert.match(exit.stdout, /^thresholds: all held$/m);
+    const checks = [...exit.stdout.matchAll(/^ {2}([✓✗]) (\S[^(]*?) {2}\((\d+) passed, (\d+) failed\)$/gmu)].map(([, mark, name]) => `${mark} ${name}`);
+    assert.deepEqual(checks, ['setup data reaches the VU', 'hmac', 'sha256', 'b64encode', 'b64decode', 'SharedArray', 'open', 'timers', 'VU ids', 'iterations', 'scenario', 'blocking and async responses', 'canonical headers', 'json'].map((name) => `✓ ${name}`));
+    await exec('rm', ['-rf', dir]);
   });
 
   test('usage errors exit 2: no script, an unknown one, a target off this machine without --remote', async () => {
