@@ -10,7 +10,7 @@ import http from 'k6/http';
 import { Counter, Trend } from 'k6/metrics';
 import type { Options } from 'k6/options';
 
-import { BASE_URL, bearer, budget, jsonHeaders, maxVus, pick, PROVISION, SERVER_API, SMOKE } from './lib/config.ts';
+import { BASE_URL, bearer, budget, dropBudget, jsonHeaders, maxVus, pick, PROVISION, SERVER_API, SMOKE } from './lib/config.ts';
 import { body } from './lib/http.ts';
 import { summaryFiles } from './lib/summary.ts';
 
@@ -36,7 +36,7 @@ export const options: Options = {
     'http_req_duration{name:answer}': [budget(500)],
     approval_wake_up: [budget(250), ...(SMOKE ? [] : ['max<2000'])],
     approval_answered: ['count>0'],
-    dropped_iterations: ['count==0'],
+    dropped_iterations: [dropBudget(FORM.rate * FORM.seconds)],
   },
 };
 

@@ -34,7 +34,7 @@ export async function runScenario<Data>(scenario: LoadScenario<Data>, env: RunEn
     baseUrl: env.baseUrl,
     startedAt: startedAt.toISOString(),
     durationSeconds: seconds,
-    scenarios: Object.fromEntries(Object.entries(options.scenarios).map(([name, { exec: _exec, ...config }]) => [name, config])),
+    scenarios: Object.fromEntries(Object.entries(options.scenarios).map(([name, { exec: _exec, initVu: _initVu, ...config }]) => [name, config])),
     metrics: collectMetrics(seconds, Object.keys(options.thresholds)),
     checks: collectChecks(),
     thresholds: results,

@@ -126,8 +126,12 @@ export class ScenarioRun<Data> {
     };
     activeVus += 1;
     builtin.vus.add(activeVus, this.tags);
-    const started = performance.now();
+    let started = performance.now();
     try {
+      if (vu.iterations === 0 && this.config.initVu) {
+        await this.config.initVu(vu);
+        started = performance.now();
+      }
       await this.config.exec(iteration);
       builtin.iterations.add(1, this.tags);
       builtin.iterationDuration.add(performance.now() - started, this.tags);

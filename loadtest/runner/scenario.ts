@@ -39,6 +39,8 @@ export type Exec<Data> = (iteration: Iteration<Data>) => Promise<void>;
 
 interface Common<Data> {
   readonly exec: Exec<Data>;
+  /** Prepares a new VU before its first iteration, outside iteration_duration (k6's VU initialisation). */
+  readonly initVu?: (vu: VirtualUser) => Promise<void>;
   /** Offset from the start of the run, e.g. "2s". */
   readonly startTime?: string;
   /** How long iterations still running at the end may finish before they are aborted (default 30s). */

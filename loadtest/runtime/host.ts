@@ -14,7 +14,7 @@ import ts from 'typescript';
 import { runScenario, type RunResult } from '../runner/engine.js';
 import { httpRequest } from '../runner/http.js';
 import { Counter, Gauge, metricNamed, Rate, Trend } from '../runner/metrics.js';
-import type { Iteration, LoadScenario, RunEnv, ScenarioConfig } from '../runner/scenario.js';
+import type { Iteration, LoadScenario, RunEnv, ScenarioConfig, VirtualUser } from '../runner/scenario.js';
 import { textSummary, type Summary } from '../runner/summary.js';
 import { readOptions, type K6Options, type K6Scenario } from './options.js';
 import { RUNTIME_LABEL, type FromVu, type HttpCall, type HttpAnswer, type MetricDeclaration, type Tags, type ToVu, type VuWorkerData } from './protocol.js';
@@ -260,12 +260,12 @@ export async function runScript({ script, vars, env }: ScriptRun): Promise<RunRe
       return next;
     };
 
+    const initVu = async (vu: VirtualUser): Promise<void> => {
+      vu.state.set('worker', pool.pop() ?? (await spawn()));
+    };
+
     const iterate = async (name: string, config: K6Scenario, iteration: Iteration<unknown>): Promise<void> => {
-      let worker = iteration.vu.state.get('worker') as VuWorker | undefined;
-      if (!worker) {
-        worker = pool.pop() ?? (await spawn());
-        iteration.vu.state.set('worker', worker);
-      }
+      const worker = iteration.vu.state.get('worker') as VuWorker;
       const inTest = counters.get(name) ?? 0;
       counters.set(name, inTest + 1);
       const tags: Tags = { ...config.tags };
@@ -279,7 +279,7 @@ export async function runScript({ script, vars, env }: ScriptRun): Promise<RunRe
         scenarios: Object.fromEntries(
           Object.entries(options.scenarios).map(([name, config]) => {
             if (!ready.exports.includes(config.exec)) throw new Error(`scenario "${name}": the script exports no function "${config.exec}"`);
-            return [name, { ...config, exec: (iteration: Iteration<unknown>) => iterate(name, config, iteration) } as ScenarioConfig<unknown>];
+            return [name, { ...config, initVu, exec: (iteration: Iteration<unknown>) => iterate(name, config, iteration) } as ScenarioConfig<unknown>];
           }),
         ),
         thresholds: options.thresholds,

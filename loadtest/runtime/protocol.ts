@@ -2,9 +2,9 @@
 // worker thread (vu.ts: the script and the k6 shims). Everything here is structured-clone data.
 import type { MessagePort } from 'node:worker_threads';
 
-import type { MetricType } from '../runner/metrics.js';
+import type { MetricType, Tags } from '../runner/metrics.js';
 
-export type Tags = Record<string, string>;
+export type { Tags };
 
 /** http.expectedStatuses(...) as data: what counts as an expected response (http_req_failed). */
 export interface ExpectedStatuses {

@@ -44,6 +44,7 @@ export const options: Options = {
     'http_req_duration{name:events}': [budget(300)],
     'http_req_duration{name:events,kind:forged}': [budget(300)],
     engagement_counted: [budget(5_000)],
+    // Every form: teardown counts on every report having been made.
     dropped_iterations: ['count==0'],
   },
 };

@@ -29,6 +29,15 @@ export function budget(fullMs: number): string {
   return `p(95)<${SMOKE ? Math.max(fullMs, SMOKE_BUDGET_MS) : fullMs}`;
 }
 
+/**
+ * The dropped_iterations threshold: none in the full form (the target kept up with the rate); in
+ * the smoke form, which shares 2 busy cores with the test suite, at most a quarter of its
+ * `arrivals`, so that only a hang crosses it.
+ */
+export function dropBudget(arrivals: number): string {
+  return SMOKE ? `count<=${Math.floor(arrivals / 4)}` : 'count==0';
+}
+
 /** The smoke form's VU ceiling: its small rates with responses of a second or more on a busy machine. */
 const SMOKE_MAX_VUS = 30;
 
