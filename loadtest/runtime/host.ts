@@ -183,7 +183,10 @@ export function k6SummaryData(summary: Summary, thresholds: K6Options['threshold
   for (const key of Object.keys(thresholds)) {
     if (metrics[key] !== undefined) continue;
     const results = summary.thresholds.filter((result) => result.key === key);
-    metrics[key] = { type: metricNamed(key.replace(/\{.*$/, ''))?.type, contains: 'default', values: {}, thresholds: Object.fromEntries(results.map((result) => [result.expression, { ok: result.ok }])) };
+    const metric = metricNamed(key.replace(/\{.*$/, ''));
+    // A counter without samples counted 0; the others measured nothing.
+    const values = metric?.type === 'counter' ? metric.aggregate([], summary.durationSeconds) : {};
+    metrics[key] = { type: metric?.type, contains: 'default', values, thresholds: Object.fromEntries(results.map((result) => [result.expression, { ok: result.ok }])) };
   }
   return {
     runtime: RUNTIME_LABEL,
