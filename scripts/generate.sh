@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the committed code: the TypeScript of every .proto file, the SDK's API types from
 # the OpenAPI document the gateway builds out of its route schemas, and deploy/kafka/topics.txt
-# (read by deploy/infra.sh before anything is built) from the bus's topic declarations. CI runs this and fails when
+# (read by deploy/infra.sh before anything is built) from the bus's topic declarations, and the chart's copy of the k6
+# scripts (charts/herald/files/k6, from loadtest/k6). CI runs this and fails when
 # `git diff` shows the committed code has drifted from its sources.
 set -euo pipefail
 cd "$(dirname "$0")/../proto"
@@ -13,3 +14,9 @@ cd ..
 node_modules/.bin/tsc -b gateway packages/bus
 node scripts/generate-api-types.mjs
 node --input-type=module -e "import { renderTopicsFile } from '@herald/bus'; process.stdout.write(renderTopicsFile());" > deploy/kafka/topics.txt
+# The chart's load-test ConfigMap mounts the k6 scripts from charts/herald/files/k6: a copy of
+# loadtest/k6 (the scripts and their lib/, without the type-check's own files).
+rm -rf charts/herald/files/k6
+mkdir -p charts/herald/files/k6/lib
+cp loadtest/k6/*.ts charts/herald/files/k6/
+find loadtest/k6/lib -maxdepth 1 -name '*.ts' ! -name '*.d.ts' -exec cp {} charts/herald/files/k6/lib/ \;

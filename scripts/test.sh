@@ -6,9 +6,9 @@ ensure_node_modules
 ensure_infrastructure
 ensure_tools
 build
-generated=(proto/src/gen packages/sdk/src/api.gen.ts deploy/kafka/topics.txt)
+generated=(proto/src/gen packages/sdk/src/api.gen.ts deploy/kafka/topics.txt charts/herald/files/k6)
 if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- "${generated[@]}")" ]; then
-  echo "Generated code differs from its sources (.proto files, the gateway's route schemas, the bus's topics); run 'npm run generate' and commit." >&2
+  echo "Generated code differs from its sources (.proto files, the gateway's route schemas, the bus's topics, loadtest/k6); run 'npm run generate' and commit." >&2
   git status --porcelain -- "${generated[@]}" >&2
   exit 1
 fi

@@ -73,6 +73,13 @@ interface Deployment extends K8sObject {
     };
   };
 }
+interface JobContainer extends Pick<Container, 'name' | 'image' | 'args' | 'resources' | 'securityContext'> {
+  env?: Array<{ name: string; value?: string; valueFrom?: unknown }>;
+  imagePullPolicy: string;
+  restartPolicy?: string;
+  startupProbe?: { exec: { command: string[] }; periodSeconds: number; failureThreshold: number };
+  volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+}
 interface Job extends K8sObject {
   spec: {
     backoffLimit: number;
@@ -84,7 +91,9 @@ interface Job extends K8sObject {
         automountServiceAccountToken: boolean;
         securityContext: Record<string, unknown>;
         imagePullSecrets?: { name: string }[];
-        containers: Array<Pick<Container, 'name' | 'image' | 'args' | 'resources' | 'securityContext'> & { env: Array<{ name: string; value?: string; valueFrom?: unknown }> }>;
+        initContainers: JobContainer[];
+        containers: JobContainer[];
+        volumes: Array<{ name: string; configMap?: { name: string; items: Array<{ key: string; path: string }> }; emptyDir?: { sizeLimit: string } }>;
       };
     };
   };
@@ -558,17 +567,25 @@ describe('ci/production-values.yaml', () => {
   });
 });
 
-describe('loadTest.enabled: a helm test Job per journey', () => {
+describe('loadTest.enabled: a helm test Job per journey, k6 running the journey\'s script', () => {
   let objects: K8sObject[];
   const JOURNEYS = ['identity', 'authorize', 'approval', 'mcp'];
   before(async () => {
     const rendered = await render('--values', productionValues, '--set', 'loadTest.enabled=true');
     objects = rendered.objects;
-    // The production objects, one Job per default journey and the test pods' NetworkPolicy.
-    await assertValidKubernetes(rendered.yaml, 1 + 5 * COMPONENTS.length + 2 + JOURNEYS.length + 1);
+    // The production objects, the scripts' ConfigMap, one Job per default journey and the test pods' NetworkPolicy.
+    await assertValidKubernetes(rendered.yaml, 1 + 5 * COMPONENTS.length + 2 + 1 + JOURNEYS.length + 1);
   });
 
-  test("each Job runs its journey's smoke form against the gateway Service, in turn, as a test hook", () => {
+  test('the ConfigMap holds loadtest/k6 exactly: every script and lib module, byte for byte', async () => {
+    const scripts = one<ConfigMap>(objects, 'ConfigMap', 'herald-load-scripts');
+    assert.equal(scripts.metadata.annotations?.['helm.sh/hook'], 'test');
+    const sources = (await readdir(join(root, 'loadtest/k6'), { recursive: true })).filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts')).sort();
+    assert.deepEqual(Object.keys(scripts.data).sort(), sources.map((file) => file.replace('/', '_')).sort());
+    for (const file of sources) assert.equal(scripts.data[file.replace('/', '_')], (await readFile(join(root, 'loadtest/k6', file), 'utf8')).replace(/\n$/, ''), file);
+  });
+
+  test("each Job runs its journey's smoke form with grafana/k6 against the gateway Service, in turn, as a test hook", () => {
     const jobs = all<Job>(objects, 'Job');
     assert.deepEqual(
       jobs.map((job) => job.metadata.name),
@@ -583,23 +600,53 @@ describe('loadTest.enabled: a helm test Job per journey', () => {
       assert.equal(pod.automountServiceAccountToken, false);
       assert.deepEqual(pod.imagePullSecrets, [{ name: 'registry-credentials' }]);
       assert.deepEqual(pod.securityContext, one<Deployment>(objects, 'Deployment', 'herald-gateway').spec.template.spec.securityContext);
-      const [load, ...others] = pod.containers;
+      const [k6, ...others] = pod.containers;
       assert.equal(others.length, 0);
       assert.deepEqual(
-        { name: load?.name, image: load?.image, args: load?.args, env: load?.env },
+        { name: k6?.name, image: k6?.image, pull: k6?.imagePullPolicy, args: k6?.args, env: k6?.env, mounts: k6?.volumeMounts },
         {
-          name: 'load',
-          image: 'registry.example.com/herald:1.4.2',
-          args: ['loadtest/dist/run.js', journey, '--smoke', '--remote'],
-          env: [
-            { name: 'HERALD_URL', value: 'http://herald-gateway:8080' },
-            { name: 'LOAD_SUMMARY_DIR', value: '/tmp/load' },
-            { name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'herald-production', key: 'DATABASE_URL' } } },
+          name: 'k6',
+          image: 'grafana/k6:1.0.0',
+          pull: 'IfNotPresent',
+          args: ['run', '--no-color', '-e', 'HERALD_SMOKE=1', '-e', 'HERALD_URL=http://herald-gateway:8080', '-e', 'HERALD_PROVISION=/work/provision.json', '-e', 'HERALD_SUMMARY_DIR=/tmp', `/scripts/${journey}.ts`],
+          env: undefined,
+          mounts: [
+            { name: 'scripts', mountPath: '/scripts', readOnly: true },
+            { name: 'work', mountPath: '/work', readOnly: true },
+            { name: 'tmp', mountPath: '/tmp' },
           ],
         },
       );
-      assert.deepEqual(load?.securityContext, container(objects, 'gateway').securityContext);
-      assert.deepEqual(load?.resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } });
+      // The provisioning sidecar: Herald's image, the operator CLI's database, started once the file exists.
+      const [provision, ...moreInit] = pod.initContainers;
+      assert.equal(moreInit.length, 0);
+      assert.deepEqual(
+        { name: provision?.name, image: provision?.image, restart: provision?.restartPolicy, args: provision?.args, env: provision?.env, probe: provision?.startupProbe, mounts: provision?.volumeMounts },
+        {
+          name: 'provision',
+          image: 'registry.example.com/herald:1.4.2',
+          restart: 'Always',
+          args: ['loadtest/dist/run.js', 'provision', '--out', '/work/provision.json', '--hold'],
+          env: [{ name: 'DATABASE_URL', valueFrom: { secretKeyRef: { name: 'herald-production', key: 'DATABASE_URL' } } }],
+          probe: { exec: { command: ['node', '-e', "fs.accessSync('/work/provision.json')"] }, periodSeconds: 2, failureThreshold: 60 },
+          mounts: [{ name: 'work', mountPath: '/work' }],
+        },
+      );
+      for (const each of [k6, provision]) {
+        assert.deepEqual(each?.securityContext, container(objects, 'gateway').securityContext);
+        assert.deepEqual(each?.resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } });
+      }
+      const scripts = pod.volumes.find((volume) => volume.name === 'scripts')?.configMap;
+      assert.equal(scripts?.name, 'herald-load-scripts');
+      assert.ok(scripts?.items.some((item) => item.key === 'lib_config.ts' && item.path === 'lib/config.ts'));
+      assert.ok(scripts?.items.some((item) => item.key === `${journey}.ts` && item.path === `${journey}.ts`));
+      assert.deepEqual(
+        pod.volumes.filter((volume) => volume.emptyDir).map((volume) => [volume.name, volume.emptyDir?.sizeLimit]),
+        [
+          ['work', '1Mi'],
+          ['tmp', '64Mi'],
+        ],
+      );
     }
   });
 
@@ -618,19 +665,41 @@ describe('loadTest.enabled: a helm test Job per journey', () => {
     ]);
   });
 
-  test('with the default values (gatewayFrom empty: anyone) the gateway needs no extra rule; engagement also gets the token secret', async () => {
-    const { yaml, objects: rendered } = await render('--set', 'loadTest.enabled=true', '--set', 'loadTest.journeys={send,engagement}', '--set', 'loadTest.activeDeadlineSeconds=60');
-    await assertValidKubernetes(yaml, 1 + 5 * COMPONENTS.length + 2 + 2 + 1);
+  test('with the default values (gatewayFrom empty: anyone) the gateway needs no extra rule; engagement\'s k6 also gets the token secret; the k6 image can be pinned elsewhere', async () => {
+    const { yaml, objects: rendered } = await render(
+      '--set',
+      'loadTest.enabled=true',
+      '--set',
+      'loadTest.journeys={send,engagement}',
+      '--set',
+      'loadTest.activeDeadlineSeconds=60',
+      '--set',
+      'loadTest.k6Image.repository=mirror.example.com/grafana/k6',
+      '--set',
+      'loadTest.k6Image.tag=1.1.0',
+    );
+    await assertValidKubernetes(yaml, 1 + 5 * COMPONENTS.length + 2 + 1 + 2 + 1);
     assert.deepEqual(one<NetworkPolicy>(rendered, 'NetworkPolicy', 'herald-gateway').spec.ingress, [{ ports: tcp(8080) }]);
-    const secrets = (job: Job) => job.spec.template.spec.containers[0]?.env.filter((variable) => variable.valueFrom !== undefined).map((variable) => variable.name);
+    const secrets = (container: JobContainer | undefined) => container?.env?.filter((variable) => variable.valueFrom !== undefined).map((variable) => variable.name);
     assert.deepEqual(
-      all<Job>(rendered, 'Job').map((job) => [job.metadata.name, job.spec.activeDeadlineSeconds, job.spec.template.spec.containers[0]?.args[1], secrets(job)]),
+      all<Job>(rendered, 'Job').map((job) => {
+        const pod = job.spec.template.spec;
+        return [job.metadata.name, job.spec.activeDeadlineSeconds, pod.containers[0]?.image, pod.containers[0]?.args.at(-1), secrets(pod.containers[0]), secrets(pod.initContainers[0])];
+      }),
       [
-        ['herald-load-send', 60, 'send', ['DATABASE_URL']],
+        ['herald-load-send', 60, 'mirror.example.com/grafana/k6:1.1.0', '/scripts/send.ts', undefined, ['DATABASE_URL']],
         // It signs report tokens as the delivery fleet does.
-        ['herald-load-engagement', 60, 'engagement', ['DATABASE_URL', 'ENGAGEMENT_TOKEN_SECRET']],
+        ['herald-load-engagement', 60, 'mirror.example.com/grafana/k6:1.1.0', '/scripts/engagement.ts', ['ENGAGEMENT_TOKEN_SECRET'], ['DATABASE_URL']],
       ],
     );
+  });
+
+  test("loadTest.journeys accepts exactly the journeys of loadtest/k6", async () => {
+    const schema = JSON.parse(await readFile(join(chart, 'values.schema.json'), 'utf8')) as {
+      properties: { loadTest: { properties: { journeys: { items: { enum: string[] } } } } };
+    };
+    const scripts = (await readdir(join(root, 'loadtest/k6'))).filter((file) => file.endsWith('.ts')).map((file) => file.replace(/\.ts$/, ''));
+    assert.deepEqual(schema.properties.loadTest.properties.journeys.items.enum.sort(), scripts.sort());
   });
 });
 

@@ -34,13 +34,13 @@ export async function runScenario<Data>(scenario: LoadScenario<Data>, env: RunEn
     baseUrl: env.baseUrl,
     startedAt: startedAt.toISOString(),
     durationSeconds: seconds,
-    scenarios: Object.fromEntries(Object.entries(options.scenarios).map(([name, { exec: _exec, ...config }]) => [name, config])),
+    scenarios: Object.fromEntries(Object.entries(options.scenarios).map(([name, { exec: _exec, initVu: _initVu, ...config }]) => [name, config])),
     metrics: collectMetrics(seconds, Object.keys(options.thresholds)),
     checks: collectChecks(),
     thresholds: results,
     ok: results.every((result) => result.ok),
   };
-  const outputs = scenario.handleSummary?.(summary, env) ?? { stdout: textSummary(summary) };
+  const outputs = (await scenario.handleSummary?.(summary, env)) ?? { stdout: textSummary(summary) };
   const written: string[] = [];
   for (const [target, content] of Object.entries(outputs)) {
     if (target === 'stdout') {

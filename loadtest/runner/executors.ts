@@ -3,7 +3,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { parseDuration } from './duration.js';
-import { HttpClient } from './http.js';
 import { builtin, type Tags } from './metrics.js';
 import type { Iteration, RunEnv, ScenarioConfig, VirtualUser } from './scenario.js';
 
@@ -120,7 +119,6 @@ export class ScenarioRun<Data> {
   private async iterate(vu: VirtualUser): Promise<void> {
     const iteration: Iteration<Data> = {
       data: this.data,
-      http: new HttpClient(this.env.baseUrl, this.tags, this.stop.signal),
       vu,
       scenario: this.name,
       signal: this.stop.signal,
@@ -128,8 +126,12 @@ export class ScenarioRun<Data> {
     };
     activeVus += 1;
     builtin.vus.add(activeVus, this.tags);
-    const started = performance.now();
+    let started = performance.now();
     try {
+      if (vu.iterations === 0 && this.config.initVu) {
+        await this.config.initVu(vu);
+        started = performance.now();
+      }
       await this.config.exec(iteration);
       builtin.iterations.add(1, this.tags);
       builtin.iterationDuration.add(performance.now() - started, this.tags);

@@ -1,7 +1,6 @@
 // What a scenario file declares, in k6's terms: options.scenarios (executors), options.thresholds,
 // setup() whose result every iteration gets, teardown() and handleSummary(). Each executor config
 // names its own iteration function (`exec`), typed against the setup data.
-import type { HttpClient } from './http.js';
 import type { Tags } from './metrics.js';
 import type { Summary } from './summary.js';
 import type { Thresholds } from './thresholds.js';
@@ -29,7 +28,6 @@ export interface VirtualUser {
 
 export interface Iteration<Data> {
   readonly data: Data;
-  readonly http: HttpClient;
   readonly vu: VirtualUser;
   readonly scenario: string;
   /** Aborted when the scenario's graceful stop runs out: pass it on to anything that waits. */
@@ -41,6 +39,8 @@ export type Exec<Data> = (iteration: Iteration<Data>) => Promise<void>;
 
 interface Common<Data> {
   readonly exec: Exec<Data>;
+  /** Prepares a new VU before its first iteration, outside iteration_duration (k6's VU initialisation). */
+  readonly initVu?: (vu: VirtualUser) => Promise<void>;
   /** Offset from the start of the run, e.g. "2s". */
   readonly startTime?: string;
   /** How long iterations still running at the end may finish before they are aborted (default 30s). */
@@ -83,7 +83,7 @@ export interface Options<Data> {
   readonly thresholds: Thresholds;
 }
 
-/** One user journey: a file under loadtest/scenarios/. */
+/** One run's script, as the engine drives it (runtime/host.ts adapts a k6 script to it). */
 export interface LoadScenario<Data> {
   readonly name: string;
   readonly description: string;
@@ -91,7 +91,7 @@ export interface LoadScenario<Data> {
   setup(env: RunEnv): Promise<Data>;
   teardown?(data: Data, env: RunEnv): Promise<void>;
   /** Returns what to write: file paths (relative to summaryDir) or "stdout" -> content. */
-  handleSummary?(summary: Summary, env: RunEnv): Readonly<Record<string, string>>;
+  handleSummary?(summary: Summary, env: RunEnv): Promise<Readonly<Record<string, string>>>;
 }
 
 /** Identity function that fixes the setup data's type across options, setup and iterations. */

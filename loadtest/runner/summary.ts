@@ -2,6 +2,7 @@
 // k6 prints: thresholds first, then checks, then every metric with its aggregates.
 import { formatDuration } from './duration.js';
 import { allMetrics, builtin, metricNamed, type Aggregates, type Metric } from './metrics.js';
+import { RUNTIME_LABEL } from '../runtime/protocol.js';
 import { parseMetricKey, type ThresholdResult } from './thresholds.js';
 
 export interface MetricSummary {
@@ -88,7 +89,7 @@ function measured(summary: Summary, result: ThresholdResult): string {
 
 export function textSummary(summary: Summary): string {
   const lines = [
-    `Herald load scenario "${summary.scenario}" (${summary.form}) against ${summary.baseUrl}`,
+    `${RUNTIME_LABEL}: "${summary.scenario}" (${summary.form}) against ${summary.baseUrl}`,
     `started ${summary.startedAt}, ran ${summary.durationSeconds.toFixed(1)} s; executors: ${Object.entries(summary.scenarios)
       .map(([name, config]) => `${name} (${String(config.executor)})`)
       .join(', ')}`,

@@ -5,12 +5,11 @@ import { parseDuration } from '../runner/duration.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { arrivalsBy, ScenarioRun } from '../runner/executors.js';
-import { check } from '../runner/http.js';
 import { builtin, Counter, Gauge, Rate, Trend } from '../runner/metrics.js';
 import { evaluateThreshold, parseThresholds } from '../runner/thresholds.js';
 
 // The runner's pieces without a server: durations, the open-model arrival schedule, metrics,
-// thresholds (and every way to write one wrong), checks.
+// thresholds (and every way to write one wrong).
 
 test('durations as k6 writes them, and what is not one', () => {
   assert.deepEqual(['500ms', '10s', '2m', '1h', '1m30s', '1.5s'].map(parseDuration), [500, 10_000, 120_000, 3_600_000, 90_000, 1_500]);
@@ -97,28 +96,6 @@ test('a threshold written wrong fails before any load, saying what is wrong', ()
     [{ vus: ['avg<1'] }, 'threshold "avg<1" on vus: a gauge has value, min, max'],
   ];
   for (const [thresholds, message] of cases) assert.throws(() => parseThresholds(thresholds), { message });
-});
-
-test('check: each predicate is a sample of checks tagged with its name; a throwing predicate fails', () => {
-  const before = builtin.checks.samples.length;
-  const all = check(
-    { status: 200 },
-    {
-      'status is 200': (response) => response.status === 200,
-      'status is 201': (response) => response.status === 201,
-      throws: () => {
-        throw new Error('boom');
-      },
-    },
-    { scenario: 'unit' },
-  );
-  assert.equal(all, false);
-  assert.deepEqual(builtin.checks.samples.slice(before), [
-    { value: 1, tags: { scenario: 'unit', check: 'status is 200' } },
-    { value: 0, tags: { scenario: 'unit', check: 'status is 201' } },
-    { value: 0, tags: { scenario: 'unit', check: 'throws' } },
-  ]);
-  assert.equal(check(1, { one: (value) => value === 1 }), true);
 });
 
 const RUN_ENV = { baseUrl: 'http://127.0.0.1:9', form: 'smoke', summaryDir: '/nonexistent', env: {} } as const;
