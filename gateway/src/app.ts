@@ -17,7 +17,7 @@ import { authentication } from './plugins/authentication.js';
 import { health } from './plugins/health.js';
 import { RateLimiter } from './rate-limit.js';
 import { registerRoutes } from './routes/index.js';
-import { withoutNul } from './validation.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, surrogateError, withoutNul } from './validation.js';
 import { Waiters } from './waiters.js';
 
 /**
@@ -83,7 +83,15 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
       done(new HeraldError('invalid_request', 'The body is not valid UTF-8.', { title: 'Invalid JSON' }), undefined);
       return;
     }
-    parseJson(request, text, done);
+    // Refused before parsing: recursive code (validators, the MCP SDK) never meets a 5,000-deep body.
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+      done(new HeraldError('invalid_request', `The body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels.`, { title: 'Invalid JSON' }), undefined);
+      return;
+    }
+    parseJson(request, text, (err, body) => {
+      if (err) done(err, undefined);
+      else done(surrogateError(body) ?? null, body);
+    });
   });
 
   installErrorHandling(app, {
