@@ -39,20 +39,31 @@ export interface AppDependencies {
 
 export type App = FastifyInstance;
 
+/** Trusts the nearest `hops` proxies, whatever their addresses (fastify's numeric trustProxy, typed). */
+const hopsTrusted =
+  (hops: number) =>
+  (_address: string, hop: number): boolean =>
+    hop < hops;
+
 export async function buildApp({ config, clients, redis, bus, logger }: AppDependencies): Promise<App> {
   const documentationBase = `${config.publicOrigin}/docs/errors`;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
+    // request.ip (per-IP limits, logs) is read through these proxies' X-Forwarded-For only.
+    trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
     requestTimeout: config.requestTimeoutMs,
     // Node checks these time-outs only every connectionsCheckingInterval (30 s by default), so a
     // client trickling header lines would hold its socket that long past HEADERS_TIMEOUT_MS.
     http: { headersTimeout: Math.min(config.headersTimeoutMs, config.requestTimeoutMs), connectionsCheckingInterval: 1_000 },
-    genReqId: (request) => {
-      const supplied = request.headers['x-request-id'];
-      return typeof supplied === 'string' && /^[\w.-]{1,128}$/.test(supplied) ? supplied : randomUUID();
-    },
+    // The server's own id for every request: a client's X-Request-Id is never adopted (it could
+    // forge or merge log lines); it is logged beside, as clientRequestId (cut to 128 characters).
+    genReqId: () => randomUUID(),
     requestIdHeader: false,
+    childLoggerFactory: (parent, bindings, options, rawRequest) => {
+      const supplied = rawRequest.headers['x-request-id'];
+      return parent.child(typeof supplied === 'string' ? { ...bindings, clientRequestId: supplied.slice(0, 128) } : bindings, options);
+    },
     // Path parameters are bounded by their schemas (a 400 naming the field), not by the router's 100.
     routerOptions: { maxParamLength: 2_048 },
     frameworkErrors: frameworkErrors(documentationBase),
