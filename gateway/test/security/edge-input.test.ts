@@ -15,7 +15,7 @@ import {
   type TestWorkspace,
 } from '@herald/testkit';
 
-import { recordTried, reportTried } from './tried.js';
+import { recordTried, reportTried } from './suite.js';
 
 // Issue #22, findings 4 to 8 on REST: lone UTF-16 surrogates in every class of field, template
 // placeholders that named the object prototype, callback URLs on IPv6 forms that embed a private

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { after, before, test } from 'node:test';
 
 import { call, connectDatabase, createWorkspace, errorBody, startStack, type Stack, type TestWorkspace } from '@herald/testkit';
 
-import { recordTried, reportTried } from './tried.js';
+import { countingInRedis, freshClient, recordTried, reportTried, requestFrom, type RawAnswer } from './suite.js';
 
 // Issue #22, findings 1, 4, 7 and 8 on MCP: what an attacker sent to /api/mcp/mcp, and the exact
 // refusal. The per-IP limit counts an invalid credential like none, before any work, and a batch
@@ -28,44 +26,18 @@ after(async () => {
 const LIST = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
 const batchOf = (count: number) => Array.from({ length: count }, (_, index) => ({ ...LIST, id: index + 1 }));
 
-interface RawAnswer {
-  status: number;
-  headers: IncomingHttpHeaders;
-  body: unknown;
-}
+/** A 2025-03-26 client's headers: batches allowed. */
+const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26' };
 
-/** A loopback address no other test uses: the gateway sees it as the client IP, so its per-IP bucket starts empty. */
-const freshClient = () => `127.${1 + randomInt(254)}.${randomInt(256)}.${1 + randomInt(254)}`;
-
-/** One JSON-RPC POST (a 2025-03-26 client: batches allowed) from `localAddress`. */
-function rpcFrom(url: string, localAddress: string, body: unknown, headers: Record<string, string> = {}, rawBody?: string): Promise<RawAnswer> {
-  const target = new URL('/api/mcp/mcp', url);
-  return new Promise((resolve, reject) => {
-    const request = httpRequest(
-      {
-        host: target.hostname,
-        port: target.port,
-        path: target.pathname,
-        method: 'POST',
-        localAddress,
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26', ...headers },
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: JSON.parse(text) as unknown }));
-      },
-    );
-    request.on('error', reject);
-    request.end(rawBody ?? JSON.stringify(body));
-  });
-}
+/** One JSON-RPC POST from `localAddress`. */
+const rpcFrom = (url: string, localAddress: string, body: unknown, headers: Record<string, string> = {}, rawBody?: string): Promise<RawAnswer> =>
+  requestFrom(url, localAddress, 'POST', '/api/mcp/mcp', { ...MCP_HEADERS, ...headers }, rawBody ?? JSON.stringify(body));
 
 const rateLimited = (answer: RawAnswer) => (answer.body as { code?: string }).code === 'rate_limited' && answer.status === 429;
 
 test('finding 1: a garbage or unknown credential is limited per IP like no credential, before any work', async () => {
   const limited = await stack.addGateway({ IP_RATE_LIMIT_PER_MINUTE: '3' });
+  await countingInRedis(limited, 'POST', '/api/mcp/mcp', 3, MCP_HEADERS, JSON.stringify(LIST));
   const credentials = {
     garbage: 'Bearer garbage',
     'unknown key': `Bearer pk_${'a'.repeat(16)}.${'b'.repeat(43)}`,
@@ -107,6 +79,7 @@ test('finding 1: a garbage or unknown credential is limited per IP like no crede
 
 test('finding 1: a batch counts as its number of messages; one larger than what is left is refused whole', async () => {
   const limited = await stack.addGateway({ IP_RATE_LIMIT_PER_MINUTE: '5' });
+  await countingInRedis(limited, 'POST', '/api/mcp/mcp', 5, MCP_HEADERS, JSON.stringify(LIST));
   const client = freshClient();
   recordTried('MCP batch', 3);
   const three = await rpcFrom(limited, client, batchOf(3));
