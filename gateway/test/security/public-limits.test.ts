@@ -102,6 +102,7 @@ test('finding 2: a TRUST_PROXY the gateway cannot read stops it at start, naming
     ['10.0.0.0/33', 'must be a hop count from 0 to 10, or addresses and CIDRs ("10.0.0.0/33" is neither)'],
     ['10.0.0.0/8,', 'must be a hop count from 0 to 10, or addresses and CIDRs ("" is neither)'],
   ] as const) {
+    recordTried('unreadable TRUST_PROXY');
     await assert.rejects(stack.addGateway({ TRUST_PROXY: value }), (err: Error) => err.message.includes(`exited (78)`) && err.message.includes(`TRUST_PROXY ${rule}, got "${value}"`), value);
   }
 });
