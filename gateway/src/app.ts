@@ -17,7 +17,7 @@ import { authentication } from './plugins/authentication.js';
 import { health } from './plugins/health.js';
 import { RateLimiter } from './rate-limit.js';
 import { registerRoutes } from './routes/index.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan, surrogateError, withoutNul } from './validation.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, surrogateError, withStorableText } from './validation.js';
 import { Waiters } from './waiters.js';
 
 /**
@@ -77,7 +77,7 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
   // Query strings and path parameters arrive as text, so they are coerced to their declared types.
   const bodyValidator = new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: true, strict: false });
   const textValidator = new Ajv({ allErrors: true, coerceTypes: 'array', removeAdditional: false, useDefaults: true, strict: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => withoutNul((httpPart === 'body' ? bodyValidator : textValidator).compile(schema)));
+  app.setValidatorCompiler(({ schema, httpPart }) => withStorableText((httpPart === 'body' ? bodyValidator : textValidator).compile(schema)));
 
   // JSON only: a text/plain body is refused instead of arriving as a string.
   app.removeContentTypeParser('text/plain');

@@ -43,7 +43,7 @@ function findUnstorable(value: unknown, path: string, checkNul: boolean): Fastif
 }
 
 /** The schema's validator, then the NUL and surrogate checks; fastify reads `errors` on false, as with Ajv. */
-export function withoutNul(validate: ValidateFunction): ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null } {
+export function withStorableText(validate: ValidateFunction): ((data: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null } {
   const check = (data: unknown): boolean => {
     if (!validate(data)) {
       check.errors = validate.errors ?? [];
