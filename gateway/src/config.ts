@@ -28,6 +28,23 @@ export function parseTrustProxy(value: string): number | string[] | false {
   return entries;
 }
 
+/** MCP_ALLOWED_ORIGINS: comma-separated browser origins, each exactly scheme://host[:port]. */
+export function parseOrigins(value: string): string[] {
+  return value.split(',').map((entry) => {
+    const origin = entry.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+      throw new Error(`must be comma-separated origins such as https://app.example.com ("${origin}" is not one)`);
+    }
+    return origin;
+  });
+}
+
 export function readConfig(env: Env) {
   return {
     ...pieces.redis(env),
@@ -98,7 +115,7 @@ export function readConfig(env: Env) {
     // Put in the rate-limit buckets' Redis keys: deployments sharing a Redis keep their own counts.
     ...pieces.namespace(env),
     /** Browser origins (besides PUBLIC_ORIGIN) whose pages may call MCP; other Origin headers are a 403. */
-    mcpAllowedOrigins: env.list('MCP_ALLOWED_ORIGINS', []),
+    mcpAllowedOrigins: env.parsed('MCP_ALLOWED_ORIGINS', parseOrigins, []),
     /** The largest MCP response (a batch's answers together); larger is a 400 asking for smaller batches. */
     mcpResponseLimitBytes: env.integer('MCP_RESPONSE_LIMIT_BYTES', 262_144, { min: 16_384, max: 16_777_216 }),
     bodyLimitBytes: env.integer('BODY_LIMIT_BYTES', 1_048_576, { min: 1_024, max: 16_777_216 }),

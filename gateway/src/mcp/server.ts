@@ -100,7 +100,7 @@ export const mcpRoutes =
     const documentationBase = `${publicOrigin}/docs/errors`;
     const endpoint = `${publicOrigin}${MCP_PATH}`;
     const resourceMetadata = resourceMetadataUrl(publicOrigin);
-    const origins = new Set([new URL(publicOrigin).origin, ...allowedOrigins.map((origin) => new URL(origin).origin)]);
+    const origins = new Set([new URL(publicOrigin).origin, ...allowedOrigins]);
     const authorizationServers = authorizationServer ? [authorizationServer] : [];
     const exchanges = new WeakMap<Request, RestExchange>();
     const exchangeOf = (request: Request | undefined): RestExchange => {

@@ -198,6 +198,13 @@ test("finding 8: a browser page of another origin is refused with 403; the publi
     const served = await rpcFrom(gateway, client, LIST, headers);
     assert.equal(served.status, 200, JSON.stringify(headers));
   }
+  // An allowed origin the gateway cannot read stops it at start, naming the variable.
+  await assert.rejects(
+    stack.addGateway({ MCP_ALLOWED_ORIGINS: 'https://agents.example.test/path' }),
+    (err: Error) =>
+      err.message.includes('exited (78)') &&
+      err.message.includes('MCP_ALLOWED_ORIGINS must be comma-separated origins such as https://app.example.com ("https://agents.example.test/path" is not one)'),
+  );
 });
 
 test('finding 8: the protected resource metadata names an authorization server only when one is configured', async () => {
