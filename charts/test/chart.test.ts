@@ -351,6 +351,8 @@ describe('the default values', () => {
       ALLOW_LOCALHOST_SITES: 'false',
       ALLOW_ANY_PUSH_SERVICE: 'false',
       IP_RATE_LIMIT_PER_MINUTE: '100',
+      // The ingress controller's pods (private addresses) are trusted for X-Forwarded-For.
+      TRUST_PROXY: 'uniquelocal',
     });
     assert.deepEqual(env(objects, 'account'), {
       ...grpc('account'),
@@ -418,6 +420,7 @@ describe('the default values', () => {
         ...Object.fromEntries(SERVICES.map((name) => [`${name}GrpcUrl`, `herald-${name}:${PORTS[name]}`])),
         rateLimitFallbackReplicas: 10,
         allowLocalhostSites: false,
+        trustProxy: ['uniquelocal'],
       },
       campaign: { accountGrpcUrl: 'herald-account:50051', audienceGrpcUrl: 'herald-audience:50052' },
       flow: { accountGrpcUrl: 'herald-account:50051', campaignGrpcUrl: 'herald-campaign:50053' },
@@ -753,6 +756,7 @@ describe('values.schema.json refuses bad values', () => {
       ['components.journeys.replicas=1', "- at '/components/journeys': missing property 'port'"],
       ['components.delivery.uses={postgres,mysql}', "- at '/components/delivery/uses/1': value must be one of 'postgres', 'redis', 'kafka', 'internet', 'smtp'"],
       ['existingSecret=', "- at '/existingSecret': minLength: got 0, want 1"],
+      ['trustProxy=everyone', "- at '/trustProxy': 'everyone' does not match pattern"],
       ['loadTest.journeys={identity,checkout}', "- at '/loadTest/journeys/1': value must be one of 'identity', 'subscribe', 'send', 'campaign', 'engagement', 'approval', 'authorize', 'mcp'"],
       ['loadTest.journeys={mcp,mcp}', "- at '/loadTest/journeys': items at 0 and 1 are equal"],
       ['loadTest.activeDeadlineSeconds=5', "- at '/loadTest/activeDeadlineSeconds': minimum: got 5, want 30"],

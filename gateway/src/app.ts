@@ -17,7 +17,7 @@ import { authentication } from './plugins/authentication.js';
 import { health } from './plugins/health.js';
 import { RateLimiter } from './rate-limit.js';
 import { registerRoutes } from './routes/index.js';
-import { withoutNul } from './validation.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, surrogateError, withStorableText } from './validation.js';
 import { Waiters } from './waiters.js';
 
 /**
@@ -39,20 +39,31 @@ export interface AppDependencies {
 
 export type App = FastifyInstance;
 
+/** Trusts the nearest `hops` proxies, whatever their addresses (fastify's numeric trustProxy, typed). */
+const hopsTrusted =
+  (hops: number) =>
+  (_address: string, hop: number): boolean =>
+    hop < hops;
+
 export async function buildApp({ config, clients, redis, bus, logger }: AppDependencies): Promise<App> {
   const documentationBase = `${config.publicOrigin}/docs/errors`;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
+    // request.ip (per-IP limits, logs) is read through these proxies' X-Forwarded-For only.
+    trustProxy: typeof config.trustProxy === 'number' ? hopsTrusted(config.trustProxy) : config.trustProxy,
     requestTimeout: config.requestTimeoutMs,
     // Node checks these time-outs only every connectionsCheckingInterval (30 s by default), so a
     // client trickling header lines would hold its socket that long past HEADERS_TIMEOUT_MS.
     http: { headersTimeout: Math.min(config.headersTimeoutMs, config.requestTimeoutMs), connectionsCheckingInterval: 1_000 },
-    genReqId: (request) => {
-      const supplied = request.headers['x-request-id'];
-      return typeof supplied === 'string' && /^[\w.-]{1,128}$/.test(supplied) ? supplied : randomUUID();
-    },
+    // The server's own id for every request: a client's X-Request-Id is never adopted (it could
+    // forge or merge log lines); it is logged beside, as clientRequestId (cut to 128 characters).
+    genReqId: () => randomUUID(),
     requestIdHeader: false,
+    childLoggerFactory: (parent, bindings, options, rawRequest) => {
+      const supplied = rawRequest.headers['x-request-id'];
+      return parent.child(typeof supplied === 'string' ? { ...bindings, clientRequestId: supplied.slice(0, 128) } : bindings, options);
+    },
     // Path parameters are bounded by their schemas (a 400 naming the field), not by the router's 100.
     routerOptions: { maxParamLength: 2_048 },
     frameworkErrors: frameworkErrors(documentationBase),
@@ -66,7 +77,7 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
   // Query strings and path parameters arrive as text, so they are coerced to their declared types.
   const bodyValidator = new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: true, strict: false });
   const textValidator = new Ajv({ allErrors: true, coerceTypes: 'array', removeAdditional: false, useDefaults: true, strict: false });
-  app.setValidatorCompiler(({ schema, httpPart }) => withoutNul((httpPart === 'body' ? bodyValidator : textValidator).compile(schema)));
+  app.setValidatorCompiler(({ schema, httpPart }) => withStorableText((httpPart === 'body' ? bodyValidator : textValidator).compile(schema)));
 
   // JSON only: a text/plain body is refused instead of arriving as a string.
   app.removeContentTypeParser('text/plain');
@@ -83,7 +94,15 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
       done(new HeraldError('invalid_request', 'The body is not valid UTF-8.', { title: 'Invalid JSON' }), undefined);
       return;
     }
-    parseJson(request, text, done);
+    // Refused before parsing: recursive code (validators, the MCP SDK) never meets a 5,000-deep body.
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+      done(new HeraldError('invalid_request', `The body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels.`, { title: 'Invalid JSON' }), undefined);
+      return;
+    }
+    parseJson(request, text, (err, body) => {
+      if (err) done(err, undefined);
+      else done(surrogateError(body) ?? null, body);
+    });
   });
 
   installErrorHandling(app, {

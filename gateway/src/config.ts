@@ -1,4 +1,49 @@
+import { isIP } from 'node:net';
+
 import { pieces, type Env } from '@herald/config';
+
+/** proxy-addr's names for address ranges, accepted in TRUST_PROXY beside addresses and CIDRs. */
+const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * TRUST_PROXY: which proxies' X-Forwarded-For the client IP (`request.ip`: per-IP limits, logs) is
+ * read through. A hop count (1 = the nearest proxy, whatever its address), or a comma-separated list
+ * of proxy addresses and CIDRs (and loopback, linklocal, uniquelocal). Unset or 0: none, the
+ * socket's peer is the client.
+ */
+export function parseTrustProxy(value: string): number | string[] | false {
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops > 10) throw new Error('must be a hop count from 0 to 10, or addresses and CIDRs');
+    return hops === 0 ? false : hops;
+  }
+  const entries = value.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const [address = '', prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const prefixValid = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (NAMED_RANGES.has(entry)) continue;
+    if (family === 0 || !prefixValid || extra !== undefined) throw new Error(`must be a hop count from 0 to 10, or addresses and CIDRs ("${entry}" is neither)`);
+  }
+  return entries;
+}
+
+/** MCP_ALLOWED_ORIGINS: comma-separated browser origins, each exactly scheme://host[:port]. */
+export function parseOrigins(value: string): string[] {
+  return value.split(',').map((entry) => {
+    const origin = entry.trim();
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+      throw new Error(`must be comma-separated origins such as https://app.example.com ("${origin}" is not one)`);
+    }
+    return origin;
+  });
+}
 
 export function readConfig(env: Env) {
   return {
@@ -6,11 +51,13 @@ export function readConfig(env: Env) {
     ...pieces.kafka(env),
     ...pieces.shutdown(env),
     host: env.string('HOST', '127.0.0.1'),
+    /** Proxies in front of the gateway whose X-Forwarded-For names the client (see parseTrustProxy). */
+    trustProxy: env.parsed('TRUST_PROXY', parseTrustProxy, false),
     port: env.port('PORT', 8080),
     /** Where clients reach Herald; used in links (documentation, pollUrl, upgradeUrl). */
     publicOrigin: env.url('PUBLIC_ORIGIN', ['http:', 'https:'], 'http://localhost:8080'),
     upgradeUrl: env.url('UPGRADE_URL', ['http:', 'https:'], 'https://herald.dev/pricing'),
-    /** The OAuth authorization server MCP clients are pointed to (RFC 9728 metadata); empty: PUBLIC_ORIGIN. */
+    /** The OAuth authorization server MCP clients are pointed to (RFC 9728 metadata); empty: none is named, and Bearer JWTs are refused. */
     oauthAuthorizationServer: env.url('OAUTH_AUTHORIZATION_SERVER', ['http:', 'https:'], ''),
     /** Where the authorization server's signing keys are; empty: discovered from its metadata. */
     oauthJwksUrl: env.url('OAUTH_JWKS_URL', ['http:', 'https:'], ''),
@@ -71,6 +118,10 @@ export function readConfig(env: Env) {
     signInIpRateLimitPerMinute: env.integer('SIGN_IN_IP_RATE_LIMIT_PER_MINUTE', 20, { min: 1, max: 100_000 }),
     // Put in the rate-limit buckets' Redis keys: deployments sharing a Redis keep their own counts.
     ...pieces.namespace(env),
+    /** Browser origins (besides PUBLIC_ORIGIN) whose pages may call MCP; other Origin headers are a 403. */
+    mcpAllowedOrigins: env.parsed('MCP_ALLOWED_ORIGINS', parseOrigins, []),
+    /** The largest MCP response (a batch's answers together); larger is a 400 asking for smaller batches. */
+    mcpResponseLimitBytes: env.integer('MCP_RESPONSE_LIMIT_BYTES', 262_144, { min: 16_384, max: 16_777_216 }),
     bodyLimitBytes: env.integer('BODY_LIMIT_BYTES', 1_048_576, { min: 1_024, max: 16_777_216 }),
     requestTimeoutMs: env.integer('REQUEST_TIMEOUT_MS', 70_000, { min: 1_000, max: 600_000 }),
     /** A client must have sent its request line and headers within this (slow-loris clients are cut off). */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 import { HeraldError } from '@herald/errors';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis, Result } from 'ioredis';
 
 /**
@@ -30,10 +30,11 @@ local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
+local cost = tonumber(ARGV[4])
 local allowed = 0
-if count < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  count = count + 1
+if count + cost <= limit then
+  for i = 1, cost do redis.call('ZADD', KEYS[1], now, ARGV[3] .. ':' .. i) end
+  count = count + cost
   allowed = 1
 end
 redis.call('PEXPIRE', KEYS[1], window)
@@ -47,7 +48,7 @@ type Reply = [number, number, number, number];
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    heraldSlidingLog(key: string, limit: number, windowMs: number, member: string): Result<Reply, Context>;
+    heraldSlidingLog(key: string, limit: number, windowMs: number, member: string, cost: number): Result<Reply, Context>;
   }
 }
 
@@ -68,7 +69,8 @@ export class RateLimiter {
     redis.defineCommand('heraldSlidingLog', { numberOfKeys: 1, lua: slidingLogScript });
   }
 
-  async check(keyId: string, limit: number): Promise<RateDecision> {
+  /** `cost`: how many requests this one counts as (an MCP batch counts its messages); all or none are admitted. */
+  async check(keyId: string, limit: number, cost = 1): Promise<RateDecision> {
     this.sequence = (this.sequence + 1) % Number.MAX_SAFE_INTEGER;
     try {
       const [allowed, remaining, resetAtMs, nowMs] = await this.redis.heraldSlidingLog(
@@ -76,6 +78,7 @@ export class RateLimiter {
         limit,
         this.windowMs,
         `${this.instance}:${this.sequence}`,
+        cost,
       );
       return {
         allowed: allowed === 1,
@@ -90,16 +93,16 @@ export class RateLimiter {
         this.lastFallbackWarning = now;
         this.onFallback(err);
       }
-      return this.checkLocally(keyId, limit, now);
+      return this.checkLocally(keyId, limit, now, cost);
     }
   }
 
-  private checkLocally(keyId: string, limit: number, now: number): RateDecision {
+  private checkLocally(keyId: string, limit: number, now: number, cost: number): RateDecision {
     const share = Math.max(1, Math.floor(limit / this.fallbackReplicas));
     if (this.local.size > 10_000) this.sweep(now);
     const log = (this.local.get(keyId) ?? []).filter((at) => at > now - this.windowMs);
-    const allowed = log.length < share;
-    if (allowed) log.push(now);
+    const allowed = log.length + cost <= share;
+    if (allowed) log.push(...new Array<number>(cost).fill(now));
     this.local.set(keyId, log);
     const resetAtMs = (log[0] ?? now) + this.windowMs;
     return { allowed, limit: share, remaining: share - log.length, resetAtMs, retryAfterMs: allowed ? 0 : resetAtMs - now };
@@ -113,11 +116,11 @@ export class RateLimiter {
 }
 
 /**
- * Counts one request of `bucket` against `limit`: sets X-RateLimit-Limit, -Remaining and -Reset
+ * Counts one request of `bucket` (as `cost` requests) against `limit`: sets X-RateLimit-Limit, -Remaining and -Reset
  * (epoch seconds) on the reply, and throws 429 rate_limited (with Retry-After) when it is over.
  */
-export async function enforceRateLimit(limiter: RateLimiter, reply: FastifyReply, bucket: string, limit: number): Promise<void> {
-  const decision = await limiter.check(bucket, limit);
+export async function enforceRateLimit(limiter: RateLimiter, reply: FastifyReply, bucket: string, limit: number, cost = 1): Promise<void> {
+  const decision = await limiter.check(bucket, limit, cost);
   reply.header('x-ratelimit-limit', String(decision.limit));
   reply.header('x-ratelimit-remaining', String(decision.remaining));
   reply.header('x-ratelimit-reset', String(Math.ceil(decision.resetAtMs / 1_000)));
@@ -129,3 +132,20 @@ export async function enforceRateLimit(limiter: RateLimiter, reply: FastifyReply
     });
   }
 }
+
+/**
+ * The per-minute limit of a public page or endpoint (no key): one bucket per client IP and per
+ * tenant object the path names (a site's slug, a question's or an enrollment's token), so one
+ * tenant's traffic never starves another tenant's pages, even from one address. The client IP is
+ * `request.ip`, which honours TRUST_PROXY.
+ */
+export function perClientLimit(limiter: RateLimiter, limit: number, tenantOf: (params: Record<string, string>) => string) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    // Runs before the params are validated: the bucket name is cut, whatever was sent.
+    const tenant = tenantOf(request.params as Record<string, string>).slice(0, 100);
+    await enforceRateLimit(limiter, reply, `ip:${tenant}:${request.ip}`, limit);
+  };
+}
+
+/** A token's id (what comes before its MAC), which names one object of one tenant. */
+export const tokenId = (token: string | undefined): string => (token ?? '').split('.')[0] ?? '';

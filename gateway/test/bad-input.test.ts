@@ -116,26 +116,18 @@ test('bodies over the limit are refused by size, whatever they hold', async () =
   }
 });
 
-test('JSON nested a hundred thousand deep is refused by the schema, not by a crash', async () => {
+test('JSON nested a hundred thousand deep is refused before it is parsed, not by a crash', async () => {
   let objects = '1';
   for (let depth = 0; depth < 20_000; depth += 1) objects = `{"a":${objects}}`;
   const arrays = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
-  const cases: Array<[string, string]> = [
-    [arrays, 'Invalid request body: (body) must be object.'],
-    [`{"question":"q","context":${objects}}`, 'Invalid request body: context must be string.'],
-    [`{"question":"q","tags":[${arrays}]}`, 'Invalid request body: tags.0 must be string.'],
-    [`{"question":"q","extra":${objects}}`, 'Invalid request body: extra is not allowed.'],
-  ];
-  for (const [body, message] of cases) {
+  const tooDeep = INVALID('The body nests objects and arrays deeper than 32 levels.', 'Invalid JSON');
+  for (const body of [arrays, `{"question":"q","context":${objects}}`, `{"question":"q","tags":[${arrays}]}`, `{"question":"q","extra":${objects}}`]) {
     const response = await ask('deeply nested JSON', body);
-    assert.equal(response.status, 400, message);
-    assert.equal((response.body as { message?: string }).message, message);
-    assert.equal((response.body as { code?: string }).code, 'invalid_request');
+    assert.deepEqual([response.status, response.body], [400, tooDeep], body.slice(0, 40));
   }
   // Free-form parameters reach the policy service: nesting is bounded there too.
   const authorize = await send('deeply nested JSON', `${SERVER_API}/authorize`, { key: partner.apiKey, rawBody: `{"toolName":"deploy","parameters":${objects}}`, headers: { 'content-type': 'application/json' } });
-  assert.equal(authorize.status, 400);
-  assert.equal((authorize.body as { code?: string }).code, 'invalid_request');
+  assert.deepEqual([authorize.status, authorize.body], [400, tooDeep]);
 });
 
 test('a body that is not valid UTF-8 is refused, not stored with replacement characters', async () => {

@@ -15,8 +15,8 @@ export interface RestAnswer {
   body: Json;
 }
 
-/** Passed on to REST: the key, the passive machine report, and the request id for the logs. */
-const FORWARDED_REQUEST_HEADERS = ['authorization', 'x-herald-machine-id', 'x-herald-machine-name', 'x-herald-machine-platform', 'x-request-id'];
+/** Passed on to REST: the key and the passive machine report. */
+const FORWARDED_REQUEST_HEADERS = ['authorization', 'x-herald-machine-id', 'x-herald-machine-name', 'x-herald-machine-platform'];
 /** Passed back from REST onto the MCP response, as a REST caller would see them. */
 const FORWARDED_RESPONSE_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'];
 
@@ -35,7 +35,8 @@ export class RestExchange {
       const value = request.headers[name];
       if (typeof value === 'string') this.headers[name] = value;
     }
-    this.headers['x-request-id'] ??= request.id;
+    // The REST call's log lines name the MCP request they serve (as their clientRequestId).
+    this.headers['x-request-id'] = request.id;
   }
 
   async call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: Json): Promise<RestAnswer> {

@@ -33,11 +33,15 @@ export interface McpOptions {
   publicOrigin: string;
   /** Where REST routes live, for the in-process calls. */
   apiPrefix: string;
-  /** Named in the OAuth protected resource metadata (RFC 9728). */
+  /** Named in the OAuth protected resource metadata (RFC 9728) when one is configured; empty: none. */
   authorizationServer: string;
   limiter: RateLimiter;
-  /** Requests without a key (the handshake, the tool catalogue) are limited per client IP. */
+  /** Requests without a valid credential (the handshake, the tool catalogue) are limited per client IP, a batch by its messages. */
   ipRateLimitPerMinute: number;
+  /** Browser origins allowed to call MCP besides the public origin; a request without Origin is not from a browser and is allowed. */
+  allowedOrigins: readonly string[];
+  /** The largest response body (a batch's answers together); larger is a 400. */
+  responseLimitBytes: number;
 }
 
 const INSTRUCTIONS =
@@ -72,6 +76,9 @@ function heraldServer(rest: RestExchange, documentationBase: string): McpServer 
   return server;
 }
 
+/** How many JSON-RPC messages a body holds (a 2025-03-26 batch holds several). */
+const messageCount = (body: unknown): number => (Array.isArray(body) ? Math.max(1, body.length) : 1);
+
 /** Whether a JSON-RPC message (or a 2025-03-26 batch) calls a tool. */
 function callsTool(body: unknown): boolean {
   if (Array.isArray(body)) return body.some(callsTool);
@@ -88,11 +95,13 @@ function webRequest(url: string, request: FastifyRequest): Request {
 }
 
 export const mcpRoutes =
-  ({ publicOrigin, apiPrefix, authorizationServer, limiter, ipRateLimitPerMinute }: McpOptions): FastifyPluginAsync =>
+  ({ publicOrigin, apiPrefix, authorizationServer, limiter, ipRateLimitPerMinute, allowedOrigins, responseLimitBytes }: McpOptions): FastifyPluginAsync =>
   async (app: FastifyInstance) => {
     const documentationBase = `${publicOrigin}/docs/errors`;
     const endpoint = `${publicOrigin}${MCP_PATH}`;
     const resourceMetadata = resourceMetadataUrl(publicOrigin);
+    const origins = new Set([new URL(publicOrigin).origin, ...allowedOrigins]);
+    const authorizationServers = authorizationServer ? [authorizationServer] : [];
     const exchanges = new WeakMap<Request, RestExchange>();
     const exchangeOf = (request: Request | undefined): RestExchange => {
       const exchange = request && exchanges.get(request);
@@ -122,13 +131,25 @@ export const mcpRoutes =
     }
 
     app.post(MCP_PATH, { config: { access: { public: true } } }, async (request, reply) => {
-      // Keyed calls count against their key's bucket (as REST); keyless ones against the caller's IP,
-      // in a bucket of their own so discovery traffic never eats into the answer page's.
-      if (request.headers.authorization === undefined) await enforceRateLimit(limiter, reply, `mcp-ip:${request.ip}`, ipRateLimitPerMinute);
+      // Streamable HTTP servers must check Origin (DNS rebinding): a browser page of another origin
+      // is refused; a request without Origin does not come from a browser.
+      const origin = request.headers.origin;
+      if (origin !== undefined && !origins.has(origin)) {
+        throw new HeraldError('forbidden', `Origin ${origin.slice(0, 200)} may not call MCP.`, {
+          title: 'Origin not allowed',
+          hint: 'Call MCP from a server, or add the origin to MCP_ALLOWED_ORIGINS.',
+        });
+      }
+      // Tool calls of a valid credential count against its key's bucket (as REST). Everything else,
+      // an invalid credential's included, counts against the caller's IP before any work, a batch
+      // by its messages, in a bucket of its own so discovery traffic never eats into the answer page's.
       const body = request.body;
-      if (callsTool(body) && request.headers.authorization === undefined) {
-        const missing = new HeraldError('unauthorized', 'Calling a tool needs an API key: send "Authorization: Bearer pk_<id>.<secret>".', { title: 'Unauthorized' });
-        return challenge(reply, errorBody(missing, documentationBase), false);
+      const caller = await app.verifyCredential?.(request, reply);
+      const keyed = caller !== undefined && !(caller instanceof HeraldError);
+      if (!keyed) await enforceRateLimit(limiter, reply, `mcp-ip:${request.ip}`, ipRateLimitPerMinute, messageCount(body));
+      if (callsTool(body) && !keyed) {
+        const refusal = caller ?? new HeraldError('unauthorized', 'Calling a tool needs an API key: send "Authorization: Bearer pk_<id>.<secret>".', { title: 'Unauthorized' });
+        return challenge(reply, errorBody(refusal, documentationBase), caller !== undefined);
       }
       const exchange = new RestExchange(app, apiPrefix, request);
       const forwarded = webRequest(endpoint, request);
@@ -137,6 +158,9 @@ export const mcpRoutes =
       const payload = Buffer.from(await response.arrayBuffer());
       for (const [name, value] of exchange.responseHeaders) void reply.header(name, value);
       if (exchange.rejected) return challenge(reply, exchange.rejected, true);
+      if (payload.length > responseLimitBytes) {
+        throw new HeraldError('invalid_request', `The response would be larger than ${responseLimitBytes} bytes; send fewer messages per batch.`, { title: 'Response too large' });
+      }
       response.headers.forEach((value, name) => {
         if (name !== 'content-length') void reply.header(name, value);
       });
@@ -157,7 +181,7 @@ export const mcpRoutes =
         format: 'Bearer pk_<id>.<secret>',
         requiredFor: ['tools/call'],
         protectedResourceMetadata: resourceMetadata,
-        authorizationServers: [authorizationServer],
+        authorizationServers,
       },
       tools: TOOLS.map(({ name, title, description, scope, inputSchema }) => ({ name, title, description, scope, inputSchema })),
     }));
@@ -165,7 +189,8 @@ export const mcpRoutes =
     // RFC 9728: the resource is the whole origin, since one key works for REST and MCP alike.
     app.get('/.well-known/oauth-protected-resource', { config: { access: { public: true } } }, async () => ({
       resource: publicOrigin,
-      authorization_servers: [authorizationServer],
+      // Only a configured server: naming one whose metadata does not exist sends clients to a 404.
+      ...(authorizationServers.length > 0 && { authorization_servers: authorizationServers }),
       bearer_methods_supported: ['header'],
       scopes_supported: [...new Set(TOOLS.map((definition) => definition.scope))],
       resource_name: 'Herald',

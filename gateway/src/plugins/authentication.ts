@@ -31,6 +31,12 @@ declare module 'fastify' {
      * answered like any authenticated request (X-RateLimit headers; 429 over the limit).
      */
     identifyCaller?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    /**
+     * For MCP, whose handshake and catalogue need no key: the caller of the request's credential,
+     * not counted against any limit; undefined when it sent none; an invalid one is the 401 error
+     * REST would answer (so MCP limits it like no credential, per client IP).
+     */
+    verifyCredential?: (request: FastifyRequest, reply: FastifyReply) => Promise<Principal | HeraldError | undefined>;
   }
 }
 
@@ -76,10 +82,15 @@ export const authentication = fp<AuthenticationOptions>(
       return principals.resolve(parsed.id, parsed.secret);
     }
 
+    /** The caller of a Bearer credential (an API key, or an access token when an authorization server is configured). */
+    async function credentialPrincipal(reply: FastifyReply, bearer: string): Promise<{ principal: Principal; viaToken: boolean }> {
+      const viaToken = accessTokens !== undefined && isJwtShaped(bearer);
+      return { principal: viaToken && accessTokens ? await accessTokens.authenticate(bearer, reply) : await keyPrincipal(bearer), viaToken };
+    }
+
     /** The caller of a Bearer credential, counted against its per-minute limit. */
     async function authenticate(request: FastifyRequest, reply: FastifyReply, bearer: string): Promise<{ principal: Principal; viaToken: boolean }> {
-      const viaToken = accessTokens !== undefined && isJwtShaped(bearer);
-      const principal = viaToken && accessTokens ? await accessTokens.authenticate(bearer, reply) : await keyPrincipal(bearer);
+      const { principal, viaToken } = await credentialPrincipal(reply, bearer);
       request.principal = principal;
       await enforceRateLimit(limiter, reply, principal.keyId, principal.plan?.rateLimitPerMinute ?? 0);
       return { principal, viaToken };
@@ -134,6 +145,18 @@ export const authentication = fp<AuthenticationOptions>(
       } catch (err) {
         // A bad key on an unknown path is still a 404; only the limit of a valid key answers here.
         if (err instanceof HeraldError && err.code === 'rate_limited') throw err;
+      }
+    });
+
+    app.decorate('verifyCredential', async (request: FastifyRequest, reply: FastifyReply) => {
+      if (request.headers.authorization === undefined) return undefined;
+      const bearer = bearerPattern.exec(request.headers.authorization)?.[1];
+      if (!bearer) return new HeraldError('unauthorized', 'Malformed API key. Use a Bearer key of the form pk_<id>.<secret>.', { title: 'Unauthorized' });
+      try {
+        return (await credentialPrincipal(reply, bearer)).principal;
+      } catch (err) {
+        if (err instanceof HeraldError && err.code === 'unauthorized') return err;
+        throw err;
       }
     });
 

@@ -2,11 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { HeraldError } from '@herald/errors';
 import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
 import { Type } from '@sinclair/typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 
 import { acceptFormPosts, escapeHtml, PAGE_HEAD, sendFormPage } from '../html.js';
 import { answerText, askRecord, decisionRecord, questionOf, type QuestionRouteOptions } from '../questions.js';
-import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
+import { perClientLimit, tokenId, type RateLimiter } from '../rate-limit.js';
 import { ErrorResponse, withErrors } from '../schemas/common.js';
 import { AskRecord, DecisionRecord } from '../schemas/questions.js';
 
@@ -102,8 +102,8 @@ export const answerPageRoutes =
   async (app) => {
     // Plain HTML forms post urlencoded; only these routes accept it.
     acceptFormPosts(app);
-    // No key: the token is the credential, so the pages are limited per client IP.
-    const perIp = async (request: FastifyRequest, reply: FastifyReply) => enforceRateLimit(limiter, reply, `ip:${request.ip}`, ipRateLimitPerMinute);
+    // No key: the token is the credential, so the pages are limited per client IP and question.
+    const perIp = perClientLimit(limiter, ipRateLimitPerMinute, (params) => `question:${tokenId(params.token)}`);
     const byToken = (token: string) => ({ ref: { by: { $case: 'token' as const, value: token } } });
     const read = async (token: string) => questionOf(await clients.decision.getQuestion(byToken(token)));
 

@@ -11,7 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
 import { accentColor, escapeHtml, PAGE_HEAD, sendTokenPage } from '../html.js';
-import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
+import { perClientLimit, type RateLimiter } from '../rate-limit.js';
 
 /**
  * The browser SDK as files ({origin}/sdk/...) and the hosted subscribe page of each site
@@ -161,9 +161,7 @@ export const browserSdkRoutes =
   ({ clients, config, limiter, bundle = loadSdkBundle() }: BrowserSdkRouteOptions): FastifyPluginAsyncTypebox =>
   async (app) => {
     const publicAccess = { access: { public: true } } as const;
-    const limitPerIp = async (request: FastifyRequest, reply: FastifyReply) => {
-      await enforceRateLimit(limiter, reply, `ip:${request.ip}`, config.ipRateLimitPerMinute);
-    };
+    const limitPerIp = perClientLimit(limiter, config.ipRateLimitPerMinute, (params) => `site:${(params.slug ?? '').toLowerCase()}`);
     if (!bundle) app.log.warn('the browser SDK is not built (npm run build): /sdk and /s/<slug> answer 503');
 
     const FileParams = Type.Object({ version: Type.String({ maxLength: 40 }), file: Type.String({ maxLength: 40 }) });

@@ -4,13 +4,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { HeraldError, invalidFields } from '@herald/errors';
 import type { PublicSite } from '@herald/proto/herald/account/v1/account';
 import { Type } from '@sinclair/typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { endUserOf, principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
 import { accentColor, escapeHtml, PAGE_HEAD, sendTokenPage } from '../html.js';
-import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
+import { perClientLimit, tokenId, type RateLimiter } from '../rate-limit.js';
 import { ErrorResponse, withErrors } from '../schemas/common.js';
 import { DeviceFields, ExternalId, PushSubscription } from '../schemas/subscribers.js';
 import { checkPushSubscription, storeSubscription } from '../subscriptions.js';
@@ -208,9 +207,7 @@ export interface EnrollmentPageOptions {
 export const enrollmentPageRoutes =
   ({ clients, config, limiter }: EnrollmentPageOptions): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const limitPerIp = async (request: FastifyRequest, reply: FastifyReply) => {
-      await enforceRateLimit(limiter, reply, `ip:${request.ip}`, config.ipRateLimitPerMinute);
-    };
+    const limitPerIp = perClientLimit(limiter, config.ipRateLimitPerMinute, (params) => `enroll:${tokenId(params.token)}`);
     const publicAccess = { access: { public: true } } as const;
     const TokenParams = Type.Object({ token: Type.String({ maxLength: 200 }) });
 

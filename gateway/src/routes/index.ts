@@ -64,9 +64,11 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
     mcpRoutes({
       publicOrigin: config.publicOrigin,
       apiPrefix: API_PREFIX,
-      authorizationServer: config.oauthAuthorizationServer || config.publicOrigin,
+      authorizationServer: config.oauthAuthorizationServer,
       limiter,
       ipRateLimitPerMinute: config.ipRateLimitPerMinute,
+      allowedOrigins: config.mcpAllowedOrigins,
+      responseLimitBytes: config.mcpResponseLimitBytes,
     }),
   );
 }

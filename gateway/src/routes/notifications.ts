@@ -127,6 +127,7 @@ export const notificationRoutes =
           targeting: { subscriberIds, externalIds, tags, segmentId: '' },
           idempotencyKey: idempotencyKeyOf(request.headers['idempotency-key'], bodyKey) ?? '',
           monthlyAllowance: String(principal.plan?.monthlyNotificationAllowance ?? '0'),
+          keyId: principal.keyId,
         }, { deadlineMs: SEND_DEADLINE_MS });
         return {
           success: true,

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { SUBSCRIBER_LIMITS } from '@herald/domain';
 import { Type, type Static } from '@sinclair/typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
-import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
+import { perClientLimit, type RateLimiter } from '../rate-limit.js';
 import { Nullable, orNull, withErrors } from '../schemas/common.js';
 import { corsPreflight, preflightOptions, siteOf } from '../site-keys.js';
 import { DeviceFields, ExternalId, PushSubscription, TagList } from '../schemas/subscribers.js';
@@ -38,6 +37,7 @@ export interface PublicRouteOptions {
 export const publicRoutes =
   ({ clients, config, limiter }: PublicRouteOptions): FastifyPluginAsyncTypebox =>
   async (app) => {
+    const perSite = perClientLimit(limiter, config.ipRateLimitPerMinute, (params) => `site:${(params.siteSlug ?? '').toLowerCase()}`);
     const access = { siteKey: true } as const;
 
     for (const path of ['/subscribe', '/subscription-change', '/unsubscribe']) app.options(path, preflightOptions, corsPreflight(config, 'POST, OPTIONS', false));
@@ -158,10 +158,10 @@ export const publicRoutes =
             }),
           }),
         },
-        // Needs no key: limited per client IP, readable from any page.
+        // Needs no key: limited per client IP and site, readable from any page.
         onRequest: async (request, reply) => {
           reply.header('access-control-allow-origin', '*');
-          await enforceRateLimit(limiter, reply, `ip:${request.ip}`, config.ipRateLimitPerMinute);
+          await perSite(request, reply);
         },
       },
       async (request) => {

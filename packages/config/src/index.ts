@@ -95,6 +95,21 @@ export class Env {
     return value;
   }
 
+  /**
+   * A value of a shape of its own, read by `parse`, which throws an Error saying what the value must
+   * be ("must be ..."); unset is `fallback`.
+   */
+  parsed<T>(name: string, parse: (value: string) => T, fallback: T): T {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    try {
+      return parse(value);
+    } catch (err) {
+      this.problems.push(`${name} ${err instanceof Error ? err.message : String(err)}, got "${value}"`);
+      return fallback;
+    }
+  }
+
   /** Comma-separated list, e.g. KAFKA_BROKERS=host1:9092,host2:9092. */
   list(name: string, fallback?: string[]): string[] {
     const items = (this.raw(name) ?? '').split(',').map((item) => item.trim()).filter((item) => item !== '');

@@ -46,7 +46,8 @@ function valueOf(profile: SubscriberProfile, field: string): string | undefined 
   if (field === 'externalId') return profile.externalId || undefined;
   let value: unknown = profile.customData;
   for (const key of field.slice(CUSTOM_DATA.length).split('.')) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    // Own keys only: `constructor` or `__proto__` name nothing the subscriber was given.
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.hasOwn(value, key)) return undefined;
     value = (value as Record<string, unknown>)[key];
   }
   if (typeof value === 'string') return value || undefined;
@@ -111,7 +112,8 @@ export function fillPlaceholders(
   }
   return text.replace(PLACEHOLDER, (whole, name: string, fallback: string | undefined) => {
     if (name.startsWith(SUBSCRIBER_PREFIX)) return whole;
-    const value = variables[name];
+    // Own variables only: `{{toString}}` or `{{__proto__}}` is a variable like any other, not the prototype's.
+    const value = Object.hasOwn(variables, name) ? variables[name] : undefined;
     if (value !== undefined) return value;
     if (fallback !== undefined) return fallback.trim();
     problems.push({ field: `${at.variables}.${name}`, in: 'body', problem: `is required by the template's ${field} ({{${name}}} has no default)` });

@@ -32,6 +32,7 @@ const ipv4Ranges: Array<[string, number]> = [
 ];
 const ipv6Ranges: Array<[string, number]> = [
   ['::', 96], // unspecified, loopback, deprecated IPv4-compatible
+  ['64:ff9b:1::', 48], // local-use NAT64 (RFC 8215): its IPv4 lies where the operator chose
   ['100::', 64], // discard
   ['2001:db8::', 32], // documentation
   ['fc00::', 7], // unique-local
@@ -45,21 +46,38 @@ for (const [network, prefix] of ipv6Ranges) blocked.addSubnet(network, prefix, '
 /** An IPv6 address in its canonical compressed form (URL serialisation does that, dotted tails included). */
 const canonicalIPv6 = (address: string): string => new URL(`https://[${address}]`).hostname.slice(1, -1);
 
-/** IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) addresses reach the IPv4 address inside. */
-function embeddedIPv4(ipv6: string): string | undefined {
-  const match = /^(?:::ffff|64:ff9b:):([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(ipv6);
-  if (!match) return undefined;
-  const high = Number.parseInt(match[1] as string, 16);
-  const low = Number.parseInt(match[2] as string, 16);
-  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
+/** The eight 16-bit groups of a canonical IPv6 address. */
+function hextets(canonical: string): number[] {
+  const [head = '', tail] = canonical.split('::');
+  const groups = (part: string) => (part === '' ? [] : part.split(':').map((group) => Number.parseInt(group, 16)));
+  const left = groups(head);
+  if (tail === undefined) return left;
+  const right = groups(tail);
+  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
 }
 
-/** True for an address a webhook must never reach (private, loopback, link-local, CGNAT, multicast, unspecified…). */
+const dotted = (high: number, low: number): string => [high >> 8, high & 255, low >> 8, low & 255].join('.');
+
+/**
+ * The IPv4 addresses an IPv6 address reaches through a transition mechanism: IPv4-mapped
+ * (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96), 6to4 (2002::/16, the
+ * IPv4 in bits 16-47) and Teredo (2001::/32: its server, and its client, stored inverted in the
+ * last 32 bits). IPv4-compatible addresses (::/96) are refused whole.
+ */
+function embeddedIPv4(ipv6: string): string[] {
+  const [a = 0, b = 0, c = 0, d = 0, e = 0, f = 0, g = 0, h = 0] = hextets(ipv6);
+  const first96 = [a, b, c, d, e, f].join(':');
+  if (first96 === '0:0:0:0:0:65535' || first96 === '0:0:0:0:65535:0' || first96 === '100:65435:0:0:0:0') return [dotted(g, h)];
+  if (a === 0x2002) return [dotted(b, c)];
+  if (a === 0x2001 && b === 0) return [dotted(c, d), dotted(g ^ 0xffff, h ^ 0xffff)];
+  return [];
+}
+
+/** True for an address a webhook must never reach (private, loopback, link-local, CGNAT, multicast, unspecified…), directly or through an IPv4 it embeds. */
 function isForbiddenAddress(address: string): boolean {
   if (isIP(address) === 4) return blocked.check(address, 'ipv4');
   const ipv6 = canonicalIPv6(address);
-  const ipv4 = embeddedIPv4(ipv6);
-  return ipv4 !== undefined ? blocked.check(ipv4, 'ipv4') : blocked.check(ipv6, 'ipv6');
+  return blocked.check(ipv6, 'ipv6') || embeddedIPv4(ipv6).some((ipv4) => blocked.check(ipv4, 'ipv4'));
 }
 
 export interface WebhookTarget {

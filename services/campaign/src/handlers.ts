@@ -107,7 +107,7 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
         if (!content) throw new HeraldError('invalid_request', 'content is required');
         const key = request.idempotencyKey;
         if (key) {
-          const existing = await store.findSendRecord(pool, request.workspaceId, key);
+          const existing = await store.findSendRecord(pool, request.workspaceId, request.keyId, key);
           if (existing) return replay(request, existing);
         }
         const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
@@ -127,6 +127,7 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
             if (key) {
               const claimed = await store.claimIdempotencyKey(tx, {
                 workspaceId: request.workspaceId,
+                keyId: request.keyId,
                 key,
                 requestHash: requestHash(request),
                 notificationId,
@@ -143,7 +144,7 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
           });
         } catch (err) {
           if (!(err instanceof DuplicateSend)) throw err;
-          const record = await store.findSendRecord(pool, request.workspaceId, key);
+          const record = await store.findSendRecord(pool, request.workspaceId, request.keyId, key);
           if (!record) throw new Error('idempotency record vanished after a conflict');
           return replay(request, record);
         }

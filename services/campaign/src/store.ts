@@ -68,10 +68,11 @@ export interface SendRecord {
   sent: string;
 }
 
-export async function findSendRecord(db: Queryable, workspaceId: string, idempotencyKey: string): Promise<SendRecord | undefined> {
+/** The first send of `keyId` (the calling API key; '' for the flow service) with this idempotency key. */
+export async function findSendRecord(db: Queryable, workspaceId: string, keyId: string, idempotencyKey: string): Promise<SendRecord | undefined> {
   const { rows } = await db.query<SendRecord>(
-    `SELECT request_hash, notification_id, sent FROM send_requests WHERE workspace_id = $1 AND idempotency_key = $2`,
-    [workspaceId, idempotencyKey],
+    `SELECT request_hash, notification_id, sent FROM send_requests WHERE workspace_id = $1 AND key_id = $2 AND idempotency_key = $3`,
+    [workspaceId, keyId, idempotencyKey],
   );
   return rows[0];
 }
@@ -286,12 +287,12 @@ export async function takeFanoutStep(tx: Queryable, id: string, claim: string): 
  */
 export async function claimIdempotencyKey(
   tx: Queryable,
-  record: { workspaceId: string; key: string; requestHash: string; notificationId: string; sent: number },
+  record: { workspaceId: string; keyId: string; key: string; requestHash: string; notificationId: string; sent: number },
 ): Promise<boolean> {
   const { rowCount } = await tx.query(
-    `INSERT INTO send_requests (workspace_id, idempotency_key, request_hash, notification_id, sent)
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-    [record.workspaceId, record.key, record.requestHash, record.notificationId, record.sent],
+    `INSERT INTO send_requests (workspace_id, key_id, idempotency_key, request_hash, notification_id, sent)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`,
+    [record.workspaceId, record.keyId, record.key, record.requestHash, record.notificationId, record.sent],
   );
   return rowCount === 1;
 }

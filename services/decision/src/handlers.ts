@@ -184,7 +184,7 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
         }
 
         if (request.requireReachable && !request.reachability?.reachable) {
-          const replay = question.idempotencyKey === null ? undefined : await store.findByIdempotencyKey(pool, question.workspaceId, kind, question.idempotencyKey);
+          const replay = question.idempotencyKey === null ? undefined : await store.findByIdempotencyKey(pool, question.workspaceId, kind, question.keyId, question.idempotencyKey);
           if (!replay) {
             throw new HeraldError('conflict', 'The addressed person has no live channel (no paired app, no active browser subscription).', {
               title: 'Not reachable',
@@ -198,7 +198,7 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
           return { question: view(inserted), duplicate: false };
         }
         // The idempotency key was used before: the same request gets the first decision back.
-        const first = await store.findByIdempotencyKey(pool, question.workspaceId, kind, question.idempotencyKey ?? '');
+        const first = await store.findByIdempotencyKey(pool, question.workspaceId, kind, question.keyId, question.idempotencyKey ?? '');
         if (!first) throw new Error('idempotency conflict without a row');
         if (first.request_hash !== question.requestHash) {
           throw new HeraldError('conflict', 'This idempotency key was already used for a different decision.', {

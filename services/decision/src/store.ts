@@ -81,7 +81,7 @@ export async function insertQuestion(db: Queryable, q: NewQuestion): Promise<Que
     `INSERT INTO questions (id, workspace_id, kind, key_id, type, question, options, context, placeholder, agent_name, mode, audience,
        external_id, tool_name, tool_target, parameters, reachability, target, callback_url, idempotency_key, request_hash, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, now() + make_interval(secs => $22))
-     ON CONFLICT (workspace_id, kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+     ON CONFLICT (workspace_id, kind, key_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
      RETURNING ${COLUMNS}`,
     [
       q.id,
@@ -111,10 +111,12 @@ export async function insertQuestion(db: Queryable, q: NewQuestion): Promise<Que
   return rows[0];
 }
 
-export async function findByIdempotencyKey(db: Queryable, workspaceId: string, kind: Kind, key: string): Promise<QuestionRow | undefined> {
-  const { rows } = await db.query<QuestionRow>(`SELECT ${COLUMNS} FROM questions WHERE workspace_id = $1 AND kind = $2 AND idempotency_key = $3`, [
+/** The question `keyId` (the calling API key: idempotency keys are each key's own) opened with this idempotency key. */
+export async function findByIdempotencyKey(db: Queryable, workspaceId: string, kind: Kind, keyId: string, key: string): Promise<QuestionRow | undefined> {
+  const { rows } = await db.query<QuestionRow>(`SELECT ${COLUMNS} FROM questions WHERE workspace_id = $1 AND kind = $2 AND key_id = $3 AND idempotency_key = $4`, [
     workspaceId,
     kind,
+    keyId,
     key,
   ]);
   return rows[0];

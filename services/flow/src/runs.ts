@@ -106,6 +106,8 @@ export function startRunLoop(
         targeting: { subscriberIds: [run.subscriber_id], externalIds: [], tags: [], segmentId: '' },
         // Working the run again (a crash, a lost claim) replays this send instead of sending twice.
         idempotencyKey: `flow:${run.id}:${index}`,
+        // No API key: the flow service's own idempotency keys, apart from every key's.
+        keyId: '',
         monthlyAllowance: String(await allowanceOf(run.workspace_id)),
       });
       return response.notificationId;

@@ -66,6 +66,11 @@ export interface SendRequest {
   idempotencyKey: string;
   /** The plan's monthly notification allowance (from the caller's principal). */
   monthlyAllowance: string;
+  /**
+   * The calling API key: an idempotency key is that key's own, so another principal of the
+   * workspace can neither claim it first nor learn it was used. Empty: the flow service's sends.
+   */
+  keyId: string;
 }
 
 export interface SendResponse {
@@ -761,6 +766,7 @@ function createBaseSendRequest(): SendRequest {
     targeting: undefined,
     idempotencyKey: "",
     monthlyAllowance: "0",
+    keyId: "",
   };
 }
 
@@ -783,6 +789,9 @@ export const SendRequest: MessageFns<SendRequest> = {
     }
     if (message.monthlyAllowance !== "0") {
       writer.uint32(48).int64(message.monthlyAllowance);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(58).string(message.keyId);
     }
     return writer;
   },
@@ -848,6 +857,14 @@ export const SendRequest: MessageFns<SendRequest> = {
             message.monthlyAllowance = reader.int64().toString();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -884,6 +901,11 @@ export const SendRequest: MessageFns<SendRequest> = {
         : isSet(object.monthly_allowance)
         ? globalThis.String(object.monthly_allowance)
         : "0",
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
     };
   },
 
@@ -907,6 +929,9 @@ export const SendRequest: MessageFns<SendRequest> = {
     if (message.monthlyAllowance !== "0") {
       obj.monthlyAllowance = message.monthlyAllowance;
     }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
     return obj;
   },
 
@@ -925,6 +950,7 @@ export const SendRequest: MessageFns<SendRequest> = {
       : undefined;
     message.idempotencyKey = object.idempotencyKey ?? "";
     message.monthlyAllowance = object.monthlyAllowance ?? "0";
+    message.keyId = object.keyId ?? "";
     return message;
   },
 };
