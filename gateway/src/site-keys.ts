@@ -24,6 +24,8 @@ export interface SiteCaller {
   siteId: string;
   /** The exact Origin of the page, matched against the site's domain. */
   origin: string;
+  /** The workspace's identity-verification secrets, newest first, for checking externalId proofs. */
+  identitySecrets: string[];
 }
 
 declare module 'fastify' {
@@ -203,6 +205,6 @@ export function siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSite
     await enforceRateLimit(limiter, reply, `site:${parsed.id}`, site.plan?.rateLimitPerMinute ?? 0);
     assertActivePlan(site.plan, upgradeUrl);
     const origin = assertOrigin(request.headers.origin ?? hostedPageOrigin(request, hostedOrigin), site.domain, allowLocalhostSites, hostedOrigin);
-    request.site = { workspaceId: site.workspaceId, siteId: site.siteId, origin };
+    request.site = { workspaceId: site.workspaceId, siteId: site.siteId, origin, identitySecrets: site.identitySecrets };
   };
 }

@@ -18,7 +18,7 @@ export const SCOPES = [
   'templates',
   'flows',
   'policy', // reading and replacing the workspace policy
-  'webhooks', // the webhook secret
+  'webhooks', // the webhook signing secret and the identity-verification secret
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
