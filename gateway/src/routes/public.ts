@@ -92,7 +92,7 @@ export const publicRoutes =
       async (request, reply) => {
         const subscription = checkPushSubscription(request.body, '', config);
         const site = siteOf(request);
-        const verified = checkExternalIdProof(site.identitySecrets, request.body.externalId, request.body.externalIdProof);
+        const verified = await checkExternalIdProof(site, request.body.externalId, request.body.externalIdProof);
         const { subscriberId, created } = await storeSubscription(clients, site, subscription, request.body, verified);
         return reply.code(created ? 201 : 200).send({ success: true, subscriberId, created });
       },
