@@ -211,7 +211,7 @@ async function enrollmentPage(clients: ServiceClients, token: string): Promise<P
     case 'active':
       return {
         status: 200,
-        heading: enrollment.pairing ? `Receive ${site.name}'s questions on this device` : `Get notifications from ${site.name}`,
+        heading: enrollment.pairing ? `Receive questions from ${site.name} on this device` : `Get notifications from ${site.name}`,
         text: enrollment.pairing
           ? 'Tap the button below and allow notifications: questions that need your answer will reach this browser. This link works once and expires soon.'
           : 'Tap the button below and allow notifications. This link works once and expires soon.',
