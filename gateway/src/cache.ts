@@ -48,6 +48,11 @@ export class VerifiedCache<T> {
     }
   }
 
+  /** Drops what is remembered for `cacheKey`, so the next get asks again. */
+  forget(cacheKey: string): void {
+    this.entries.delete(cacheKey);
+  }
+
   private remember(cacheKey: string, outcome: CacheEntry<T>['outcome'], expiresAt: number): void {
     if (this.entries.size >= MAX_ENTRIES) {
       // Maps iterate in insertion order: drop the oldest tenth.

@@ -36,6 +36,7 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'engagement',
       'policy',
       'keys-and-enrollment',
+      'approver-devices',
       'ask',
       'decisions',
       'webhooks',

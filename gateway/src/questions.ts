@@ -87,7 +87,8 @@ export function checkQuestion({ type = 'confirm', options }: QuestionInput): voi
 export const answerPageUrl = (publicOrigin: string, question: Question) => `${publicOrigin}/a/${question.answerToken}`;
 
 /**
- * Pushes a new question to the matching browser subscribers through the campaign service: the
+ * Pushes a new question to the matching approver devices (subscribers with a verified external
+ * id; the campaign service's QueueQuestion targets no one else) through the campaign service: the
  * answer page as its URL, Yes/No action buttons for a confirm question (the service worker posts
  * the action to answerUrl). Terminal approval mode pushes nothing. A push that cannot be queued
  * leaves the question answerable through its link, so it is logged, not failed.
@@ -96,7 +97,7 @@ export async function pushQuestion(
   { clients, publicOrigin }: Pick<QuestionRouteOptions, 'clients' | 'publicOrigin'>,
   request: FastifyRequest,
   question: Question,
-  targeting: Targeting,
+  targeting: Omit<Targeting, 'verifiedOnly'>,
 ): Promise<void> {
   if (question.mode === 'terminal') return;
   try {
@@ -112,7 +113,7 @@ export async function pushQuestion(
         actions: question.type === 'confirm' ? [{ action: 'yes', title: 'Yes' }, { action: 'no', title: 'No' }] : [],
         answerUrl: `${publicOrigin}/api/v1/answer/${question.answerToken}`,
       },
-      targeting,
+      targeting: { ...targeting, verifiedOnly: true },
     });
   } catch (err) {
     request.log.warn({ err, questionId: question.id }, 'the question could not be pushed; it stays answerable through its link');

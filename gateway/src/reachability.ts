@@ -1,9 +1,16 @@
 import type { ServiceClients } from './clients.js';
 
-/** Live channels of one end-user and of the whole site (GET /channels, GET /reachability, POST /decisions). */
+type Counted = { nativeAppDevices: number; browserSubscriptions: number; reachable: boolean };
+
+/**
+ * Live channels (GET /channels, GET /reachability, POST /decisions): `user`, one end-user's
+ * approver devices (browsers whose external id is verified); `team`, every approver device of the
+ * workspace; `site`, the whole audience (every active browser subscription).
+ */
 export interface ChannelCounts {
-  user: { nativeAppDevices: number; browserSubscriptions: number; reachable: boolean };
-  site: { nativeAppDevices: number; browserSubscriptions: number; reachable: boolean };
+  user: Counted;
+  team: Counted;
+  site: Counted;
 }
 
 const counted = (nativeAppDevices: number, browserSubscriptions: number) => ({
@@ -12,7 +19,7 @@ const counted = (nativeAppDevices: number, browserSubscriptions: number) => ({
   reachable: nativeAppDevices + browserSubscriptions > 0,
 });
 
-/** Paired, unrevoked devices (account service) and active browser subscribers (audience service). */
+/** Paired, unrevoked devices (account service) and active browser subscribers, verified or all (audience service). */
 export async function countChannels(clients: Pick<ServiceClients, 'account' | 'audience'>, workspaceId: string, externalId: string): Promise<ChannelCounts> {
   const [devices, subscriptions] = await Promise.all([
     clients.account.countDevices({ workspaceId, externalId }),
@@ -20,6 +27,7 @@ export async function countChannels(clients: Pick<ServiceClients, 'account' | 'a
   ]);
   return {
     user: counted(Number(devices.externalIdDevices), Number(subscriptions.externalIdActive)),
+    team: counted(Number(devices.siteDevices), Number(subscriptions.siteVerified)),
     site: counted(Number(devices.siteDevices), Number(subscriptions.siteActive)),
   };
 }

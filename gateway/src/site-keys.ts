@@ -24,6 +24,10 @@ export interface SiteCaller {
   siteId: string;
   /** The exact Origin of the page, matched against the site's domain. */
   origin: string;
+  /** The workspace's identity-verification secrets, newest first, for checking externalId proofs (as cached). */
+  identitySecrets: string[];
+  /** The secrets as the account service has them now (after a first read or a rotation the cache has not seen). */
+  freshIdentitySecrets: () => Promise<string[]>;
 }
 
 declare module 'fastify' {
@@ -40,9 +44,10 @@ export function siteOf(request: FastifyRequest): SiteCaller {
 
 /**
  * Resolves `pk_<id>` site keys to their site with the account service, remembered briefly like
- * full keys (VerifiedCache); 401 unauthorized for an unknown key.
+ * full keys (VerifiedCache); 401 unauthorized for an unknown key. `fresh` asks again whatever is
+ * remembered (and remembers the answer).
  */
-export function siteKeyResolver(account: ServiceClients['account'], ttlMs: number): (siteKey: string) => Promise<ResolveSiteKeyResponse> {
+export function siteKeyResolver(account: ServiceClients['account'], ttlMs: number): (siteKey: string, fresh?: boolean) => Promise<ResolveSiteKeyResponse> {
   const cache = new VerifiedCache<ResolveSiteKeyResponse>(ttlMs);
   const load = async (siteKey: string) => {
     try {
@@ -52,7 +57,10 @@ export function siteKeyResolver(account: ServiceClients['account'], ttlMs: numbe
       throw err;
     }
   };
-  return (siteKey) => cache.get(siteKey, () => load(siteKey));
+  return (siteKey, fresh = false) => {
+    if (fresh) cache.forget(siteKey);
+    return cache.get(siteKey, () => load(siteKey));
+  };
 }
 
 function unauthorized(message: string): HeraldError {
@@ -203,6 +211,12 @@ export function siteKeyAuthentication({ resolveSite, limiter, allowLocalhostSite
     await enforceRateLimit(limiter, reply, `site:${parsed.id}`, site.plan?.rateLimitPerMinute ?? 0);
     assertActivePlan(site.plan, upgradeUrl);
     const origin = assertOrigin(request.headers.origin ?? hostedPageOrigin(request, hostedOrigin), site.domain, allowLocalhostSites, hostedOrigin);
-    request.site = { workspaceId: site.workspaceId, siteId: site.siteId, origin };
+    request.site = {
+      workspaceId: site.workspaceId,
+      siteId: site.siteId,
+      origin,
+      identitySecrets: site.identitySecrets,
+      freshIdentitySecrets: async () => (await resolveSite(token, true)).identitySecrets,
+    };
   };
 }

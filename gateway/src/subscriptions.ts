@@ -1,9 +1,10 @@
-import { createPublicKey } from 'node:crypto';
+import { createHmac, createPublicKey, timingSafeEqual } from 'node:crypto';
 
 import { invalidFields, type FieldProblem } from '@herald/errors';
 
 import type { ServiceClients } from './clients.js';
 import type { GatewayConfig } from './config.js';
+import type { SiteCaller } from './site-keys.js';
 
 /** Push subscriptions as the browser SDK's subscribe and an enrollment link receive them: checked, then stored. */
 
@@ -19,14 +20,19 @@ export interface SubscriberFields {
   timezone?: string;
 }
 
-/** Stores a subscription checkPushSubscription accepted, with the page's metadata, for the site. */
+/**
+ * Stores a subscription checkPushSubscription accepted, with the page's metadata, for the site.
+ * `externalIdVerified`: the external id was proven (checkExternalIdProof, or a pairing link).
+ */
 export async function storeSubscription(
   clients: ServiceClients,
   site: { workspaceId: string; siteId: string },
   subscription: PushSubscriptionInput,
   body: SubscriberFields,
+  externalIdVerified: boolean,
 ): Promise<{ subscriberId: string; created: boolean }> {
   return clients.audience.subscribe({
+    externalIdVerified,
     workspaceId: site.workspaceId,
     siteId: site.siteId,
     endpoint: subscription.endpoint,
@@ -39,6 +45,40 @@ export async function storeSubscription(
     timezone: body.timezone ?? '',
     country: '',
   });
+}
+
+const proofPattern = /^[0-9a-f]{64}$/i;
+
+/** Whether `given` is HMAC-SHA256 of `externalId` under one of `secrets`; every secret is tried, in constant time each. */
+function proves(secrets: string[], externalId: string, given: Buffer): boolean {
+  let matched = false;
+  for (const secret of secrets) {
+    matched = timingSafeEqual(createHmac('sha256', secret).update(externalId, 'utf8').digest(), given) || matched;
+  }
+  return matched;
+}
+
+/**
+ * Whether `proof` proves `externalId`: HMAC-SHA256 (hex) of the external id under one of the
+ * workspace's identity-verification secrets (the current one, or the previous one during its
+ * rotation grace), compared in constant time. A proof that is malformed, made with another
+ * workspace's secret or for another id is a 400 naming externalIdProof: the site's backend has a
+ * bug to fix, and storing the id unverified would hide it. No proof: false (stored unverified).
+ *
+ * Checked here, at the edge, because the secrets arrive with the site-key resolution the gateway
+ * already caches (ResolveSiteKey): the audience service stays the one call, and stores what it is
+ * told was proven, as it does for pairing links. A proof the cached secrets refuse is checked once
+ * more against the account service's current ones, so a secret just made or rotated works at once.
+ */
+export async function checkExternalIdProof(site: SiteCaller, externalId: string | undefined, proof: string | undefined): Promise<boolean> {
+  if (proof === undefined) return false;
+  const problem = (text: string) => invalidFields('body', [{ field: 'externalIdProof', in: 'body', problem: text }]);
+  if (externalId === undefined) throw problem('needs the externalId it proves');
+  if (!proofPattern.test(proof)) throw problem('must be 64 hex characters: HMAC-SHA256 of externalId under the identity-verification secret');
+  const given = Buffer.from(proof.toLowerCase(), 'hex');
+  const matched = proves(site.identitySecrets, externalId, given) || proves(await site.freshIdentitySecrets(), externalId, given);
+  if (!matched) throw problem('does not prove externalId: compute HMAC-SHA256 of externalId under the current identity-verification secret (GET /api/v1/server/identity-verification/secret)');
+  return true;
 }
 
 const base64UrlPattern = /^[A-Za-z0-9_-]+={0,2}$/;

@@ -129,14 +129,16 @@ test('GET /channels counts live subscriptions and paired devices, for the key ow
   // Seeded directly: the ways in for subscribers and devices belong to other capabilities.
   const db = await connectDatabase();
   try {
-    const subscriber = (workspaceId: string, siteId: string, externalId: string | null, status: string) =>
+    // `verified`: the external id was proven; only such browsers count as the key owner's.
+    const subscriber = (workspaceId: string, siteId: string, externalId: string | null, status: string, verified = externalId !== null) =>
       db.query(
-        `INSERT INTO audience.subscribers (id, workspace_id, site_id, status, external_id, endpoint, p256dh, auth)
-         VALUES ($1, $2, $3, $4, $5, $6, 'p', 'a')`,
-        [`sub_${randomUUID()}`, workspaceId, siteId, status, externalId, `https://push.example/${randomUUID()}`],
+        `INSERT INTO audience.subscribers (id, workspace_id, site_id, status, external_id, external_id_verified, endpoint, p256dh, auth)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, 'p', 'a')`,
+        [`sub_${randomUUID()}`, workspaceId, siteId, status, externalId, verified, `https://push.example/${randomUUID()}`],
       );
     await subscriber(workspace.workspaceId, workspace.siteId, 'owner', 'active');
     await subscriber(workspace.workspaceId, workspace.siteId, 'owner', 'active');
+    await subscriber(workspace.workspaceId, workspace.siteId, 'owner', 'active', false);
     await subscriber(workspace.workspaceId, workspace.siteId, 'someone-else', 'active');
     await subscriber(workspace.workspaceId, workspace.siteId, 'owner', 'unsubscribed');
     await subscriber(workspace.workspaceId, workspace.siteId, null, 'expired');
@@ -158,7 +160,8 @@ test('GET /channels counts live subscriptions and paired devices, for the key ow
   const response = await get('/channels', workspace.apiKey);
   assert.equal(response.status, 200);
   assert.deepEqual(response.body, {
+    // The unproven "owner" is not the key owner's browser; the site's audience counts it.
     keyOwner: { externalId: 'owner', nativeAppDevices: 1, browserSubscriptions: 2, reachable: true },
-    site: { nativeAppDevices: 2, browserSubscriptions: 3 },
+    site: { nativeAppDevices: 2, browserSubscriptions: 4 },
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { call, connectDatabase, createKey, createWorkspace, pushSubscription, SERVER_API, type TestWorkspace } from '@herald/testkit';
+import { call, connectDatabase, createKey, createWorkspace, externalIdProof as proofOf, identitySecret, pushSubscription, SERVER_API, type TestWorkspace } from '@herald/testkit';
 
 import { questionStack } from './waiting.js';
 
@@ -65,13 +65,15 @@ async function expire(id: string): Promise<void> {
   }
 }
 
+/** A browser of `externalId` with its identity-verification proof: an approver device. */
 async function subscribe(workspace: TestWorkspace, externalId: string): Promise<void> {
   const subscription = pushSubscription('https://fcm.googleapis.com/fcm/send');
+  const externalIdProof = proofOf(await identitySecret(running.stack.gatewayUrl, workspace), externalId);
   const response = await call(running.stack.gatewayUrl, '/api/v1/subscribe', {
     method: 'POST',
     key: workspace.siteKey,
     headers: { origin: 'https://example.test' },
-    body: { ...subscription, externalId },
+    body: { ...subscription, externalId, externalIdProof },
   });
   assert.equal(response.status, 201, JSON.stringify(response.body));
 }

@@ -5,8 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { admin, call, connectDatabase, createKey, createWorkspace, errorBody, freePort, pushSubscription, SERVER_API, startStack, type Stack, type TestWorkspace } from '@herald/testkit';
 
-// Enrollment (Partner): POST /enroll makes a single-use link; its page subscribes the end-user's
-// browser under their externalId through POST /api/v1/enroll/<token>.
+// Enrollment (Partner) and pairing (every plan): POST /enroll and POST /pair make a single-use
+// link; its page subscribes the browser under the externalId, verified (an approver device),
+// through POST /api/v1/enroll/<token>.
 
 const gatewayEnv = { ALLOW_ANY_PUSH_SERVICE: 'true', IP_RATE_LIMIT_PER_MINUTE: '10000' };
 
@@ -99,7 +100,7 @@ test('a link enrolls its end-user once: the page, the subscription under the ext
   assert.deepEqual(enrolled.body, { success: true, subscriberId, created: true, externalId: 'user-1' });
 
   const listed = await subscribers(workspace, 'user-1');
-  assert.deepEqual(listed.body.data.map((s) => [s.id, s.externalId, s.status]), [[subscriberId, 'user-1', 'active']]);
+  assert.deepEqual(listed.body.data.map((s) => [s.id, s.externalId, s.externalIdVerified, s.status]), [[subscriberId, 'user-1', true, 'active']]);
   const detail = await call<{ device: Record<string, unknown> }>(stack.gatewayUrl, `${SERVER_API}/subscribers/${subscriberId}`, { key: workspace.apiKey });
   assert.deepEqual([detail.body.device.language, detail.body.device.timezone], ['de-DE', 'Europe/Berlin']);
 
@@ -215,6 +216,66 @@ test('an enrollment subscribes to its own workspace\'s site only', async () => {
   assert.deepEqual((await subscribers(other, 'shared-id')).body.data, []);
   const foreign = await call(stack.gatewayUrl, `${SERVER_API}/subscribers/${response.body.subscriberId as string}`, { key: other.apiKey });
   assert.equal(foreign.status, 404);
+});
+
+const pair = (key: string, body: unknown, url = stack.gatewayUrl) => call<EnrollAnswer>(url, `${SERVER_API}/pair`, { method: 'POST', key, body });
+
+async function pairing(key: string, body: unknown, url = stack.gatewayUrl): Promise<{ token: string; body: Link }> {
+  const response = await pair(key, body, url);
+  assert.equal(response.status, 200, JSON.stringify(response.body));
+  const token = /^http:\/\/localhost:8080\/enroll\/([A-Za-z0-9_-]{43})$/.exec(response.body.enrollmentUrl)?.[1];
+  assert.ok(token, response.body.enrollmentUrl);
+  return { token, body: response.body };
+}
+
+test('POST /pair on any plan: a single-use link that makes the browser the key owner\'s verified device', async () => {
+  const workspace = await createWorkspace('free');
+  const before = Date.now();
+  const { token, body } = await pairing((await createKey(workspace.workspaceId, 'runtime')).apiKey, {});
+  assert.equal(body.externalId, 'owner');
+  assert.ok(Math.abs(Date.parse(body.expiresAt) - before - 900_000) < 5_000, body.expiresAt);
+  const site = (await call<{ name: string }>(stack.gatewayUrl, `${SERVER_API}/site`, { key: workspace.apiKey })).body;
+  assertPage(await page(token), 200, `Receive questions from ${site.name} on this device`);
+
+  const used = await use(token, pushSubscription());
+  assert.deepEqual([used.status, used.body.externalId], [201, 'owner']);
+  assert.deepEqual((await subscribers(workspace, 'owner')).body.data.map((s) => [s.id, s.externalIdVerified]), [[used.body.subscriberId, true]]);
+  // Once only.
+  assert.deepEqual([(await use(token, pushSubscription())).status, (await use(token, pushSubscription())).body], [409, usedError]);
+  assertPage(await page(token), 409, 'This link has already been used');
+  assert.equal((await subscribers(workspace, 'owner')).body.data.length, 1);
+
+  // A dashboard key may pair an end-user's device too; a bound key only its own end-user's.
+  assert.equal((await pairing(workspace.apiKey, { externalId: 'user-3' })).body.externalId, 'user-3');
+  const partner = await createWorkspace('partner');
+  const bound = (await createKey(partner.workspaceId, 'bound', '--external-id', 'user-7')).apiKey;
+  assert.equal((await pairing(bound, {})).body.externalId, 'user-7');
+  const other = await pair(bound, { externalId: 'user-8' });
+  assert.deepEqual([other.status, other.body.message], [403, 'This key may only pair devices for its own end-user.']);
+  // A connector key cannot; bad bodies are 400.
+  const connector = await pair((await createKey(workspace.workspaceId, 'connector')).apiKey, {});
+  assert.deepEqual([connector.status, connector.body.message], [403, 'This key cannot access this endpoint']);
+  for (const bad of [{ externalId: '' }, { externalId: 'x'.repeat(257) }, { ttl: 60 }]) assert.equal((await pair(workspace.apiKey, bad)).status, 400, JSON.stringify(bad));
+});
+
+test('a pairing link expires (410) and subscribes into its own workspace only', async () => {
+  const workspace = await createWorkspace('growth');
+  const late = await pairing(workspace.apiKey, {}, shortLivedUrl);
+  await sleep(1_500);
+  assertPage(await page(late.token), 410, 'This link has expired');
+  assert.deepEqual([(await use(late.token, pushSubscription())).status, (await use(late.token, pushSubscription())).body], [410, expiredError]);
+  assert.deepEqual((await subscribers(workspace, 'owner')).body.data, []);
+
+  const other = await createWorkspace('growth');
+  const { token } = await pairing(workspace.apiKey, {});
+  const used = await use(token, pushSubscription());
+  assert.equal(used.status, 201);
+  assert.deepEqual((await subscribers(other, 'owner')).body.data, []);
+  assert.equal((await call(stack.gatewayUrl, `${SERVER_API}/subscribers/${used.body.subscriberId as string}`, { key: other.apiKey })).status, 404);
+  // Pairing links keep working off the Partner plan: they are not enrollment links.
+  const kept = await pairing(workspace.apiKey, {});
+  await admin('workspace', 'set-plan', '--workspace', workspace.workspaceId, '--plan', 'starter');
+  assert.equal((await use(kept.token, pushSubscription())).status, 201);
 });
 
 test('the service worker the page registers shows pushes and opens their url', async () => {

@@ -89,6 +89,8 @@ test('subscribe creates a subscriber (201), and the same endpoint again is the s
     siteId: workspace.siteId,
     status: 'active',
     externalId: 'user-42',
+    // No proof came with it (approver-devices.test.ts covers proofs).
+    externalIdVerified: false,
     tags: ['news', 'vip', 'sale'],
     customData: {},
     browser: 'Firefox 128',

@@ -2,9 +2,23 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { SEND_PIPELINE } from '@herald/bus';
-import { admin, call, connectDatabase, eventually, SERVER_API, seedAudience, startSendingHarness, waitForQuiet, type SendingHarness, type TestWorkspace } from '@herald/testkit';
+import {
+  admin,
+  call,
+  connectDatabase,
+  eventually,
+  externalIdProof,
+  identitySecret,
+  SERVER_API,
+  seedAudience,
+  startSendingHarness,
+  waitForQuiet,
+  type SendingHarness,
+  type TestWorkspace,
+} from '@herald/testkit';
 
-// A question (/ask, /decisions) is pushed to the matching browser subscribers through the
+// A question (/ask, /decisions) is pushed to the matching approver devices (subscribers whose
+// external id is verified; approver-devices.test.ts shows nobody else gets one) through the
 // campaign service and the delivery fleet, with Yes/No action buttons, to a strict local push
 // service that decrypts every message; Terminal mode pushes nothing; the monthly allowance is
 // untouched.
@@ -24,6 +38,9 @@ interface Pushed {
   answerUrl: string;
 }
 
+/** Two approver devices: user-0 and user-1, each subscribed with its external id's proof. */
+const approvers = () => seedAudience(harness, 2, 'growth', (index) => ({ externalId: `user-${index}`, tags: [], verified: true }));
+
 const pushedTo = (endpoint: string): Pushed[] => harness.peer.received(endpoint).map((message) => harness.openPush(message).payload as unknown as Pushed);
 
 async function monthlyUsage(workspaceId: string): Promise<number> {
@@ -37,7 +54,7 @@ async function monthlyUsage(workspaceId: string): Promise<number> {
 }
 
 test('an ask is pushed to the subscribers it targets, with Yes/No actions that answer it', async () => {
-  const audience = await seedAudience(harness, 2);
+  const audience = await approvers();
   const [alice, bob] = audience.subscribers;
   if (!alice || !bob) throw new Error('two subscribers expected');
   const key = audience.workspace.apiKey;
@@ -73,7 +90,7 @@ test('an ask is pushed to the subscribers it targets, with Yes/No actions that a
 });
 
 test('a decision is pushed to the end-user it addresses; a replay pushes nothing again', async () => {
-  const audience = await seedAudience(harness, 2);
+  const audience = await approvers();
   const [alice, bob] = audience.subscribers;
   if (!alice || !bob) throw new Error('two subscribers expected');
   const body = { question: 'Refund order 1234?', type: 'select', options: ['full', 'partial'], externalId: bob.externalId, idempotencyKey: 'refund-1234' };
@@ -105,7 +122,8 @@ test('in Terminal approval mode the question is stored and nothing is pushed', a
     method: 'POST',
     key: workspace.siteKey,
     headers: { origin: 'https://shop.example.test' },
-    body: { endpoint: subscription.endpoint, keys: subscription.keys },
+    // An approver device, so only the mode keeps the question from it.
+    body: { endpoint: subscription.endpoint, keys: subscription.keys, externalId: 'owner', externalIdProof: externalIdProof(await identitySecret(harness.stack.gatewayUrl, workspace), 'owner') },
   });
   assert.equal(subscribed.status, 201);
   const asked = await call<{ mode: string; status: string }>(harness.stack.gatewayUrl, `${SERVER_API}/ask`, {

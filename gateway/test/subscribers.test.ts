@@ -17,6 +17,7 @@ interface SubscriberRecord {
   id: string;
   status: string;
   externalId: string | null;
+  externalIdVerified: boolean;
   tags: string[];
   createdAt: string;
   updatedAt: string;
@@ -126,6 +127,8 @@ test('pages are newest first and stable while subscribers are added between read
     siteId: workspace.siteId,
     status: 'active',
     externalId: 'user-0',
+    // Subscribed without a proof.
+    externalIdVerified: false,
     tags: [],
     customData: {},
     browser: null,
@@ -223,6 +226,7 @@ test('count, read, update and delete one subscriber', async () => {
     siteId: workspace.siteId,
     status: 'active',
     externalId: 'dora',
+    externalIdVerified: false,
     tags: ['news'],
     customData: {},
     browser: 'Safari',

@@ -80,7 +80,7 @@ export const decisionRoutes =
           ]);
         }
         const counts = await countChannels(clients, principal.workspaceId, externalId ?? principal.ownerExternalId);
-        const reachability = audience === 'team' ? counts.site : counts.user;
+        const reachability = audience === 'team' ? counts.team : counts.user;
         const { question: created, duplicate } = await clients.decision.createQuestion({
           ...newQuestion(principal, QuestionKind.QUESTION_KIND_DECISION, body),
           audience,
@@ -94,7 +94,7 @@ export const decisionRoutes =
           requireReachable,
         });
         const opened = questionOf({ question: created });
-        // A replay pushes nothing again. The team is everyone on the site; anyone else is one external id.
+        // A replay pushes nothing again. The team is every approver device of the workspace; anyone else is one external id's.
         if (!duplicate) {
           await pushQuestion({ clients, publicOrigin }, request, opened, { subscriberIds: [], externalIds: opened.externalId ? [opened.externalId] : [], tags: [], segmentId: '' });
         }

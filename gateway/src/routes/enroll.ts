@@ -16,14 +16,47 @@ import { checkPushSubscription, storeSubscription } from '../subscriptions.js';
 import { PUBLIC_PREFIX } from '../prefixes.js';
 
 /**
- * Enrollment (Partner plan): POST /enroll makes a single-use link {origin}/enroll/<token>; the
- * page behind it subscribes the end-user's browser to push, under their externalId, by posting
- * the subscription to POST /api/v1/enroll/<token>, which uses the link up.
+ * Single-use links that make the browser opening them a verified device of one externalId (an
+ * approver device: counted for reachability, sent questions). Two ways to get one, one mechanism:
+ * POST /pair (every plan; the key owner's device, or an end-user's the key may address) and
+ * POST /enroll (Partner plan; one of the partner's end-users). Each makes a link
+ * {origin}/enroll/<token>; the page behind it subscribes the browser to push by posting the
+ * subscription to POST /api/v1/enroll/<token>, which uses the link up.
  */
+
+const LinkResponse = (description: string) =>
+  Type.Object({
+    enrollmentUrl: Type.String({ description }),
+    expiresAt: Type.String(),
+    externalId: Type.String({ description: 'Whose verified device the browser becomes' }),
+  });
 
 export const enrollRoutes =
   (clients: ServiceClients): FastifyPluginAsyncTypebox =>
   async (app) => {
+    app.post(
+      '/pair',
+      {
+        // Every key that may open decisions may pair the device that answers them.
+        config: { access: { scope: 'decisions' } },
+        schema: {
+          tags: ['Enrollment'],
+          operationId: 'createPairing',
+          summary: "Make a single-use, short-lived link that pairs a browser as the key owner's (or an end-user's) approver device",
+          description:
+            'Every plan. The browser that opens the link and allows notifications becomes a verified device of externalId (default: the key owner): it counts for reachability and receives questions. Scope decisions (dashboard, runtime and bound keys; a bound key pairs its own end-user only).',
+          body: Type.Object({ externalId: Type.Optional(ExternalId) }, { additionalProperties: false }),
+          response: withErrors({ 200: LinkResponse('Single-use link to open in the browser (or scan as a QR code)') }),
+        },
+      },
+      async (request) => {
+        const principal = principalOf(request);
+        const externalId = endUserOf(principal, request.body.externalId, 'pair devices') ?? principal.ownerExternalId;
+        const link = await clients.account.createEnrollment({ workspaceId: principal.workspaceId, externalId, keyId: principal.keyId, pairing: true });
+        return { enrollmentUrl: link.enrollmentUrl, expiresAt: link.expiresAt, externalId };
+      },
+    );
+
     app.post(
       '/enroll',
       {
@@ -33,20 +66,14 @@ export const enrollRoutes =
           operationId: 'createEnrollment',
           summary: "Make a single-use link that connects an end-user's browser (Partner)",
           body: Type.Object({ externalId: Type.Optional(ExternalId) }, { additionalProperties: false }),
-          response: withErrors({
-            200: Type.Object({
-              enrollmentUrl: Type.String({ description: 'Single-use link the end-user opens in their browser' }),
-              expiresAt: Type.String(),
-              externalId: Type.String(),
-            }),
-          }),
+          response: withErrors({ 200: LinkResponse('Single-use link the end-user opens in their browser') }),
         },
       },
       async (request) => {
         const principal = principalOf(request);
         const externalId = endUserOf(principal, request.body.externalId, 'create enrollment links');
         if (externalId === undefined) throw invalidFields('body', [{ field: 'externalId', in: 'body', problem: 'is required' }]);
-        const link = await clients.account.createEnrollment({ workspaceId: principal.workspaceId, externalId, keyId: principal.keyId });
+        const link = await clients.account.createEnrollment({ workspaceId: principal.workspaceId, externalId, keyId: principal.keyId, pairing: false });
         return { enrollmentUrl: link.enrollmentUrl, expiresAt: link.expiresAt, externalId };
       },
     );
@@ -183,8 +210,10 @@ async function enrollmentPage(clients: ServiceClients, token: string): Promise<P
     case 'active':
       return {
         status: 200,
-        heading: `Get notifications from ${site.name}`,
-        text: 'Tap the button below and allow notifications. This link works once and expires soon.',
+        heading: enrollment.pairing ? `Receive questions from ${site.name} on this device` : `Get notifications from ${site.name}`,
+        text: enrollment.pairing
+          ? 'Tap the button below and allow notifications: questions that need your answer will reach this browser. This link works once and expires soon.'
+          : 'Tap the button below and allow notifications. This link works once and expires soon.',
         site,
         token,
       };
@@ -247,7 +276,8 @@ export const enrollmentPageRoutes =
         const subscription = checkPushSubscription(request.body, '', config);
         const enrollment = await clients.account.consumeEnrollment({ token: request.params.token });
         const { externalId } = enrollment;
-        const { subscriberId, created } = await storeSubscription(clients, enrollment, subscription, { ...request.body, externalId });
+        // The link proves the external id: whoever asked for it could address that person.
+        const { subscriberId, created } = await storeSubscription(clients, enrollment, subscription, { ...request.body, externalId }, true);
         return reply.code(created ? 201 : 200).send({ success: true, subscriberId, created, externalId });
       },
     );

@@ -8,7 +8,7 @@ import { perClientLimit, type RateLimiter } from '../rate-limit.js';
 import { Nullable, orNull, withErrors } from '../schemas/common.js';
 import { corsPreflight, preflightOptions, siteOf } from '../site-keys.js';
 import { DeviceFields, ExternalId, PushSubscription, TagList } from '../schemas/subscribers.js';
-import { checkPushSubscription, storeSubscription } from '../subscriptions.js';
+import { checkExternalIdProof, checkPushSubscription, storeSubscription } from '../subscriptions.js';
 
 /**
  * The browser SDK's endpoints under {origin}/api/v1 (not /api/v1/server): subscribe,
@@ -21,6 +21,14 @@ const SubscribeBody = Type.Object(
   {
     ...PushSubscription,
     externalId: Type.Optional(ExternalId),
+    externalIdProof: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 128,
+        description:
+          "HMAC-SHA256 (hex) of externalId under the workspace's identity-verification secret, computed by the site's backend. With it the external id is verified (an approver device); without it, stored unverified. A wrong or malformed proof is a 400.",
+      }),
+    ),
     tags: Type.Optional(TagList),
     ...DeviceFields,
   },
@@ -83,7 +91,9 @@ export const publicRoutes =
       },
       async (request, reply) => {
         const subscription = checkPushSubscription(request.body, '', config);
-        const { subscriberId, created } = await storeSubscription(clients, siteOf(request), subscription, request.body);
+        const site = siteOf(request);
+        const verified = await checkExternalIdProof(site, request.body.externalId, request.body.externalIdProof);
+        const { subscriberId, created } = await storeSubscription(clients, site, subscription, request.body, verified);
         return reply.code(created ? 201 : 200).send({ success: true, subscriberId, created });
       },
     );

@@ -17,6 +17,10 @@ const SubscriberRecord = Type.Object({
   siteId: Type.String(),
   status: Status,
   externalId: Nullable(Type.String()),
+  externalIdVerified: Type.Boolean({
+    description:
+      'true when externalId was proven (an identity-verification proof or a pairing/enrollment link): only such subscribers are approver devices, counted for reachability and sent questions. Changing externalId without a proof (PATCH) makes it false.',
+  }),
   tags: Type.Array(Type.String()),
   customData: Type.Object({}, { additionalProperties: true }),
   browser: Nullable(Type.String()),
@@ -50,6 +54,7 @@ function toRecord(subscriber: Subscriber) {
     siteId: subscriber.siteId,
     status: subscriber.status as SubscriberStatus,
     externalId: orNull(subscriber.externalId),
+    externalIdVerified: subscriber.externalIdVerified,
     tags: subscriber.tags,
     customData: JSON.parse(subscriber.customDataJson || '{}') as Record<string, unknown>,
     browser: orNull(subscriber.browser),
@@ -157,7 +162,7 @@ export const subscriberRoutes =
             {
               tags: Type.Optional(TagList),
               externalId: Type.Optional(
-                Type.Unsafe<string | null>({ ...ExternalId, type: ['string', 'null'], description: "The caller's own user id; null clears it" }),
+                Type.Unsafe<string | null>({ ...ExternalId, type: ['string', 'null'], description: "The caller's own user id; null clears it. A new value is stored unverified (see externalIdVerified)" }),
               ),
               customData: Type.Optional(
                 Type.Object({}, { additionalProperties: true, description: `Replaces the whole object; at most ${SUBSCRIBER_LIMITS.customDataBytes} bytes as JSON` }),

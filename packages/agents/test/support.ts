@@ -25,9 +25,9 @@ export interface PolicyWorkspace {
   herald: Herald;
 }
 
-/** A workspace of its own with POLICY, and one subscriber so notifications and questions reach someone. */
+/** A workspace of its own with POLICY, and one approver device (the owner's, proven) so notifications and questions reach someone. */
 export async function policyWorkspace(harness: SendingHarness): Promise<PolicyWorkspace> {
-  const { workspace } = await seedAudience(harness, 1, 'growth', () => ({ externalId: 'owner', tags: [] }));
+  const { workspace } = await seedAudience(harness, 1, 'growth', () => ({ externalId: 'owner', tags: [], verified: true }));
   const herald = new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl });
   await herald.putPolicy(POLICY);
   return { workspace, herald };

@@ -210,6 +210,7 @@ test('denied permission: promptForPermission() resolves null and calls onPermiss
 test('setExternalId and setTags refuse bad values at once; unsubscribe() without a subscription is false', async () => {
   await assert.rejects(page.evaluate("window.herald.setExternalId('')"), /The external id must be a string of 1 to 256 characters\./);
   await assert.rejects(page.evaluate("window.herald.setExternalId('x'.repeat(257))"), /The external id must be a string of 1 to 256 characters\./);
+  await assert.rejects(page.evaluate("window.herald.setExternalId('user-42', { proof: 'not-hex' })"), /The proof must be 64 hex characters \(HMAC-SHA256 of the external id\)\./);
   await assert.rejects(page.evaluate("window.herald.setTags({ plan: 'a,b' })"), /The tag "plan:a,b" contains a comma; tags cannot\./);
   await assert.rejects(page.evaluate("window.herald.setTags({ '': 'x' })"), /setTags takes a map of non-empty string keys to string values\./);
   await assert.rejects(page.evaluate("window.herald.setTags({ k: 'v'.repeat(70) })"), /is longer than 64 characters\./);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { call, eventually, freePort, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
+import { call, eventually, externalIdProof, freePort, identitySecret, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 
 import { artifactPath, browserPath, campaignCounted, startSiteWorkspace, type CampaignCounts, type TestSite } from './support.js';
@@ -180,6 +180,12 @@ test('Firefox: setExternalId and setTags reach the live subscriber', async () =>
     body.data.map((entry) => [entry['id'], entry['externalId'], entry['tags'], entry['status']]),
     [[subscriberId, 'firefox-user-1', ['plan:pro', 'lang:de'], 'active']],
   );
+  // Without a proof the id is unverified; with the site backend's proof this browser becomes the
+  // user's approver device.
+  assert.equal((await subscriber(subscriberId))['externalIdVerified'], false);
+  const proof = externalIdProof(await identitySecret(stack.gatewayUrl, workspace), 'firefox-user-1');
+  await page.evaluate(`window.herald.setExternalId('firefox-user-1', { proof: '${proof}' })`);
+  assert.deepEqual([(await subscriber(subscriberId))['externalId'], (await subscriber(subscriberId))['externalIdVerified']], ['firefox-user-1', true]);
 });
 
 test('Firefox: POST /send goes through the fleet and the peer to Firefox, which decrypts it, shows it and acknowledges it; the impression is counted', async () => {

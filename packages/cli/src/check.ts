@@ -63,6 +63,30 @@ export async function checkKey(origin: string, key: string): Promise<KeyCheck> {
   return { state: 'unreachable', reason: `${origin} answered HTTP ${status}, not as a Herald server does` };
 }
 
+export interface PairingLink {
+  enrollmentUrl: string;
+  expiresAt: string;
+  externalId: string;
+}
+
+export type PairingAnswer = { state: 'ready'; link: PairingLink } | Exclude<KeyCheck, { state: 'ready' }>;
+
+/** POST /pair: a single-use link that makes the browser opening it an approver device. */
+export async function createPairing(origin: string, key: string, externalId: string | undefined): Promise<PairingAnswer> {
+  const answer = await request(`${origin}/api/v1/server/pair`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(externalId === undefined ? {} : { externalId }),
+  });
+  if ('failure' in answer) return { state: 'unreachable', reason: answer.failure };
+  const { status, body } = answer;
+  if (status === 200) {
+    return { state: 'ready', link: { enrollmentUrl: text(body.enrollmentUrl), expiresAt: text(body.expiresAt), externalId: text(body.externalId) } };
+  }
+  if (status >= 400 && status < 500) return { state: 'key_rejected', status, code: text(body.code), message: text(body.message) };
+  return { state: 'unreachable', reason: `${origin} answered HTTP ${status}` };
+}
+
 /** The MCP handshake, as an agent client opens it (no key needed). */
 export async function checkMcp(url: string): Promise<{ ok: true; server: string } | { ok: false; reason: string }> {
   const answer = await request(url, {

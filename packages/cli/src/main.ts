@@ -2,10 +2,12 @@
 import { homedir } from 'node:os';
 import { parseArgs } from 'node:util';
 
-import { checkKey, checkMcp, MCP_PATH, originOf, publicIdOf, type KeyCheck } from './check.js';
+import { renderUnicodeCompact } from 'uqr';
+
+import { checkKey, checkMcp, createPairing, MCP_PATH, originOf, publicIdOf, type KeyCheck } from './check.js';
 import { agentClients, ConfigFileError, modeOf, readHeraldEntry, writeHeraldEntry, type AgentClient, type HeraldEntry } from './clients.js';
 
-/** `herald setup | status | doctor`: wires agent clients to a Herald server's MCP endpoint. */
+/** `herald setup | status | doctor | pair`: wires agent clients to a Herald server's MCP endpoint, and pairs the phone that answers. */
 
 const EXIT = { ready: 0, failed: 1, usage: 2, notSetUp: 3, keyRejected: 4, unreachable: 5 } as const;
 const DEFAULT_URL = 'http://localhost:8080';
@@ -14,6 +16,7 @@ const USAGE = `Usage:
   herald setup [--key <pk_id.secret>] [--url <origin>] [--client <id>]...
   herald status [--json]
   herald doctor
+  herald pair [--external-id <id>] [--key <pk_id.secret>] [--url <origin>]
 
 setup   verifies the key (GET /identity) and adds a "herald" MCP server to each agent client's
         configuration: ${agentClients()
@@ -23,7 +26,11 @@ setup   verifies the key (GET /identity) and adds a "herald" MCP server to each 
         the URL from --url, else HERALD_URL, else ${DEFAULT_URL}.
 status  whether the configured clients are ready; exit 0 ready, 3 not set up, 4 key rejected,
         5 server unreachable (1 failed, 2 usage error).
-doctor  the same checks, explained in sentences.`;
+doctor  the same checks, explained in sentences.
+pair    makes a single-use pairing link (POST /pair) and prints it with a QR code: the browser
+        that opens it (scan it with your phone) becomes the key owner's approver device, or
+        --external-id's, and receives the questions agents ask. The key and URL come from
+        --key/--url, else HERALD_API_KEY/HERALD_URL, else the configuration setup wrote.`;
 
 class UsageError extends Error {}
 
@@ -231,6 +238,53 @@ async function doctor(): Promise<number> {
   return exitOf[state];
 }
 
+/** The key and server to use: the options, the environment, else the first agent client setup configured. */
+async function configuredKey(values: { key?: string | undefined; url?: string | undefined }): Promise<{ key: string; origin: string } | undefined> {
+  const key = values.key ?? process.env.HERALD_API_KEY;
+  const url = values.url ?? process.env.HERALD_URL;
+  if (key !== undefined) return { key, origin: parseUrl(url ?? DEFAULT_URL) };
+  for (const client of agentClients()) {
+    const entry = await readHeraldEntry(client).catch((err: unknown) => {
+      if (err instanceof ConfigFileError) return null;
+      throw err;
+    });
+    if (entry) return { key: entry.key, origin: url === undefined ? originOf(entry.url) : parseUrl(url) };
+  }
+  return undefined;
+}
+
+async function pair(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { key: { type: 'string' }, url: { type: 'string' }, 'external-id': { type: 'string' } }, strict: true });
+  const configured = await configuredKey(values);
+  if (!configured) {
+    process.stderr.write('No API key: pass --key, set HERALD_API_KEY, or run `herald setup` first.\n');
+    return EXIT.notSetUp;
+  }
+  const externalId = values['external-id'];
+  if (externalId === '') throw new UsageError('--external-id must not be empty.');
+  const answer = await createPairing(configured.origin, configured.key, externalId);
+  if (answer.state !== 'ready') {
+    const problem = problemOf(answer, configured.origin);
+    process.stderr.write(`${problem.sentence}\n`);
+    return problem.exit;
+  }
+  const { link } = answer;
+  const minutes = Math.max(1, Math.round((Date.parse(link.expiresAt) - Date.now()) / 60_000));
+  process.stdout.write(
+    [
+      `Open this link on the device that should receive ${link.externalId === 'owner' ? 'your' : `${link.externalId}'s`} questions (it works once):`,
+      '',
+      link.enrollmentUrl,
+      '',
+      renderUnicodeCompact(link.enrollmentUrl, { border: 2 }),
+      '',
+      `Scan the code with the phone's camera, open the page and allow notifications. The link expires at ${link.expiresAt} (in about ${minutes} minute${minutes === 1 ? '' : 's'}).`,
+      '',
+    ].join('\n'),
+  );
+  return EXIT.ready;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
   switch (command) {
@@ -240,6 +294,8 @@ async function main(argv: string[]): Promise<number> {
       return status(args);
     case 'doctor':
       return doctor();
+    case 'pair':
+      return pair(args);
     case undefined:
     case 'help':
     case '--help':

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { admin, createKey, createWorkspace, freePort, startStack, type Stack } from '@herald/testkit';
+import { admin, createKey, createWorkspace, freePort, pushSubscription, startStack, type Stack } from '@herald/testkit';
+import { renderUnicodeCompact } from 'uqr';
 
 // The compiled `herald` bin as a child process, with a temporary HOME, against a live stack.
 
@@ -256,4 +257,51 @@ test('doctor explains in sentences', async () => {
   );
   assert.ok(lines.includes(`  ~/.cursor/mcp.json holds your key but other users may read it (mode 644); run \`chmod 600 ${files.cursor}\`.`), broken.stdout);
   assert.deepEqual(lines.slice(-2), ['Herald is set up, but the server refuses the key.', '3 problems found.']);
+});
+
+test('pair prints a single-use pairing link, its QR code and expiry; the link makes the browser the owner\'s approver device', async () => {
+  const home = await newHome();
+  const { apiKey, keyId } = await runtimeKey();
+
+  const none = await herald(home, ['pair']);
+  assert.deepEqual([none.code, none.stderr], [3, 'No API key: pass --key, set HERALD_API_KEY, or run `herald setup` first.\n']);
+
+  // With the key setup configured, nothing else is needed.
+  assert.equal((await herald(home, ['setup', '--key', apiKey, '--url', stack.gatewayUrl, '--client', 'cursor'])).code, 0);
+  const paired = await herald(home, ['pair']);
+  assert.equal(paired.code, 0, paired.stderr);
+  const lines = paired.stdout.split('\n');
+  assert.equal(lines[0], 'Open this link on the device that should receive your questions (it works once):');
+  const link = lines[2] ?? '';
+  const token = /^http:\/\/localhost:8080\/enroll\/([A-Za-z0-9_-]{43})$/.exec(link)?.[1];
+  assert.ok(token, paired.stdout);
+  // The code printed is the link's (uqr's compact Unicode rendering, two modules of quiet zone).
+  assert.ok(paired.stdout.includes(`\n\n${renderUnicodeCompact(link, { border: 2 })}\n\n`), paired.stdout);
+  assert.match(lines.at(-2) ?? '', /^Scan the code with the phone's camera, open the page and allow notifications\. The link expires at \S+Z \(in about 15 minutes\)\.$/);
+  assert.doesNotMatch(paired.stdout + paired.stderr, new RegExp(apiKey.split('.')[1] ?? 'never'), 'the secret is never printed');
+
+  const used = await fetch(`${stack.gatewayUrl}/api/v1/enroll/${token}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(pushSubscription('https://fcm.googleapis.com/fcm/send')),
+  });
+  assert.equal(used.status, 201);
+  const reachability = await fetch(`${stack.gatewayUrl}/api/v1/server/reachability`, { headers: { authorization: `Bearer ${apiKey}` } });
+  assert.deepEqual(await reachability.json(), { externalId: 'owner', reachable: true, browserSubscriptions: 1, nativeAppDevices: 0, channels: ['browser'] });
+  assert.equal((await fetch(`${stack.gatewayUrl}/api/v1/enroll/${token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(pushSubscription('https://fcm.googleapis.com/fcm/send')) })).status, 409);
+
+  // Another person's device, with the key in the environment.
+  const other = await herald(await newHome(), ['pair', '--external-id', 'user-5'], { HERALD_API_KEY: apiKey, HERALD_URL: stack.gatewayUrl });
+  assert.equal(other.code, 0, other.stderr);
+  assert.equal(other.stdout.split('\n')[0], "Open this link on the device that should receive user-5's questions (it works once):");
+
+  // A rejected key (4) and an unreachable server (5) print one sentence and no link.
+  await admin('key', 'revoke', '--key', keyId);
+  const rejected = await herald(home, ['pair']);
+  assert.equal(rejected.code, 4);
+  assert.match(rejected.stderr, new RegExp(`^${stack.gatewayUrl} refused the key \\(401 unauthorized: .+\\)\\.\\n$`));
+  assert.equal(rejected.stdout, '');
+  const unreachable = await herald(home, ['pair', '--key', apiKey, '--url', `http://127.0.0.1:${await freePort()}`]);
+  assert.equal(unreachable.code, 5);
+  assert.match(unreachable.stderr, /could not be reached \(ECONNREFUSED\)/);
 });

@@ -405,6 +405,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/identity-verification/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the workspace's identity-verification secret (the first read makes it)
+         * @description A site's backend signs a user's externalId with it (HMAC-SHA256, hex) and the browser SDK passes the proof to POST /api/v1/subscribe: only a proven externalId makes the browser an approver device.
+         */
+        get: operations["getIdentitySecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/identity-verification/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate the identity-verification secret (proofs made with the previous one are accepted for 24 h more) */
+        post: operations["rotateIdentitySecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server/keys": {
         parameters: {
             query?: never;
@@ -572,6 +609,26 @@ export interface paths {
         get: operations["listNotificationRecipients"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/pair": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a single-use, short-lived link that pairs a browser as the key owner's (or an end-user's) approver device
+         * @description Every plan. The browser that opens the link and allows notifications becomes a verified device of externalId (default: the key owner): it counts for reachability and receives questions. Scope decisions (dashboard, runtime and bound keys; a bound key pairs its own end-user only).
+         */
+        post: operations["createPairing"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2565,6 +2622,7 @@ export interface operations {
                         /** @description Single-use link the end-user opens in their browser */
                         enrollmentUrl: string;
                         expiresAt: string;
+                        /** @description Whose verified device the browser becomes */
                         externalId: string;
                     };
                 };
@@ -3154,6 +3212,72 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getIdentitySecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description When the current secret was made */
+                        createdAt: string;
+                        previousSecretExpiresAt: string | null;
+                        /** @description The current identity-verification secret, idsec_<base64url of 32 bytes>: a proof of an external id is HMAC-SHA256 (hex) of the id with this whole string as the key. Keep it on the site's backend only. */
+                        secret: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateIdentitySecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description When the current secret was made */
+                        createdAt: string;
+                        previousSecretExpiresAt: string | null;
+                        /** @description The current identity-verification secret, idsec_<base64url of 32 bytes>: a proof of an external id is HMAC-SHA256 (hex) of the id with this whole string as the key. Keep it on the site's backend only. */
+                        secret: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listKeys: {
         parameters: {
             query?: {
@@ -3678,6 +3802,46 @@ export interface operations {
                         }[];
                         hasMore: boolean;
                         nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createPairing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The caller's own user id */
+                    externalId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Single-use link to open in the browser (or scan as a QR code) */
+                        enrollmentUrl: string;
+                        expiresAt: string;
+                        /** @description Whose verified device the browser becomes */
+                        externalId: string;
                     };
                 };
             };
@@ -4386,6 +4550,8 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             externalId: string | null;
+                            /** @description true when externalId was proven (an identity-verification proof or a pairing/enrollment link): only such subscribers are approver devices, counted for reachability and sent questions. Changing externalId without a proof (PATCH) makes it false. */
+                            externalIdVerified: boolean;
                             id: string;
                             os: string | null;
                             siteId: string;
@@ -4445,6 +4611,8 @@ export interface operations {
                             timezone: string | null;
                         };
                         externalId: string | null;
+                        /** @description true when externalId was proven (an identity-verification proof or a pairing/enrollment link): only such subscribers are approver devices, counted for reachability and sent questions. Changing externalId without a proof (PATCH) makes it false. */
+                        externalIdVerified: boolean;
                         id: string;
                         os: string | null;
                         siteId: string;
@@ -4507,7 +4675,7 @@ export interface operations {
                     customData?: {
                         [key: string]: unknown;
                     };
-                    /** @description The caller's own user id; null clears it */
+                    /** @description The caller's own user id; null clears it. A new value is stored unverified (see externalIdVerified) */
                     externalId?: string | null;
                     tags?: string[];
                 };
@@ -4540,6 +4708,8 @@ export interface operations {
                             timezone: string | null;
                         };
                         externalId: string | null;
+                        /** @description true when externalId was proven (an identity-verification proof or a pairing/enrollment link): only such subscribers are approver devices, counted for reachability and sent questions. Changing externalId without a proof (PATCH) makes it false. */
+                        externalIdVerified: boolean;
                         id: string;
                         os: string | null;
                         siteId: string;
@@ -4933,6 +5103,8 @@ export interface operations {
                     expirationTime?: number | null;
                     /** @description The caller's own user id */
                     externalId?: string;
+                    /** @description HMAC-SHA256 (hex) of externalId under the workspace's identity-verification secret, computed by the site's backend. With it the external id is verified (an approver device); without it, stored unverified. A wrong or malformed proof is a 400. */
+                    externalIdProof?: string;
                     keys: {
                         /** @description base64url */
                         auth: string;

@@ -17,6 +17,7 @@ import type {
   Decision,
   DecisionRequest,
   Enrollment,
+  IdentitySecret,
   Flow,
   FlowQuery,
   FlowRun,
@@ -45,6 +46,7 @@ import type {
   Template,
   TemplateUpdate,
   Verdict,
+  Pairing,
   WebhookSecret,
 } from './types.js';
 
@@ -381,6 +383,14 @@ export class Herald {
     return this.request('POST', '/enroll', params, options);
   }
 
+  /**
+   * A single-use, short-lived link (every plan) that makes the browser opening it an approver
+   * device of the key owner, or of `externalId` (a bound key: its own end-user only).
+   */
+  pair(params: { externalId?: string } = {}, options?: RequestOptions): Promise<Pairing> {
+    return this.request('POST', '/pair', params, options);
+  }
+
   // ---- Ask ----
 
   ask(question: AskRequest, options?: RequestOptions): Promise<AskRecord> {
@@ -429,6 +439,17 @@ export class Herald {
 
   rotateWebhookSecret(options?: RequestOptions): Promise<WebhookSecret> {
     return this.request('POST', '/webhooks/secret/rotate', undefined, options);
+  }
+
+  // ---- Identity-verification secret (prove external ids with externalIdProof) ----
+
+  getIdentitySecret(options?: RequestOptions): Promise<IdentitySecret> {
+    return this.request('GET', '/identity-verification/secret', undefined, options);
+  }
+
+  /** Proofs made with the previous secret are accepted for 24 h more. */
+  rotateIdentitySecret(options?: RequestOptions): Promise<IdentitySecret> {
+    return this.request('POST', '/identity-verification/secret/rotate', undefined, options);
   }
 
   // ---- Helpers ----

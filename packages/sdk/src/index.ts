@@ -1,4 +1,5 @@
 export * from './client.js';
 export * from './errors.js';
+export * from './identity.js';
 export * from './types.js';
 export * from './webhooks.js';

@@ -96,6 +96,7 @@ export type BoundKey = Item<'listKeys', 'keys'>;
 export type CreateKeyRequest = RequestBody<'createKey'>;
 export type CreatedKey = Success<'createKey'>;
 export type Enrollment = Success<'createEnrollment'>;
+export type Pairing = Success<'createPairing'>;
 
 // ---- Questions: /ask and /decisions ----
 
@@ -110,6 +111,7 @@ export type PersonReachability = Success<'getReachability'>;
 // ---- Webhooks ----
 
 export type WebhookSecret = Success<'getWebhookSecret'>;
+export type IdentitySecret = Success<'getIdentitySecret'>;
 
 /** What a webhook's body holds (Standard Webhooks): not a route of the API, so written here. */
 export interface WebhookEvent<T = Record<string, unknown>> {

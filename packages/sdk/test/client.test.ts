@@ -18,6 +18,7 @@ import {
 import {
   AuthenticationError,
   ConflictError,
+  externalIdProof,
   Herald,
   HeraldError,
   NotFoundError,
@@ -40,7 +41,8 @@ let harness: SendingHarness;
 let audience: Audience;
 before(async () => {
   harness = await startSendingHarness({ policy: true, decisions: true, services: ['flow'], env: { ASK_LIFETIME_SECONDS: String(ASK_LIFETIME_SECONDS) } });
-  audience = await seedAudience(harness, 2);
+  // Two approver devices (proven external ids user-0 and user-1): decisions addressed to them count them.
+  audience = await seedAudience(harness, 2, 'growth', (index) => ({ externalId: `user-${index}`, tags: [], verified: true }));
 });
 // A stack that never started (before failed) has nothing to stop.
 after(() => harness?.stop());
@@ -166,6 +168,7 @@ test('subscribers: list, count, get, patch, delete', async () => {
       siteId: local.workspace.siteId,
       status: 'active',
       externalId: 'person-0',
+    externalIdVerified: false,
       tags: ['news'],
       customData: {},
       browser: null,
@@ -604,4 +607,28 @@ test('a per-request time-out throws RequestTimeoutError; a caller AbortSignal ab
   const reason = new Error('caller gave up');
   setTimeout(() => controller.abort(reason), 200);
   await assert.rejects(herald.getAsk(asked.correlationId, { wait: 5 }, { signal: controller.signal }), (err) => err === reason);
+});
+
+test('identity verification: a proof made by externalIdProof makes the subscriber an approver device; pair; the secret rotates', async () => {
+  const local = await seedAudience(harness, 0);
+  const herald = client(local.workspace.apiKey);
+  const { secret, previousSecretExpiresAt } = await herald.getIdentitySecret();
+  assert.match(secret, /^idsec_[A-Za-z0-9_-]{43}$/);
+  assert.equal(previousSecretExpiresAt, null);
+  const proven = await subscribeBrowser(harness, local, { externalId: 'sdk-owner', tags: [], proof: externalIdProof(secret, 'sdk-owner') });
+  assert.equal((await herald.getSubscriber(proven.id)).externalIdVerified, true);
+  assert.deepEqual(await herald.getReachability({ externalId: 'sdk-owner' }), { externalId: 'sdk-owner', reachable: true, browserSubscriptions: 1, nativeAppDevices: 0, channels: ['browser'] });
+
+  const rotated = await herald.rotateIdentitySecret();
+  assert.notEqual(rotated.secret, secret);
+  assert.ok(rotated.previousSecretExpiresAt !== null);
+  const again = await subscribeBrowser(harness, local, { externalId: 'sdk-owner', tags: [], proof: externalIdProof(rotated.secret, 'sdk-owner') });
+  assert.equal((await herald.getSubscriber(again.id)).externalIdVerified, true);
+
+  const link = await herald.pair({ externalId: 'sdk-phone' });
+  assert.equal(link.externalId, 'sdk-phone');
+  assert.match(link.enrollmentUrl, /\/enroll\/[A-Za-z0-9_-]{43}$/);
+  const runtime = client((await createKey(local.workspace.workspaceId, 'runtime')).apiKey);
+  assert.equal((await runtime.pair()).externalId, 'owner');
+  await rejection(PermissionError, runtime.getIdentitySecret());
 });

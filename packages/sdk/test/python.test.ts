@@ -35,8 +35,12 @@ function webhookFixture() {
 }
 
 test('the Python SDK passes its unittest suite against the running system', async () => {
-  const audience = await seedAudience(harness, 2);
+  // Two approver devices (proven external ids user-0 and user-1), as decisions addressed to them need.
+  const audience = await seedAudience(harness, 2, 'growth', (index) => ({ externalId: `user-${index}`, tags: [], verified: true }));
   const runtime = await createKey(audience.workspace.workspaceId, 'runtime');
+  // Identity verification gets a workspace of its own, so its subscriber changes no other count.
+  const identity = await seedAudience(harness, 0);
+  const browser = harness.peer.createSubscription({ applicationServerKey: identity.vapidPublicKey });
   const [asks, pending, partner, free, limited] = await Promise.all([
     createWorkspace('growth'),
     createWorkspace('growth'),
@@ -64,6 +68,9 @@ test('the Python SDK passes its unittest suite against the running system', asyn
     HERALD_LIMITED_KEY: limited.apiKey,
     HERALD_ASK_LIFETIME_SECONDS: '8',
     HERALD_WEBHOOK_FIXTURE: JSON.stringify(webhookFixture()),
+    HERALD_IDENTITY_KEY: identity.workspace.apiKey,
+    HERALD_IDENTITY_SITE_KEY: identity.workspace.siteKey,
+    HERALD_PUSH_SUBSCRIPTION: JSON.stringify({ endpoint: browser.endpoint, keys: browser.keys }),
   });
   assert.match(output, /^OK$/m, output);
 });

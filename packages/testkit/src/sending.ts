@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,35 +77,58 @@ export interface Subscribed {
   tags: string[];
 }
 
-/** One more browser of the strict peer subscribed to the audience's site through the public SDK endpoint. */
+/** The workspace's identity-verification secret, read (made, the first time) with its dashboard key. */
+export async function identitySecret(gatewayUrl: string, workspace: Pick<TestWorkspace, 'apiKey'>): Promise<string> {
+  const response = await call<{ secret: string }>(gatewayUrl, `${SERVER_API}/identity-verification/secret`, { key: workspace.apiKey });
+  if (response.status !== 200) throw new Error(`identity-verification secret answered ${response.status}: ${JSON.stringify(response.body)}`);
+  return response.body.secret;
+}
+
+/** What a site's backend computes to prove an external id: HMAC-SHA256 (hex) under the identity-verification secret. */
+export const externalIdProof = (secret: string, externalId: string): string => createHmac('sha256', secret).update(externalId, 'utf8').digest('hex');
+
+/**
+ * One more browser of the strict peer subscribed to the audience's site through the public SDK
+ * endpoint. `proof`: the external id's identity-verification proof (a verified subscriber, an
+ * approver device that receives questions); without it the external id is stored unverified.
+ */
 export async function subscribeBrowser(
   harness: SendingHarness,
   audience: Pick<Audience, 'workspace' | 'vapidPublicKey'>,
-  { externalId, tags }: { externalId: string; tags: string[] },
+  { externalId, tags, proof }: { externalId: string; tags: string[]; proof?: string },
 ): Promise<Subscribed> {
   const subscription = harness.peer.createSubscription({ applicationServerKey: audience.vapidPublicKey });
   const response = await call<{ subscriberId: string }>(harness.stack.gatewayUrl, '/api/v1/subscribe', {
     method: 'POST',
     key: audience.workspace.siteKey,
     headers: { origin: 'https://shop.example.test' },
-    body: { endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags },
+    body: { endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags, ...(proof === undefined ? {} : { externalIdProof: proof }) },
   });
   if (response.status !== 201) throw new Error(`subscribe answered ${response.status}: ${JSON.stringify(response.body)}`);
   return { id: response.body.subscriberId, endpoint: subscription.endpoint, keys: subscription.keys, externalId, tags };
 }
 
-/** A workspace with `count` browser subscribers registered through the public SDK endpoint. */
+/**
+ * A workspace with `count` browser subscribers registered through the public SDK endpoint. A
+ * subscriber described `verified` subscribes with its external id's proof (an approver device).
+ */
 export async function seedAudience(
   harness: SendingHarness,
   count: number,
   plan = 'growth',
-  describe: (index: number) => { externalId: string; tags: string[] } = (index) => ({ externalId: `user-${index}`, tags: [] }),
+  describe: (index: number) => { externalId: string; tags: string[]; verified?: boolean } = (index) => ({ externalId: `user-${index}`, tags: [] }),
 ): Promise<Audience> {
   const workspace = await createWorkspace(plan, 'shop.example.test');
   const site = await call<{ vapidPublicKey: string }>(harness.stack.gatewayUrl, `${SERVER_API}/site`, { key: workspace.apiKey });
   const vapidPublicKey = site.body.vapidPublicKey;
   const subscribers: Subscribed[] = [];
-  for (let index = 0; index < count; index += 1) subscribers.push(await subscribeBrowser(harness, { workspace, vapidPublicKey }, describe(index)));
+  let secret: string | undefined;
+  for (let index = 0; index < count; index += 1) {
+    const { verified = false, ...described } = describe(index);
+    if (verified) secret ??= await identitySecret(harness.stack.gatewayUrl, workspace);
+    const proof = verified && secret !== undefined ? externalIdProof(secret, described.externalId) : undefined;
+    subscribers.push(await subscribeBrowser(harness, { workspace, vapidPublicKey }, { ...described, ...(proof === undefined ? {} : { proof }) }));
+  }
   return { workspace, vapidPublicKey, subscribers };
 }
 

@@ -11,7 +11,7 @@ import { memberHandlers } from './members.js';
 import { toApiKeyMessage, toIso, toPublicSiteMessage } from './messages.js';
 import { partnerHandlers } from './partner.js';
 import * as store from './store.js';
-import { webhookSecretHandlers } from './webhook-secrets.js';
+import { secretHandlers } from './webhook-secrets.js';
 
 function toPlanMessage(name: PlanName): Plan {
   const facts = planFacts(name);
@@ -128,7 +128,16 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
       async resolveSiteKey({ siteKey }) {
         const site = await store.findSiteByKey(pool, siteKey);
         if (!site) throw new HeraldError('unauthorized', 'Unknown site key.', { title: 'Invalid site key' });
-        return { workspaceId: site.workspace_id, siteId: site.id, domain: site.domain, plan: toPlanMessage(site.plan) };
+        // The identity secrets travel with the resolution the gateway caches, so it checks a
+        // subscribe's proof without a second call (a rotation reaches it within the cache's TTL).
+        const identitySecrets = await store.usableSecrets(pool, 'identity_secrets', site.workspace_id);
+        return {
+          workspaceId: site.workspace_id,
+          siteId: site.id,
+          domain: site.domain,
+          plan: toPlanMessage(site.plan),
+          identitySecrets: identitySecrets.map((row) => row.secret),
+        };
       },
 
       async getPublicSite({ slug }) {
@@ -151,7 +160,7 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
       },
 
       ...partnerHandlers(pool, { publicOrigin, enrollmentTtlSeconds }),
-      ...webhookSecretHandlers(pool),
+      ...secretHandlers(pool),
       ...memberHandlers(pool, mail, logger, config),
     },
     logger,

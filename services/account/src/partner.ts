@@ -20,7 +20,7 @@ import { toApiKeyMessage, toPublicSiteMessage } from './messages.js';
 import { issueKey } from './provisioning.js';
 import * as store from './store.js';
 
-/** The Partner plan's RPCs: keys bound to one end-user, and single-use enrollment links. */
+/** The Partner plan's bound keys, and single-use enrollment links (Partner enrollment and pairing on every plan). */
 
 /** GET /keys answers at most this many keys, newest first. */
 const MAX_LISTED_KEYS = 1_000;
@@ -29,8 +29,11 @@ const noSuchKey = (keyId: string) => new HeraldError('not_found', `No bound key 
 const noSuchLink = () =>
   new HeraldError('not_found', 'This enrollment link does not exist.', { title: 'Enrollment link not found', hint: 'Ask for a new enrollment link.' });
 
-/** Links made on the Partner plan work only while the workspace is still on it. */
-const offersEnrollment = (plan: string): boolean => isPlanName(plan) && planFacts(plan).partner;
+/**
+ * Enrollment links (POST /enroll) work only while the workspace is still on the Partner plan;
+ * pairing links (POST /pair) are the same single-use mechanism on every plan.
+ */
+const usable = (enrollment: store.EnrollmentRow): boolean => enrollment.pairing || (isPlanName(enrollment.site.plan) && planFacts(enrollment.site.plan).partner);
 
 export interface PartnerOptions {
   publicOrigin: string;
@@ -69,9 +72,9 @@ export function partnerHandlers(pool: Pool, { publicOrigin, enrollmentTtlSeconds
       return { key: await boundKey(workspaceId, keyId) };
     },
 
-    async createEnrollment({ workspaceId, externalId, keyId }: CreateEnrollmentRequest): Promise<CreateEnrollmentResponse> {
+    async createEnrollment({ workspaceId, externalId, keyId, pairing }: CreateEnrollmentRequest): Promise<CreateEnrollmentResponse> {
       const token = newSecret();
-      const expiresAt = await store.createEnrollment(pool, { tokenHash: hashSecret(token), workspaceId, externalId, keyId, ttlSeconds: enrollmentTtlSeconds });
+      const expiresAt = await store.createEnrollment(pool, { tokenHash: hashSecret(token), workspaceId, externalId, keyId, ttlSeconds: enrollmentTtlSeconds, pairing });
       if (!expiresAt) throw new HeraldError('not_found', 'This workspace has no site.');
       return { token, enrollmentUrl: `${publicOrigin}/enroll/${token}`, expiresAt: expiresAt.toISOString() };
     },
@@ -80,10 +83,11 @@ export function partnerHandlers(pool: Pool, { publicOrigin, enrollmentTtlSeconds
       const enrollment = await store.findEnrollment(pool, hashSecret(token));
       if (!enrollment) throw noSuchLink();
       return {
-        state: enrollment.state === 'active' && !offersEnrollment(enrollment.site.plan) ? 'unavailable' : enrollment.state,
+        state: enrollment.state === 'active' && !usable(enrollment) ? 'unavailable' : enrollment.state,
         externalId: enrollment.external_id,
         expiresAt: enrollment.expires_at.toISOString(),
         site: toPublicSiteMessage(enrollment.site),
+        pairing: enrollment.pairing,
       };
     },
 
@@ -91,7 +95,7 @@ export function partnerHandlers(pool: Pool, { publicOrigin, enrollmentTtlSeconds
       const tokenHash = hashSecret(token);
       const enrollment = await store.findEnrollment(pool, tokenHash);
       if (!enrollment) throw noSuchLink();
-      if (!offersEnrollment(enrollment.site.plan)) {
+      if (!usable(enrollment)) {
         throw new HeraldError('plan_upgrade_required', 'Enrollment requires the Partner plan.', { title: 'Plan upgrade required' });
       }
       const result = await store.consumeEnrollment(pool, tokenHash);

@@ -322,13 +322,13 @@ export async function findBoundKey(db: Queryable, workspaceId: string, keyId: st
 /** Stores a link's token hash; returns when it expires (database clock), or undefined without a site. */
 export async function createEnrollment(
   db: Queryable,
-  enrollment: { tokenHash: Buffer; workspaceId: string; externalId: string; keyId: string; ttlSeconds: number },
+  enrollment: { tokenHash: Buffer; workspaceId: string; externalId: string; keyId: string; ttlSeconds: number; pairing: boolean },
 ): Promise<Date | undefined> {
   const { rows } = await db.query<{ expires_at: Date }>(
-    `INSERT INTO enrollments (token_hash, workspace_id, site_id, external_id, key_id, expires_at)
-     SELECT $1, workspace_id, id, $3, $4, now() + make_interval(secs => $5) FROM sites WHERE workspace_id = $2
+    `INSERT INTO enrollments (token_hash, workspace_id, site_id, external_id, key_id, expires_at, pairing)
+     SELECT $1, workspace_id, id, $3, $4, now() + make_interval(secs => $5), $6 FROM sites WHERE workspace_id = $2
      RETURNING expires_at`,
-    [enrollment.tokenHash, enrollment.workspaceId, enrollment.externalId, enrollment.keyId, enrollment.ttlSeconds],
+    [enrollment.tokenHash, enrollment.workspaceId, enrollment.externalId, enrollment.keyId, enrollment.ttlSeconds, enrollment.pairing],
   );
   return rows[0]?.expires_at;
 }
@@ -339,6 +339,8 @@ export interface EnrollmentRow {
   state: EnrollmentState;
   external_id: string;
   expires_at: Date;
+  /** Made by POST /pair (every plan) rather than POST /enroll (Partner). */
+  pairing: boolean;
   site: PublicSiteRow;
 }
 
@@ -346,15 +348,15 @@ const enrollmentState = `CASE WHEN e.used_at IS NOT NULL THEN 'used' WHEN e.expi
 
 export async function findEnrollment(db: Queryable, tokenHash: Buffer): Promise<EnrollmentRow | undefined> {
   const { rows } = await db.query<Omit<EnrollmentRow, 'site'> & PublicSiteRow>(
-    `SELECT ${enrollmentState} AS state, e.external_id, e.expires_at, ${publicSiteColumns}
+    `SELECT ${enrollmentState} AS state, e.external_id, e.expires_at, e.pairing, ${publicSiteColumns}
        FROM enrollments e JOIN sites s ON s.id = e.site_id JOIN workspaces w ON w.id = s.workspace_id
       WHERE e.token_hash = $1`,
     [tokenHash],
   );
   const row = rows[0];
   if (!row) return undefined;
-  const { state, external_id, expires_at, ...site } = row;
-  return { state, external_id, expires_at, site };
+  const { state, external_id, expires_at, pairing, ...site } = row;
+  return { state, external_id, expires_at, pairing, site };
 }
 
 /**
@@ -380,47 +382,52 @@ export async function consumeEnrollment(
   return { state: state === 'used' ? 'used' : 'expired' };
 }
 
-export interface WebhookSecretRow {
+export interface SecretRow {
   secret: string;
   created_at: Date;
   expires_at: Date | null;
 }
 
-const usableWebhookSecrets = `SELECT secret, created_at, expires_at FROM webhook_secrets
+/** Rotatable per-workspace secrets, each in its table of one shape: webhook signing, identity verification. */
+export type SecretTable = 'webhook_secrets' | 'identity_secrets';
+
+const usableSecretsSql = (table: SecretTable) => `SELECT secret, created_at, expires_at FROM ${table}
    WHERE workspace_id = $1 AND (expires_at IS NULL OR expires_at > now()) ORDER BY id DESC`;
 
+/** The workspace's usable secrets of a table, newest first, without making one. */
+export async function usableSecrets(db: Queryable, table: SecretTable, workspaceId: string): Promise<SecretRow[]> {
+  return (await db.query<SecretRow>(usableSecretsSql(table), [workspaceId])).rows;
+}
+
 /**
- * The workspace's usable webhook secrets, newest first; the first call stores `firstSecret` as the
+ * The workspace's usable secrets, newest first; the first call stores `firstSecret` as the
  * current one (the unique index on the current secret settles concurrent first calls). Empty when
  * the workspace does not exist.
  */
-export async function webhookSecrets(pool: Pool, workspaceId: string, firstSecret: string): Promise<WebhookSecretRow[]> {
-  const { rows } = await pool.query<WebhookSecretRow>(usableWebhookSecrets, [workspaceId]);
+export async function secrets(pool: Pool, table: SecretTable, workspaceId: string, firstSecret: string): Promise<SecretRow[]> {
+  const rows = await usableSecrets(pool, table, workspaceId);
   if (rows.length > 0) return rows;
   await pool.query(
-    `INSERT INTO webhook_secrets (workspace_id, secret) SELECT id, $2 FROM workspaces WHERE id = $1
+    `INSERT INTO ${table} (workspace_id, secret) SELECT id, $2 FROM workspaces WHERE id = $1
      ON CONFLICT (workspace_id) WHERE expires_at IS NULL DO NOTHING`,
     [workspaceId, firstSecret],
   );
-  return (await pool.query<WebhookSecretRow>(usableWebhookSecrets, [workspaceId])).rows;
+  return usableSecrets(pool, table, workspaceId);
 }
 
 /**
  * Makes `secret` current; the current one becomes the previous, usable for `graceSeconds`. An
- * older previous one ends now (at most two secrets sign). Empty when the workspace does not exist.
+ * older previous one ends now (at most two are usable). Empty when the workspace does not exist.
  */
-export async function rotateWebhookSecret(pool: Pool, workspaceId: string, secret: string, graceSeconds: number): Promise<WebhookSecretRow[]> {
+export async function rotateSecret(pool: Pool, table: SecretTable, workspaceId: string, secret: string, graceSeconds: number): Promise<SecretRow[]> {
   return withTransaction(pool, async (tx) => {
     // Serialises rotations of one workspace.
     const { rowCount } = await tx.query(`SELECT 1 FROM workspaces WHERE id = $1 FOR UPDATE`, [workspaceId]);
     if (rowCount === 0) return [];
-    await tx.query(`DELETE FROM webhook_secrets WHERE workspace_id = $1 AND expires_at IS NOT NULL`, [workspaceId]);
-    await tx.query(`UPDATE webhook_secrets SET expires_at = now() + $2 * interval '1 second' WHERE workspace_id = $1 AND expires_at IS NULL`, [
-      workspaceId,
-      graceSeconds,
-    ]);
-    await tx.query(`INSERT INTO webhook_secrets (workspace_id, secret) VALUES ($1, $2)`, [workspaceId, secret]);
-    return (await tx.query<WebhookSecretRow>(usableWebhookSecrets, [workspaceId])).rows;
+    await tx.query(`DELETE FROM ${table} WHERE workspace_id = $1 AND expires_at IS NOT NULL`, [workspaceId]);
+    await tx.query(`UPDATE ${table} SET expires_at = now() + $2 * interval '1 second' WHERE workspace_id = $1 AND expires_at IS NULL`, [workspaceId, graceSeconds]);
+    await tx.query(`INSERT INTO ${table} (workspace_id, secret) VALUES ($1, $2)`, [workspaceId, secret]);
+    return usableSecrets(tx, table, workspaceId);
   });
 }
 

@@ -23,6 +23,7 @@ function toSubscriber(row: store.SubscriberRow): Subscriber {
     siteId: row.site_id,
     status: row.status,
     externalId: row.external_id ?? '',
+    externalIdVerified: row.external_id_verified,
     tags: row.tags,
     customDataJson: JSON.stringify(row.custom_data),
     browser: row.browser ?? '',
@@ -104,6 +105,7 @@ async function targetingOf(pool: Pool, workspaceId: string, targeting: Targeting
     subscriberIds: targeting?.subscriberIds ?? [],
     externalIds: targeting?.externalIds ?? [],
     tags: targeting?.tags ?? [],
+    verifiedOnly: targeting?.verifiedOnly ?? false,
     ...(targeting?.segmentId ? { segment: await segmentFilter(pool, workspaceId, targeting.segmentId) } : {}),
   };
 }
@@ -116,7 +118,7 @@ export function audienceHandlers(pool: Pool, logger: Logger) {
     {
       async countSubscriptions({ workspaceId, externalId }) {
         const counts = await store.countActive(pool, workspaceId, externalId);
-        return { siteActive: String(counts.site), externalIdActive: String(counts.externalId) };
+        return { siteActive: String(counts.site), externalIdActive: String(counts.externalId), siteVerified: String(counts.siteVerified) };
       },
 
       async listSubscribers({ workspaceId, limit, cursor, status, tags, externalId }) {
@@ -175,6 +177,7 @@ export function audienceHandlers(pool: Pool, logger: Logger) {
           siteId: request.siteId,
           ...subscription,
           externalId: checkExternalId(request.externalId, 'body'),
+          externalIdVerified: request.externalIdVerified,
           tags: checkTags(request.tags, 'tags', 'body'),
           browser: request.browser,
           os: request.os,

@@ -16,6 +16,7 @@ export interface SubscriberRow {
   site_id: string;
   status: SubscriberStatus;
   external_id: string | null;
+  external_id_verified: boolean;
   tags: string[];
   custom_data: Record<string, unknown>;
   browser: string | null;
@@ -32,7 +33,7 @@ export interface SubscriberRow {
   created_us: string;
 }
 
-const subscriberColumns = `id, site_id, status, external_id, tags, custom_data, browser, os, country, language, timezone,
+const subscriberColumns = `id, site_id, status, external_id, external_id_verified, tags, custom_data, browser, os, country, language, timezone,
   created_at, updated_at, unsubscribed_at, endpoint, ${CREATED_US_SQL} AS created_us`;
 
 /** A subscriber that stopped being active, as events name it. */
@@ -88,13 +89,15 @@ const mergedTags = (param: string): string =>
 
 // ---- counts --------------------------------------------------------------------------------
 
-export async function countActive(db: Queryable, workspaceId: string, externalId: string): Promise<{ site: number; externalId: number }> {
-  const { rows } = await db.query<{ site: string; external: string }>(
-    `SELECT count(*) AS site, count(*) FILTER (WHERE external_id = $2) AS external
+/** Active subscribers of the site, the verified ones among them, and the verified ones of `externalId` (approver devices). */
+export async function countActive(db: Queryable, workspaceId: string, externalId: string): Promise<{ site: number; siteVerified: number; externalId: number }> {
+  const { rows } = await db.query<{ site: string; verified: string; external: string }>(
+    `SELECT count(*) AS site, count(*) FILTER (WHERE external_id_verified) AS verified,
+            count(*) FILTER (WHERE external_id_verified AND external_id = $2) AS external
        FROM subscribers WHERE workspace_id = $1 AND status = 'active'`,
     [workspaceId, externalId],
   );
-  return { site: Number(rows[0]?.site ?? 0), externalId: Number(rows[0]?.external ?? 0) };
+  return { site: Number(rows[0]?.site ?? 0), siteVerified: Number(rows[0]?.verified ?? 0), externalId: Number(rows[0]?.external ?? 0) };
 }
 
 export async function countSubscribers(db: Queryable, workspaceId: string): Promise<{ total: string; active: string; unsubscribed: string }> {
@@ -158,6 +161,8 @@ export async function updateSubscriber(db: Queryable, workspaceId: string, id: s
     `UPDATE subscribers SET
        tags        = CASE WHEN $3 THEN $4::text[] ELSE tags END,
        external_id = CASE WHEN $5 THEN $6 ELSE external_id END,
+       -- Only a proof verifies an external id: changing it here leaves it unverified.
+       external_id_verified = external_id_verified AND (NOT $5 OR $6 IS NOT DISTINCT FROM external_id),
        custom_data = CASE WHEN $7 THEN $8::jsonb ELSE custom_data END,
        updated_at  = now()
      WHERE workspace_id = $1 AND id = $2
@@ -202,6 +207,8 @@ export interface PushSubscriptionInput {
 
 export interface SubscribeInput extends PushSubscriptionInput {
   externalId: string;
+  /** externalId was proven; false stores it unverified. */
+  externalIdVerified: boolean;
   tags: string[];
   browser: string;
   os: string;
@@ -229,10 +236,13 @@ export async function subscribe(pool: Pool, input: SubscribeInput): Promise<{ id
       input.language,
       input.timezone,
       input.country,
+      input.externalIdVerified,
     ];
     const inserted = await tx.query<Departed>(
-      `INSERT INTO subscribers (id, site_id, workspace_id, endpoint, p256dh, auth, external_id, tags, browser, os, language, timezone, country)
-       VALUES ($12, $13, $1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), NULLIF($8, ''), NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''))
+      `INSERT INTO subscribers (id, site_id, workspace_id, endpoint, p256dh, auth, external_id, tags, browser, os, language, timezone, country,
+                                external_id_verified)
+       VALUES ($13, $14, $1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), NULLIF($8, ''), NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''),
+               $5 <> '' AND $12)
        ON CONFLICT (workspace_id, endpoint) DO NOTHING
        RETURNING id, site_id, external_id`,
       [...values, `sub_${randomId()}`, input.siteId],
@@ -253,6 +263,8 @@ export async function subscribe(pool: Pool, input: SubscribeInput): Promise<{ id
       `UPDATE subscribers SET
          p256dh = $3, auth = $4,
          external_id = COALESCE(NULLIF($5, ''), external_id),
+         -- An external id given now is verified only with its proof; none given keeps the state.
+         external_id_verified = CASE WHEN $5 = '' THEN external_id_verified ELSE $12 END,
          tags = ${mergedTags('$6')},
          browser = COALESCE(NULLIF($7, ''), browser),
          os = COALESCE(NULLIF($8, ''), os),
@@ -274,6 +286,7 @@ interface EndpointRow extends Departed {
   endpoint: string;
   status: string;
   tags: string[];
+  external_id_verified: boolean;
 }
 
 /**
@@ -287,7 +300,7 @@ export async function changeSubscription(pool: Pool, input: PushSubscriptionInpu
   return inTransactionRetryingRaces(pool, async (tx) => {
     // Both rows locked in one statement, in id order, so two crossing changes cannot deadlock.
     const { rows } = await tx.query<EndpointRow>(
-      `SELECT id, site_id, external_id, endpoint, status, tags FROM subscribers
+      `SELECT id, site_id, external_id, external_id_verified, endpoint, status, tags FROM subscribers
         WHERE workspace_id = $1 AND endpoint IN ($2, $3) ORDER BY id FOR UPDATE`,
       [input.workspaceId, input.oldEndpoint, input.endpoint],
     );
@@ -302,12 +315,13 @@ export async function changeSubscription(pool: Pool, input: PushSubscriptionInpu
     const { rows: updated } = await tx.query<Departed>(
       `UPDATE subscribers SET
          endpoint = $3, p256dh = $4, auth = $5,
+         external_id_verified = CASE WHEN external_id IS NULL THEN $8 ELSE external_id_verified END,
          external_id = COALESCE(external_id, $6),
          tags = ${mergedTags('$7')},
          status = 'active', unsubscribed_at = NULL, updated_at = now()
        WHERE workspace_id = $1 AND id = $2
        RETURNING id, site_id, external_id`,
-      [input.workspaceId, survivor.id, input.endpoint, input.p256dh, input.auth, duplicate?.external_id ?? null, duplicate?.tags ?? []],
+      [input.workspaceId, survivor.id, input.endpoint, input.p256dh, input.auth, duplicate?.external_id ?? null, duplicate?.tags ?? [], duplicate?.external_id_verified ?? false],
     );
     if (survivor.status !== 'active') events.push(subscribed(updated[0] as Departed));
     if (events.length > 0) await recordEvents(tx, input.workspaceId, events);
@@ -346,6 +360,8 @@ export interface Targeting {
   tags: string[];
   /** The filter of the segment the targeting names, if any. */
   segment?: SegmentFilter;
+  /** Only subscribers with a verified external id (approver devices). */
+  verifiedOnly: boolean;
 }
 
 /** Active subscribers of the workspace matching the targeting: AND across kinds, OR within a list of ids. */
@@ -356,6 +372,7 @@ function targetingWhere(workspaceId: string, targeting: Targeting, params: unkno
   if (targeting.externalIds.length > 0) where.push(`external_id = ANY(${bind(targeting.externalIds)}::text[])`);
   if (targeting.tags.length > 0) where.push(`tags @> ${bind(targeting.tags)}::text[]`);
   if (targeting.segment) where.push(...segmentConditions(targeting.segment, bind));
+  if (targeting.verifiedOnly) where.push('external_id_verified');
   return where.join(' AND ');
 }
 

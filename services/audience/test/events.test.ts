@@ -61,7 +61,7 @@ async function eventsFor(workspaceId: string, count: number): Promise<AudienceEv
 test('Subscribed and Unsubscribed reach herald.audience.events in order, once per change', async () => {
   const { workspaceId, siteId } = workspace();
   const push = pushSubscription();
-  const subscribe = () => client.subscribe({ workspaceId, siteId, ...push, externalId: 'user-1', tags: [], browser: '', os: '', language: '', timezone: '', country: '' });
+  const subscribe = () => client.subscribe({ workspaceId, siteId, ...push, externalId: 'user-1', tags: [], browser: '', os: '', language: '', timezone: '', country: '', externalIdVerified: false });
 
   const first = await subscribe();
   assert.equal(first.created, true);
@@ -100,7 +100,7 @@ test('Subscribed and Unsubscribed reach herald.audience.events in order, once pe
 test('a delivery result expires its gone subscribers once, however often it is delivered', async () => {
   const { workspaceId, siteId } = workspace();
   const subscribe = (externalId: string) =>
-    client.subscribe({ workspaceId, siteId, ...pushSubscription(), externalId, tags: [], browser: '', os: '', language: '', timezone: '', country: '' });
+    client.subscribe({ workspaceId, siteId, ...pushSubscription(), externalId, tags: [], browser: '', os: '', language: '', timezone: '', country: '', externalIdVerified: false });
   const [gone, kept, later] = [await subscribe('a'), await subscribe('b'), await subscribe('c')];
   await eventsFor(workspaceId, 3);
 
@@ -158,9 +158,10 @@ test('a delivery result expires its gone subscribers once, however often it is d
 test('a subscription change moves the subscriber, and a duplicate of the new endpoint is merged away', async () => {
   const { workspaceId, siteId } = workspace();
   const [old, fresh, next] = [pushSubscription(), pushSubscription(), pushSubscription()];
-  const subscribe = (push: typeof old, externalId: string, tags: string[]) =>
-    client.subscribe({ workspaceId, siteId, ...push, externalId, tags, browser: 'Firefox', os: '', language: '', timezone: '', country: '' });
-  const original = await subscribe(old, 'user-1', ['vip']);
+  const subscribe = (push: typeof old, externalId: string, tags: string[], externalIdVerified = false) =>
+    client.subscribe({ workspaceId, siteId, ...push, externalId, tags, browser: 'Firefox', os: '', language: '', timezone: '', country: '', externalIdVerified });
+  // A proven external id: the move keeps it verified (the same browser, a new endpoint).
+  const original = await subscribe(old, 'user-1', ['vip'], true);
   // The page subscribed the replacement before the change arrived.
   const duplicate = await subscribe(fresh, '', ['news']);
   const changed = await client.changeSubscription({ workspaceId, siteId, oldEndpoint: old.endpoint, endpoint: fresh.endpoint, keys: fresh.keys });
@@ -169,9 +170,14 @@ test('a subscription change moves the subscriber, and a duplicate of the new end
   assert.equal(subscriber?.status, 'active');
   assert.deepEqual(subscriber?.tags, ['vip', 'news']);
   assert.equal(subscriber?.externalId, 'user-1');
+  assert.equal(subscriber?.externalIdVerified, true);
   await assert.rejects(client.getSubscriber({ workspaceId, subscriberId: duplicate.subscriberId }), { code: 'not_found' });
-  // The new endpoint now belongs to the original subscriber; the old one is unknown.
+  // The new endpoint now belongs to the original subscriber; the old one is unknown. Subscribing
+  // again without an external id keeps the proven one; with an unproven one it is no longer verified.
   assert.deepEqual(await subscribe(fresh, '', []), { subscriberId: original.subscriberId, created: false });
+  assert.equal((await client.getSubscriber({ workspaceId, subscriberId: original.subscriberId })).subscriber?.externalIdVerified, true);
+  await subscribe(fresh, 'user-1', []);
+  assert.equal((await client.getSubscriber({ workspaceId, subscriberId: original.subscriberId })).subscriber?.externalIdVerified, false);
   await assert.rejects(client.changeSubscription({ workspaceId, siteId, oldEndpoint: old.endpoint, endpoint: next.endpoint, keys: next.keys }), {
     code: 'not_found',
   });

@@ -20,7 +20,10 @@ let db: pg.Client;
 const workspaceId = `ws_${randomUUID()}`;
 const otherWorkspaceId = `ws_${randomUUID()}`;
 
-/** Subscriber n: tags "even" (n even) and "three" (n divisible by 3), external id user-(n mod 100), inactive when n mod 10 = 0. */
+/**
+ * Subscriber n: tags "even" (n even) and "three" (n divisible by 3), external id user-(n mod 100),
+ * inactive when n mod 10 = 0, its external id verified (an approver device) when n mod 7 = 0.
+ */
 interface Seeded {
   id: string;
   n: number;
@@ -36,8 +39,8 @@ before(async () => {
   db = await connectDatabase();
   // Volume is seeded in one statement; the ways in for single subscribers are tested elsewhere.
   const { rows } = await db.query<Seeded>(
-    `INSERT INTO audience.subscribers (id, workspace_id, site_id, status, external_id, tags, endpoint, p256dh, auth)
-     SELECT 'sub_' || md5($1 || n), $1, 'site_t', CASE WHEN n % 10 = 0 THEN 'unsubscribed' ELSE 'active' END, 'user-' || (n % 100),
+    `INSERT INTO audience.subscribers (id, workspace_id, site_id, status, external_id, external_id_verified, tags, endpoint, p256dh, auth)
+     SELECT 'sub_' || md5($1 || n), $1, 'site_t', CASE WHEN n % 10 = 0 THEN 'unsubscribed' ELSE 'active' END, 'user-' || (n % 100), n % 7 = 0,
             array_remove(ARRAY[CASE WHEN n % 2 = 0 THEN 'even' END, CASE WHEN n % 3 = 0 THEN 'three' END], NULL),
             'https://push.example/' || $1 || '/' || n, 'p256dh-' || n, 'auth-' || n
        FROM generate_series(1, $2::int) AS n
@@ -58,7 +61,7 @@ after(async () => {
   await service.stop();
 });
 
-const targeting = (partial: Partial<Targeting>): Targeting => ({ subscriberIds: [], externalIds: [], tags: [], segmentId: '', ...partial });
+const targeting = (partial: Partial<Targeting>): Targeting => ({ subscriberIds: [], externalIds: [], tags: [], segmentId: '', verifiedOnly: false, ...partial });
 
 async function stream(request: Partial<StreamTargetsRequest>): Promise<StreamTargetsResponse[]> {
   const batches: StreamTargetsResponse[] = [];
@@ -120,6 +123,10 @@ test('targeting: tags need every tag, ids are alternatives, kinds combine with A
       targeting({ subscriberIds: seeded.filter((s) => s.n <= 300).map((s) => s.id), externalIds: ['user-3', 'user-6', 'user-7'], tags: ['three'] }),
       (s) => s.n <= 300 && [3, 6, 7].includes(s.n % 100) && s.n % 3 === 0,
     ],
+    // Questions: only approver devices, within whatever else the targeting says.
+    ['verified only', targeting({ verifiedOnly: true }), (s) => s.n % 7 === 0],
+    ['verified external ids', targeting({ verifiedOnly: true, externalIds: ['user-7', 'user-8'] }), (s) => s.n % 7 === 0 && [7, 8].includes(s.n % 100)],
+    ['verified with a tag', targeting({ verifiedOnly: true, tags: ['even'] }), (s) => s.n % 14 === 0],
   ];
   for (const [name, filter, match] of cases) {
     const want = expected(match);

@@ -71,8 +71,13 @@ export interface Herald {
   subscribe(): Promise<HeraldSubscription>;
   /** Ends the browser's push subscription and tells Herald. False when there was none. */
   unsubscribe(): Promise<boolean>;
-  /** Attaches the site's own user id to this subscriber (now, or when it subscribes). */
-  setExternalId(externalId: string): Promise<void>;
+  /**
+   * Attaches the site's own user id to this subscriber (now, or when it subscribes). With `proof`
+   * (HMAC-SHA256 of the id under the identity-verification secret, computed by the site's
+   * backend) the id is verified: this browser becomes the user's approver device and receives
+   * their questions. Without it the id is stored unverified (campaigns still reach it).
+   */
+  setExternalId(externalId: string, options?: { proof?: string }): Promise<void>;
   /** Adds tags, each key/value pair as the tag "key:value" (see the docs). */
   setTags(tags: Record<string, string>): Promise<void>;
   /** Replays the calls that failed, once, in order. */
@@ -100,6 +105,7 @@ const MAX_EXTERNAL_ID = 256;
 const MAX_TAG = 64;
 const MAX_TAGS = 50;
 const EXTERNAL_ID = 'externalId';
+const PROOF = 'externalIdProof';
 const TAGS = 'tags';
 
 /** Push, service workers, notifications and IndexedDB, in a secure context: all the SDK needs. */
@@ -232,14 +238,17 @@ export function createHerald(config: HeraldConfig): Herald {
     return registered;
   }
 
-  async function subscriberFields(): Promise<{ externalId?: string; tags?: string[] }> {
+  type Fields = { externalId?: string; externalIdProof?: string; tags?: string[] };
+
+  async function subscriberFields(): Promise<Fields> {
     const externalId = await readValue<string>(EXTERNAL_ID);
+    const externalIdProof = await readValue<string>(PROOF);
     const tags = await readValue<Record<string, string>>(TAGS);
-    return { ...(externalId ? { externalId } : {}), ...(tags ? { tags: tagsOf(tags) } : {}) };
+    return { ...(externalId ? { externalId } : {}), ...(externalId && externalIdProof ? { externalIdProof } : {}), ...(tags ? { tags: tagsOf(tags) } : {}) };
   }
 
   /** Tells Herald about the subscription (again), with what the page set about its subscriber. */
-  async function store(subscription: PushSubscription, fields: { externalId?: string; tags?: string[] }, key: string): Promise<string | null> {
+  async function store(subscription: PushSubscription, fields: Fields, key: string): Promise<string | null> {
     const body = { ...subscription.toJSON(), ...fields, ...deviceFields() };
     const stored = await call<{ subscriberId: string }>('/subscribe', body, key);
     return stored?.subscriberId ?? null;
@@ -289,18 +298,22 @@ export function createHerald(config: HeraldConfig): Herald {
   }
 
   /** Kept for the next subscribe; sent at once (as a repeated subscribe) when already subscribed. */
-  async function update(fields: { externalId?: string; tags?: string[] }, key: string): Promise<void> {
+  async function update(fields: Fields, key: string): Promise<void> {
     const subscription = await currentSubscription();
     if (subscription) await store(subscription, fields, `${key}:${subscription.endpoint}`);
   }
 
-  async function setExternalId(externalId: string): Promise<void> {
+  async function setExternalId(externalId: string, options: { proof?: string } = {}): Promise<void> {
     if (typeof externalId !== 'string' || externalId === '' || externalId.length > MAX_EXTERNAL_ID) {
       throw new TypeError(`The external id must be a string of 1 to ${MAX_EXTERNAL_ID} characters.`);
     }
+    const proof = options.proof;
+    if (proof !== undefined && !/^[0-9a-f]{64}$/i.test(proof)) throw new TypeError('The proof must be 64 hex characters (HMAC-SHA256 of the external id).');
     if (!supported) return;
     await writeValue(EXTERNAL_ID, externalId);
-    await update({ externalId }, `externalId:${externalId}`);
+    // Kept with the id, so a later subscribe proves it again; a new id without a proof drops it.
+    await writeValue(PROOF, proof ?? '');
+    await update({ externalId, ...(proof ? { externalIdProof: proof } : {}) }, `externalId:${externalId}`);
   }
 
   async function setTags(tags: Record<string, string>): Promise<void> {

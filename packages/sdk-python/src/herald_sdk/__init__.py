@@ -19,6 +19,7 @@ from .errors import (
     ValidationError,
     WebhookVerificationError,
 )
+from .identity import external_id_proof
 from .webhooks import verify_webhook
 
 __all__ = [
@@ -36,5 +37,6 @@ __all__ = [
     "ServerError",
     "ValidationError",
     "WebhookVerificationError",
+    "external_id_proof",
     "verify_webhook",
 ]

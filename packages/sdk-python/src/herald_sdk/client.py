@@ -41,9 +41,11 @@ from .types import (
     FlowStatus,
     FlowUpdate,
     Identity,
+    IdentitySecret,
     Machine,
     MachineReport,
     Notification,
+    Pairing,
     PersonReachability,
     PolicyDocument,
     RecipientPage,
@@ -345,6 +347,12 @@ class Herald:
         body = {} if external_id is None else {"externalId": external_id}
         return cast(Enrollment, self.request("POST", "/enroll", body, timeout=timeout))
 
+    def pair(self, *, external_id: str | None = None, timeout: float | None = None) -> Pairing:
+        """A single-use, short-lived link (every plan) that makes the browser opening it an approver
+        device of the key owner, or of ``external_id`` (a bound key: its own end-user only)."""
+        body = {} if external_id is None else {"externalId": external_id}
+        return cast(Pairing, self.request("POST", "/pair", body, timeout=timeout))
+
     # ---- Ask ----
 
     def ask(self, question: AskRequest, *, timeout: float | None = None) -> AskRecord:
@@ -385,6 +393,15 @@ class Herald:
 
     def rotate_webhook_secret(self, *, timeout: float | None = None) -> WebhookSecret:
         return cast(WebhookSecret, self.request("POST", "/webhooks/secret/rotate", timeout=timeout))
+
+    # ---- Identity-verification secret (prove external ids with external_id_proof) ----
+
+    def get_identity_secret(self, *, timeout: float | None = None) -> IdentitySecret:
+        return cast(IdentitySecret, self.request("GET", "/identity-verification/secret", timeout=timeout))
+
+    def rotate_identity_secret(self, *, timeout: float | None = None) -> IdentitySecret:
+        """Proofs made with the previous secret are accepted for 24 h more."""
+        return cast(IdentitySecret, self.request("POST", "/identity-verification/secret/rotate", timeout=timeout))
 
     # ---- Helpers ----
 

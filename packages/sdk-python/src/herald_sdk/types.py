@@ -168,6 +168,8 @@ class Subscriber(TypedDict):
     siteId: str
     status: SubscriberStatus
     externalId: str | None
+    #: The external id was proven (identity verification or pairing): an approver device.
+    externalIdVerified: bool
     tags: list[str]
     customData: dict[str, Any]
     browser: str | None
@@ -536,6 +538,10 @@ class Enrollment(TypedDict):
     externalId: str
 
 
+#: POST /pair answers the same shape: a single-use link and whose approver device it makes.
+Pairing = Enrollment
+
+
 # ---- Questions: /ask and /decisions ----
 
 QuestionType = Literal["confirm", "select", "input"]
@@ -649,6 +655,13 @@ class AuthorizeThenDecideResult(TypedDict):
 
 class WebhookSecret(TypedDict):
     #: whsec_<base64 of 32 bytes>.
+    secret: str
+    createdAt: str
+    previousSecretExpiresAt: str | None
+
+
+class IdentitySecret(TypedDict):
+    #: idsec_<base64url of 32 bytes>: the HMAC key of external_id_proof.
     secret: str
     createdAt: str
     previousSecretExpiresAt: str | None

@@ -185,7 +185,14 @@ export interface ResolveSiteKeyResponse {
   workspaceId: string;
   siteId: string;
   domain: string;
-  plan?: Plan | undefined;
+  plan?:
+    | Plan
+    | undefined;
+  /**
+   * The workspace's valid identity-verification secrets, newest first (none until the first
+   * GetIdentitySecrets made one): a proof of an external id is an HMAC-SHA256 under one of them.
+   */
+  identitySecrets: string[];
 }
 
 export interface PublicSite {
@@ -270,6 +277,11 @@ export interface CreateEnrollmentRequest {
   externalId: string;
   /** The key that asked for the link (kept for audit). */
   keyId: string;
+  /**
+   * A pairing link (POST /pair, every plan) rather than a Partner enrollment link (POST /enroll,
+   * Partner plan only). Both subscribe the browser that opens them as external_id's verified device.
+   */
+  pairing: boolean;
 }
 
 export interface CreateEnrollmentResponse {
@@ -288,7 +300,11 @@ export interface GetEnrollmentResponse {
   state: string;
   externalId: string;
   expiresAt: string;
-  site?: PublicSite | undefined;
+  site?:
+    | PublicSite
+    | undefined;
+  /** The link was made by POST /pair. */
+  pairing: boolean;
 }
 
 export interface ConsumeEnrollmentRequest {
@@ -413,6 +429,29 @@ export interface RemoveMemberRequest {
 
 export interface RemoveMemberResponse {
   member?: Member | undefined;
+}
+
+export interface GetIdentitySecretsRequest {
+  workspaceId: string;
+}
+
+export interface GetIdentitySecretsResponse {
+  /** Newest first; a proof under any of them is accepted. */
+  secrets: string[];
+  /** When the current (first) secret was made. */
+  createdAt: string;
+  /** When the previous secret stops being accepted; empty when there is none. */
+  previousSecretExpiresAt: string;
+}
+
+export interface RotateIdentitySecretRequest {
+  workspaceId: string;
+}
+
+export interface RotateIdentitySecretResponse {
+  secrets: string[];
+  createdAt: string;
+  previousSecretExpiresAt: string;
 }
 
 function createBasePlan(): Plan {
@@ -2903,7 +2942,7 @@ export const ResolveSiteKeyRequest: MessageFns<ResolveSiteKeyRequest> = {
 };
 
 function createBaseResolveSiteKeyResponse(): ResolveSiteKeyResponse {
-  return { workspaceId: "", siteId: "", domain: "", plan: undefined };
+  return { workspaceId: "", siteId: "", domain: "", plan: undefined, identitySecrets: [] };
 }
 
 export const ResolveSiteKeyResponse: MessageFns<ResolveSiteKeyResponse> = {
@@ -2919,6 +2958,9 @@ export const ResolveSiteKeyResponse: MessageFns<ResolveSiteKeyResponse> = {
     }
     if (message.plan !== undefined) {
       Plan.encode(message.plan, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.identitySecrets) {
+      writer.uint32(42).string(v!);
     }
     return writer;
   },
@@ -2968,6 +3010,14 @@ export const ResolveSiteKeyResponse: MessageFns<ResolveSiteKeyResponse> = {
             message.plan = Plan.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.identitySecrets.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2994,6 +3044,11 @@ export const ResolveSiteKeyResponse: MessageFns<ResolveSiteKeyResponse> = {
         : "",
       domain: isSet(object.domain) ? globalThis.String(object.domain) : "",
       plan: isSet(object.plan) ? Plan.fromJSON(object.plan) : undefined,
+      identitySecrets: globalThis.Array.isArray(object?.identitySecrets)
+        ? object.identitySecrets.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.identity_secrets)
+        ? object.identity_secrets.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -3011,6 +3066,9 @@ export const ResolveSiteKeyResponse: MessageFns<ResolveSiteKeyResponse> = {
     if (message.plan !== undefined) {
       obj.plan = Plan.toJSON(message.plan);
     }
+    if (message.identitySecrets?.length) {
+      obj.identitySecrets = message.identitySecrets;
+    }
     return obj;
   },
 
@@ -3023,6 +3081,7 @@ export const ResolveSiteKeyResponse: MessageFns<ResolveSiteKeyResponse> = {
     message.siteId = object.siteId ?? "";
     message.domain = object.domain ?? "";
     message.plan = (object.plan !== undefined && object.plan !== null) ? Plan.fromPartial(object.plan) : undefined;
+    message.identitySecrets = object.identitySecrets?.map((e) => e) || [];
     return message;
   },
 };
@@ -4276,7 +4335,7 @@ export const RevokeBoundKeyResponse: MessageFns<RevokeBoundKeyResponse> = {
 };
 
 function createBaseCreateEnrollmentRequest(): CreateEnrollmentRequest {
-  return { workspaceId: "", externalId: "", keyId: "" };
+  return { workspaceId: "", externalId: "", keyId: "", pairing: false };
 }
 
 export const CreateEnrollmentRequest: MessageFns<CreateEnrollmentRequest> = {
@@ -4289,6 +4348,9 @@ export const CreateEnrollmentRequest: MessageFns<CreateEnrollmentRequest> = {
     }
     if (message.keyId !== "") {
       writer.uint32(26).string(message.keyId);
+    }
+    if (message.pairing !== false) {
+      writer.uint32(32).bool(message.pairing);
     }
     return writer;
   },
@@ -4330,6 +4392,14 @@ export const CreateEnrollmentRequest: MessageFns<CreateEnrollmentRequest> = {
             message.keyId = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.pairing = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4359,6 +4429,7 @@ export const CreateEnrollmentRequest: MessageFns<CreateEnrollmentRequest> = {
         : isSet(object.key_id)
         ? globalThis.String(object.key_id)
         : "",
+      pairing: isSet(object.pairing) ? globalThis.Boolean(object.pairing) : false,
     };
   },
 
@@ -4373,6 +4444,9 @@ export const CreateEnrollmentRequest: MessageFns<CreateEnrollmentRequest> = {
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
+    if (message.pairing !== false) {
+      obj.pairing = message.pairing;
+    }
     return obj;
   },
 
@@ -4384,6 +4458,7 @@ export const CreateEnrollmentRequest: MessageFns<CreateEnrollmentRequest> = {
     message.workspaceId = object.workspaceId ?? "";
     message.externalId = object.externalId ?? "";
     message.keyId = object.keyId ?? "";
+    message.pairing = object.pairing ?? false;
     return message;
   },
 };
@@ -4565,7 +4640,7 @@ export const GetEnrollmentRequest: MessageFns<GetEnrollmentRequest> = {
 };
 
 function createBaseGetEnrollmentResponse(): GetEnrollmentResponse {
-  return { state: "", externalId: "", expiresAt: "", site: undefined };
+  return { state: "", externalId: "", expiresAt: "", site: undefined, pairing: false };
 }
 
 export const GetEnrollmentResponse: MessageFns<GetEnrollmentResponse> = {
@@ -4581,6 +4656,9 @@ export const GetEnrollmentResponse: MessageFns<GetEnrollmentResponse> = {
     }
     if (message.site !== undefined) {
       PublicSite.encode(message.site, writer.uint32(34).fork()).join();
+    }
+    if (message.pairing !== false) {
+      writer.uint32(40).bool(message.pairing);
     }
     return writer;
   },
@@ -4630,6 +4708,14 @@ export const GetEnrollmentResponse: MessageFns<GetEnrollmentResponse> = {
             message.site = PublicSite.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.pairing = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4656,6 +4742,7 @@ export const GetEnrollmentResponse: MessageFns<GetEnrollmentResponse> = {
         ? globalThis.String(object.expires_at)
         : "",
       site: isSet(object.site) ? PublicSite.fromJSON(object.site) : undefined,
+      pairing: isSet(object.pairing) ? globalThis.Boolean(object.pairing) : false,
     };
   },
 
@@ -4673,6 +4760,9 @@ export const GetEnrollmentResponse: MessageFns<GetEnrollmentResponse> = {
     if (message.site !== undefined) {
       obj.site = PublicSite.toJSON(message.site);
     }
+    if (message.pairing !== false) {
+      obj.pairing = message.pairing;
+    }
     return obj;
   },
 
@@ -4687,6 +4777,7 @@ export const GetEnrollmentResponse: MessageFns<GetEnrollmentResponse> = {
     message.site = (object.site !== undefined && object.site !== null)
       ? PublicSite.fromPartial(object.site)
       : undefined;
+    message.pairing = object.pairing ?? false;
     return message;
   },
 };
@@ -6649,6 +6740,370 @@ export const RemoveMemberResponse: MessageFns<RemoveMemberResponse> = {
   },
 };
 
+function createBaseGetIdentitySecretsRequest(): GetIdentitySecretsRequest {
+  return { workspaceId: "" };
+}
+
+export const GetIdentitySecretsRequest: MessageFns<GetIdentitySecretsRequest> = {
+  encode(message: GetIdentitySecretsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetIdentitySecretsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetIdentitySecretsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetIdentitySecretsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetIdentitySecretsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetIdentitySecretsRequest>, I>>(base?: I): GetIdentitySecretsRequest {
+    return GetIdentitySecretsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetIdentitySecretsRequest>, I>>(object: I): GetIdentitySecretsRequest {
+    const message = createBaseGetIdentitySecretsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetIdentitySecretsResponse(): GetIdentitySecretsResponse {
+  return { secrets: [], createdAt: "", previousSecretExpiresAt: "" };
+}
+
+export const GetIdentitySecretsResponse: MessageFns<GetIdentitySecretsResponse> = {
+  encode(message: GetIdentitySecretsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.secrets) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(18).string(message.createdAt);
+    }
+    if (message.previousSecretExpiresAt !== "") {
+      writer.uint32(26).string(message.previousSecretExpiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetIdentitySecretsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetIdentitySecretsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secrets.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.previousSecretExpiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetIdentitySecretsResponse {
+    return {
+      secrets: globalThis.Array.isArray(object?.secrets) ? object.secrets.map((e: any) => globalThis.String(e)) : [],
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      previousSecretExpiresAt: isSet(object.previousSecretExpiresAt)
+        ? globalThis.String(object.previousSecretExpiresAt)
+        : isSet(object.previous_secret_expires_at)
+        ? globalThis.String(object.previous_secret_expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: GetIdentitySecretsResponse): unknown {
+    const obj: any = {};
+    if (message.secrets?.length) {
+      obj.secrets = message.secrets;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.previousSecretExpiresAt !== "") {
+      obj.previousSecretExpiresAt = message.previousSecretExpiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetIdentitySecretsResponse>, I>>(base?: I): GetIdentitySecretsResponse {
+    return GetIdentitySecretsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetIdentitySecretsResponse>, I>>(object: I): GetIdentitySecretsResponse {
+    const message = createBaseGetIdentitySecretsResponse();
+    message.secrets = object.secrets?.map((e) => e) || [];
+    message.createdAt = object.createdAt ?? "";
+    message.previousSecretExpiresAt = object.previousSecretExpiresAt ?? "";
+    return message;
+  },
+};
+
+function createBaseRotateIdentitySecretRequest(): RotateIdentitySecretRequest {
+  return { workspaceId: "" };
+}
+
+export const RotateIdentitySecretRequest: MessageFns<RotateIdentitySecretRequest> = {
+  encode(message: RotateIdentitySecretRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateIdentitySecretRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateIdentitySecretRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateIdentitySecretRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: RotateIdentitySecretRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotateIdentitySecretRequest>, I>>(base?: I): RotateIdentitySecretRequest {
+    return RotateIdentitySecretRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateIdentitySecretRequest>, I>>(object: I): RotateIdentitySecretRequest {
+    const message = createBaseRotateIdentitySecretRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseRotateIdentitySecretResponse(): RotateIdentitySecretResponse {
+  return { secrets: [], createdAt: "", previousSecretExpiresAt: "" };
+}
+
+export const RotateIdentitySecretResponse: MessageFns<RotateIdentitySecretResponse> = {
+  encode(message: RotateIdentitySecretResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.secrets) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(18).string(message.createdAt);
+    }
+    if (message.previousSecretExpiresAt !== "") {
+      writer.uint32(26).string(message.previousSecretExpiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateIdentitySecretResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateIdentitySecretResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secrets.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.previousSecretExpiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotateIdentitySecretResponse {
+    return {
+      secrets: globalThis.Array.isArray(object?.secrets) ? object.secrets.map((e: any) => globalThis.String(e)) : [],
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      previousSecretExpiresAt: isSet(object.previousSecretExpiresAt)
+        ? globalThis.String(object.previousSecretExpiresAt)
+        : isSet(object.previous_secret_expires_at)
+        ? globalThis.String(object.previous_secret_expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: RotateIdentitySecretResponse): unknown {
+    const obj: any = {};
+    if (message.secrets?.length) {
+      obj.secrets = message.secrets;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.previousSecretExpiresAt !== "") {
+      obj.previousSecretExpiresAt = message.previousSecretExpiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotateIdentitySecretResponse>, I>>(base?: I): RotateIdentitySecretResponse {
+    return RotateIdentitySecretResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateIdentitySecretResponse>, I>>(object: I): RotateIdentitySecretResponse {
+    const message = createBaseRotateIdentitySecretResponse();
+    message.secrets = object.secrets?.map((e) => e) || [];
+    message.createdAt = object.createdAt ?? "";
+    message.previousSecretExpiresAt = object.previousSecretExpiresAt ?? "";
+    return message;
+  },
+};
+
 /** The account service owns workspaces, their site, API keys and the machines agents report from. */
 export type AccountServiceService = typeof AccountServiceService;
 export const AccountServiceService = {
@@ -6986,6 +7441,35 @@ export const AccountServiceService = {
       Buffer.from(RemoveMemberResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RemoveMemberResponse => RemoveMemberResponse.decode(value),
   },
+  /**
+   * The workspace's identity-verification secrets ("idsec_<base64url>"), newest first, kept like
+   * the webhook secrets: the first call creates one; a rotation keeps the previous one valid for
+   * 24 h. A site's backend signs its users' external ids with it (HMAC-SHA256, hex) and the
+   * browser SDK passes the proof; ResolveSiteKey carries the valid secrets so the gateway checks
+   * proofs with the site-key resolution it already caches.
+   */
+  getIdentitySecrets: {
+    path: "/herald.account.v1.AccountService/GetIdentitySecrets" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetIdentitySecretsRequest): Buffer =>
+      Buffer.from(GetIdentitySecretsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetIdentitySecretsRequest => GetIdentitySecretsRequest.decode(value),
+    responseSerialize: (value: GetIdentitySecretsResponse): Buffer =>
+      Buffer.from(GetIdentitySecretsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetIdentitySecretsResponse => GetIdentitySecretsResponse.decode(value),
+  },
+  rotateIdentitySecret: {
+    path: "/herald.account.v1.AccountService/RotateIdentitySecret" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RotateIdentitySecretRequest): Buffer =>
+      Buffer.from(RotateIdentitySecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateIdentitySecretRequest => RotateIdentitySecretRequest.decode(value),
+    responseSerialize: (value: RotateIdentitySecretResponse): Buffer =>
+      Buffer.from(RotateIdentitySecretResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RotateIdentitySecretResponse => RotateIdentitySecretResponse.decode(value),
+  },
 } as const;
 
 export interface AccountServiceServer extends UntypedServiceImplementation {
@@ -7078,6 +7562,15 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
    * PERMISSION_DENIED when the actor may not remove them (only an owner removes an owner).
    */
   removeMember: handleUnaryCall<RemoveMemberRequest, RemoveMemberResponse>;
+  /**
+   * The workspace's identity-verification secrets ("idsec_<base64url>"), newest first, kept like
+   * the webhook secrets: the first call creates one; a rotation keeps the previous one valid for
+   * 24 h. A site's backend signs its users' external ids with it (HMAC-SHA256, hex) and the
+   * browser SDK passes the proof; ResolveSiteKey carries the valid secrets so the gateway checks
+   * proofs with the site-key resolution it already caches.
+   */
+  getIdentitySecrets: handleUnaryCall<GetIdentitySecretsRequest, GetIdentitySecretsResponse>;
+  rotateIdentitySecret: handleUnaryCall<RotateIdentitySecretRequest, RotateIdentitySecretResponse>;
 }
 
 export interface AccountServiceClient extends Client {
@@ -7533,6 +8026,43 @@ export interface AccountServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RemoveMemberResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The workspace's identity-verification secrets ("idsec_<base64url>"), newest first, kept like
+   * the webhook secrets: the first call creates one; a rotation keeps the previous one valid for
+   * 24 h. A site's backend signs its users' external ids with it (HMAC-SHA256, hex) and the
+   * browser SDK passes the proof; ResolveSiteKey carries the valid secrets so the gateway checks
+   * proofs with the site-key resolution it already caches.
+   */
+  getIdentitySecrets(
+    request: GetIdentitySecretsRequest,
+    callback: (error: ServiceError | null, response: GetIdentitySecretsResponse) => void,
+  ): ClientUnaryCall;
+  getIdentitySecrets(
+    request: GetIdentitySecretsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetIdentitySecretsResponse) => void,
+  ): ClientUnaryCall;
+  getIdentitySecrets(
+    request: GetIdentitySecretsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetIdentitySecretsResponse) => void,
+  ): ClientUnaryCall;
+  rotateIdentitySecret(
+    request: RotateIdentitySecretRequest,
+    callback: (error: ServiceError | null, response: RotateIdentitySecretResponse) => void,
+  ): ClientUnaryCall;
+  rotateIdentitySecret(
+    request: RotateIdentitySecretRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RotateIdentitySecretResponse) => void,
+  ): ClientUnaryCall;
+  rotateIdentitySecret(
+    request: RotateIdentitySecretRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RotateIdentitySecretResponse) => void,
   ): ClientUnaryCall;
 }
 

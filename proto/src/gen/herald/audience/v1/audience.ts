@@ -34,7 +34,10 @@ export interface CountSubscriptionsRequest {
 export interface CountSubscriptionsResponse {
   /** Live (active) browser subscriptions of the whole site. */
   siteActive: string;
+  /** Counts only subscribers whose external id is verified (approver devices, see Subscriber). */
   externalIdActive: string;
+  /** Live subscriptions of the whole site with a verified external id (the team's approver devices). */
+  siteVerified: string;
 }
 
 export interface Subscriber {
@@ -56,6 +59,12 @@ export interface Subscriber {
   /** Origin of the push service (e.g. https://fcm.googleapis.com), never the full endpoint. */
   pushService: string;
   unsubscribedAt: string;
+  /**
+   * The external id was proven (identity verification or a pairing/enrollment link). Only such
+   * subscribers are approver devices: counted for reachability and sent questions. Any change of
+   * the external id without a proof clears it.
+   */
+  externalIdVerified: boolean;
 }
 
 export interface ListSubscribersRequest {
@@ -131,6 +140,11 @@ export interface SubscribeRequest {
   language: string;
   timezone: string;
   country: string;
+  /**
+   * The caller proved external_id (identity-verification proof checked by the gateway, or a
+   * pairing/enrollment link). False stores the external id as unverified.
+   */
+  externalIdVerified: boolean;
 }
 
 export interface SubscribeResponse {
@@ -170,6 +184,8 @@ export interface Targeting {
    * (another workspace's, or deleted) is NOT_FOUND.
    */
   segmentId: string;
+  /** Only subscribers with a verified external id (approver devices): questions are sent so. */
+  verifiedOnly: boolean;
 }
 
 export interface CountTargetsRequest {
@@ -312,7 +328,7 @@ export const CountSubscriptionsRequest: MessageFns<CountSubscriptionsRequest> = 
 };
 
 function createBaseCountSubscriptionsResponse(): CountSubscriptionsResponse {
-  return { siteActive: "0", externalIdActive: "0" };
+  return { siteActive: "0", externalIdActive: "0", siteVerified: "0" };
 }
 
 export const CountSubscriptionsResponse: MessageFns<CountSubscriptionsResponse> = {
@@ -322,6 +338,9 @@ export const CountSubscriptionsResponse: MessageFns<CountSubscriptionsResponse> 
     }
     if (message.externalIdActive !== "0") {
       writer.uint32(16).int64(message.externalIdActive);
+    }
+    if (message.siteVerified !== "0") {
+      writer.uint32(24).int64(message.siteVerified);
     }
     return writer;
   },
@@ -355,6 +374,14 @@ export const CountSubscriptionsResponse: MessageFns<CountSubscriptionsResponse> 
             message.externalIdActive = reader.int64().toString();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.siteVerified = reader.int64().toString();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -379,6 +406,11 @@ export const CountSubscriptionsResponse: MessageFns<CountSubscriptionsResponse> 
         : isSet(object.external_id_active)
         ? globalThis.String(object.external_id_active)
         : "0",
+      siteVerified: isSet(object.siteVerified)
+        ? globalThis.String(object.siteVerified)
+        : isSet(object.site_verified)
+        ? globalThis.String(object.site_verified)
+        : "0",
     };
   },
 
@@ -390,6 +422,9 @@ export const CountSubscriptionsResponse: MessageFns<CountSubscriptionsResponse> 
     if (message.externalIdActive !== "0") {
       obj.externalIdActive = message.externalIdActive;
     }
+    if (message.siteVerified !== "0") {
+      obj.siteVerified = message.siteVerified;
+    }
     return obj;
   },
 
@@ -400,6 +435,7 @@ export const CountSubscriptionsResponse: MessageFns<CountSubscriptionsResponse> 
     const message = createBaseCountSubscriptionsResponse();
     message.siteActive = object.siteActive ?? "0";
     message.externalIdActive = object.externalIdActive ?? "0";
+    message.siteVerified = object.siteVerified ?? "0";
     return message;
   },
 };
@@ -421,6 +457,7 @@ function createBaseSubscriber(): Subscriber {
     updatedAt: "",
     pushService: "",
     unsubscribedAt: "",
+    externalIdVerified: false,
   };
 }
 
@@ -470,6 +507,9 @@ export const Subscriber: MessageFns<Subscriber> = {
     }
     if (message.unsubscribedAt !== "") {
       writer.uint32(122).string(message.unsubscribedAt);
+    }
+    if (message.externalIdVerified !== false) {
+      writer.uint32(128).bool(message.externalIdVerified);
     }
     return writer;
   },
@@ -607,6 +647,14 @@ export const Subscriber: MessageFns<Subscriber> = {
             message.unsubscribedAt = reader.string();
             continue;
           }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.externalIdVerified = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -666,6 +714,11 @@ export const Subscriber: MessageFns<Subscriber> = {
         : isSet(object.unsubscribed_at)
         ? globalThis.String(object.unsubscribed_at)
         : "",
+      externalIdVerified: isSet(object.externalIdVerified)
+        ? globalThis.Boolean(object.externalIdVerified)
+        : isSet(object.external_id_verified)
+        ? globalThis.Boolean(object.external_id_verified)
+        : false,
     };
   },
 
@@ -716,6 +769,9 @@ export const Subscriber: MessageFns<Subscriber> = {
     if (message.unsubscribedAt !== "") {
       obj.unsubscribedAt = message.unsubscribedAt;
     }
+    if (message.externalIdVerified !== false) {
+      obj.externalIdVerified = message.externalIdVerified;
+    }
     return obj;
   },
 
@@ -739,6 +795,7 @@ export const Subscriber: MessageFns<Subscriber> = {
     message.updatedAt = object.updatedAt ?? "";
     message.pushService = object.pushService ?? "";
     message.unsubscribedAt = object.unsubscribedAt ?? "";
+    message.externalIdVerified = object.externalIdVerified ?? false;
     return message;
   },
 };
@@ -1857,6 +1914,7 @@ function createBaseSubscribeRequest(): SubscribeRequest {
     language: "",
     timezone: "",
     country: "",
+    externalIdVerified: false,
   };
 }
 
@@ -1894,6 +1952,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     }
     if (message.country !== "") {
       writer.uint32(90).string(message.country);
+    }
+    if (message.externalIdVerified !== false) {
+      writer.uint32(96).bool(message.externalIdVerified);
     }
     return writer;
   },
@@ -1999,6 +2060,14 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
             message.country = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.externalIdVerified = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2038,6 +2107,11 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
       language: isSet(object.language) ? globalThis.String(object.language) : "",
       timezone: isSet(object.timezone) ? globalThis.String(object.timezone) : "",
       country: isSet(object.country) ? globalThis.String(object.country) : "",
+      externalIdVerified: isSet(object.externalIdVerified)
+        ? globalThis.Boolean(object.externalIdVerified)
+        : isSet(object.external_id_verified)
+        ? globalThis.Boolean(object.external_id_verified)
+        : false,
     };
   },
 
@@ -2076,6 +2150,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     if (message.country !== "") {
       obj.country = message.country;
     }
+    if (message.externalIdVerified !== false) {
+      obj.externalIdVerified = message.externalIdVerified;
+    }
     return obj;
   },
 
@@ -2095,6 +2172,7 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     message.language = object.language ?? "";
     message.timezone = object.timezone ?? "";
     message.country = object.country ?? "";
+    message.externalIdVerified = object.externalIdVerified ?? false;
     return message;
   },
 };
@@ -2569,7 +2647,7 @@ export const UnsubscribeResponse: MessageFns<UnsubscribeResponse> = {
 };
 
 function createBaseTargeting(): Targeting {
-  return { subscriberIds: [], externalIds: [], tags: [], segmentId: "" };
+  return { subscriberIds: [], externalIds: [], tags: [], segmentId: "", verifiedOnly: false };
 }
 
 export const Targeting: MessageFns<Targeting> = {
@@ -2585,6 +2663,9 @@ export const Targeting: MessageFns<Targeting> = {
     }
     if (message.segmentId !== "") {
       writer.uint32(34).string(message.segmentId);
+    }
+    if (message.verifiedOnly !== false) {
+      writer.uint32(40).bool(message.verifiedOnly);
     }
     return writer;
   },
@@ -2634,6 +2715,14 @@ export const Targeting: MessageFns<Targeting> = {
             message.segmentId = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.verifiedOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2664,6 +2753,11 @@ export const Targeting: MessageFns<Targeting> = {
         : isSet(object.segment_id)
         ? globalThis.String(object.segment_id)
         : "",
+      verifiedOnly: isSet(object.verifiedOnly)
+        ? globalThis.Boolean(object.verifiedOnly)
+        : isSet(object.verified_only)
+        ? globalThis.Boolean(object.verified_only)
+        : false,
     };
   },
 
@@ -2681,6 +2775,9 @@ export const Targeting: MessageFns<Targeting> = {
     if (message.segmentId !== "") {
       obj.segmentId = message.segmentId;
     }
+    if (message.verifiedOnly !== false) {
+      obj.verifiedOnly = message.verifiedOnly;
+    }
     return obj;
   },
 
@@ -2693,6 +2790,7 @@ export const Targeting: MessageFns<Targeting> = {
     message.externalIds = object.externalIds?.map((e) => e) || [];
     message.tags = object.tags?.map((e) => e) || [];
     message.segmentId = object.segmentId ?? "";
+    message.verifiedOnly = object.verifiedOnly ?? false;
     return message;
   },
 };
