@@ -204,8 +204,9 @@ test('a client that disconnects frees its waiter at once', async () => {
   controller.abort();
   await waiting;
   const started = Date.now();
+  // Freed when the client left, not held to the end of its 50 s wait (10 s leaves room for a busy machine).
   while ((await subscribers(record.correlationId)) > 0) {
-    assert.ok(Date.now() - started < 1_000, 'the waiter was not freed');
+    assert.ok(Date.now() - started < 10_000, 'the waiter was not freed');
     await sleep(10);
   }
 });
