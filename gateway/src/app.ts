@@ -104,7 +104,7 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
   const subscriber = redis.duplicate({ lazyConnect: true });
   subscriber.on('error', () => undefined);
   await subscriber.connect().catch((err: unknown) => logger.warn({ err }, 'Redis unreachable: waits end at their time-out until it is back'));
-  const waiters = new Waiters(subscriber, logger);
+  const waiters = new Waiters(subscriber, logger, config.namespace);
   app.addHook('onClose', async () => waiters.disconnect());
 
   // App plugins: who is calling, and liveness, readiness and the drain (callers waiting for an
