@@ -4,7 +4,6 @@ import type { Bus } from '@herald/bus';
 import { HeraldError } from '@herald/errors';
 import type { Logger } from '@herald/logging';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv } from 'ajv';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 
@@ -17,7 +16,7 @@ import { authentication } from './plugins/authentication.js';
 import { health } from './plugins/health.js';
 import { RateLimiter } from './rate-limit.js';
 import { registerRoutes } from './routes/index.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan, surrogateError, withStorableText } from './validation.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, schemaValidator, surrogateError, withStorableText } from './validation.js';
 import { Waiters } from './waiters.js';
 
 /**
@@ -75,8 +74,8 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
 
   // Bodies are taken as sent: no type coercion and no silent removal of unknown fields.
   // Query strings and path parameters arrive as text, so they are coerced to their declared types.
-  const bodyValidator = new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: true, strict: false });
-  const textValidator = new Ajv({ allErrors: true, coerceTypes: 'array', removeAdditional: false, useDefaults: true, strict: false });
+  const bodyValidator = schemaValidator(false);
+  const textValidator = schemaValidator('array');
   app.setValidatorCompiler(({ schema, httpPart }) => withStorableText((httpPart === 'body' ? bodyValidator : textValidator).compile(schema)));
 
   // JSON only: a text/plain body is refused instead of arriving as a string.
@@ -124,7 +123,7 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
   const subscriber = redis.duplicate({ lazyConnect: true });
   subscriber.on('error', () => undefined);
   await subscriber.connect().catch((err: unknown) => logger.warn({ err }, 'Redis unreachable: waits end at their time-out until it is back'));
-  const waiters = new Waiters(subscriber, logger);
+  const waiters = new Waiters(subscriber, logger, config.namespace);
   app.addHook('onClose', async () => waiters.disconnect());
 
   // App plugins: who is calling, and liveness, readiness and the drain (callers waiting for an

@@ -11,6 +11,10 @@ export interface ValidationIssue {
   instancePath: string;
   message?: string;
   params: Record<string, unknown>;
+  /** Where in the schema it was raised, e.g. `#/then/required` (Ajv). */
+  schemaPath?: string;
+  /** The schema that raised it (Ajv's `verbose`). */
+  parentSchema?: Record<string, unknown>;
 }
 
 function fieldOf(issue: ValidationIssue): string {
@@ -19,8 +23,15 @@ function fieldOf(issue: ValidationIssue): string {
   return [path, child].filter(Boolean).join('.') || '(body)';
 }
 
+/** Formats named in words a caller knows, as the services name them. */
+const formatProblems: Record<string, string> = { 'date-time': 'must be an ISO 8601 date-time' };
+
 function problemOf(issue: ValidationIssue): string {
+  // A requirement under a condition (if/then) says the condition: the `then` schema's description.
+  const condition = issue.parentSchema?.description;
+  if (issue.keyword === 'required' && issue.schemaPath?.endsWith('/then/required') && typeof condition === 'string') return `is required ${condition}`;
   if (issue.keyword === 'required') return 'is required';
+  if (issue.keyword === 'format') return formatProblems[issue.params.format as string] ?? issue.message ?? 'is invalid';
   if (issue.keyword === 'additionalProperties') return 'is not allowed';
   return issue.message ?? 'is invalid';
 }
@@ -34,7 +45,8 @@ const isUnionNoise = (issue: ValidationIssue): boolean => issue.keyword === 'any
  */
 export function validationError(context: string, issues: ValidationIssue[]): HeraldError {
   const byField = new Map<string, ValidationIssue[]>();
-  for (const issue of issues) byField.set(fieldOf(issue), [...(byField.get(fieldOf(issue)) ?? []), issue]);
+  // An if/then's own issue ("must match then schema") only repeats those of its `then` branch.
+  for (const issue of issues.filter(({ keyword }) => keyword !== 'if')) byField.set(fieldOf(issue), [...(byField.get(fieldOf(issue)) ?? []), issue]);
   return invalidFields(
     context,
     [...byField].map(([field, found]) => {

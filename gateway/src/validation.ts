@@ -1,7 +1,20 @@
-import type { ValidateFunction } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
+import formats from 'ajv-formats';
 import type { FastifySchemaValidationError } from 'fastify';
 
 import { validationError } from './errors.js';
+
+/**
+ * The validator of request bodies, query strings, path parameters and MCP arguments: every problem
+ * reported, the schemas' formats (date-time, ...) checked, nothing removed, defaults filled in.
+ * Bodies are taken as sent (`coerceTypes: false`); text (query strings, path parameters) is coerced
+ * to its declared types (`'array'`). Verbose, so an issue carries the schema that raised it (errors.ts).
+ */
+export function schemaValidator(coerceTypes: false | 'array'): Ajv {
+  const ajv = new Ajv({ allErrors: true, coerceTypes, removeAdditional: false, useDefaults: true, strict: false, verbose: true });
+  formats.default(ajv);
+  return ajv;
+}
 
 /**
  * Text PostgreSQL cannot store as sent is refused at the edge like any other invalid value, naming

@@ -1,4 +1,4 @@
-import { answerChannel } from '@herald/domain';
+import { answerChannel, questionOfAnswerChannel } from '@herald/bus';
 import type { Logger } from '@herald/logging';
 import type { Redis } from 'ioredis';
 
@@ -41,11 +41,13 @@ export class Waiters {
     /** A connection of its own: a subscribed Redis connection can do nothing else. */
     private readonly subscriber: Redis,
     private readonly logger: Logger,
+    /** HERALD_NAMESPACE: the wake-up channels are this namespace's. */
+    private readonly namespace: string,
   ) {
     // The first connection may be up already (it is made before the gateway listens).
     this.connectedBefore = subscriber.status === 'ready';
     subscriber.on('message', (channel: string) => {
-      const id = channel.slice(answerChannel('').length);
+      const id = questionOfAnswerChannel(namespace, channel);
       for (const waiting of this.byQuestion.get(id)?.waiters ?? []) waiting.wake();
     });
     // Wake-ups published while Redis was down are lost, and subscriptions tried then never took:
@@ -104,7 +106,7 @@ export class Waiters {
   }
 
   private async resume(): Promise<void> {
-    const channels = [...this.byQuestion.keys()].map(answerChannel);
+    const channels = [...this.byQuestion.keys()].map((id) => answerChannel(this.namespace, id));
     this.logger.info({ questions: channels.length }, 'Redis reachable again: waiters re-check their questions');
     if (channels.length > 0) await this.subscriber.subscribe(...channels).catch((err: unknown) => this.logger.warn({ err }, 'could not subscribe again for answer wake-ups'));
     for (const { waiters } of this.byQuestion.values()) for (const waiting of waiters) waiting.wake();
@@ -117,7 +119,7 @@ export class Waiters {
       // A later waiter of the same question also reads only once the subscription is in place.
       return entry.subscribed;
     }
-    const subscribed = this.subscriber.subscribe(answerChannel(questionId)).then(
+    const subscribed = this.subscriber.subscribe(answerChannel(this.namespace, questionId)).then(
       () => undefined,
       // Without Redis the wait still ends at its time-out with a fresh read.
       (err: unknown) => this.logger.warn({ err, questionId }, 'could not subscribe for an answer wake-up'),
@@ -132,6 +134,6 @@ export class Waiters {
     entry.waiters.delete(waiting);
     if (entry.waiters.size > 0) return;
     this.byQuestion.delete(questionId);
-    this.subscriber.unsubscribe(answerChannel(questionId)).catch(() => undefined);
+    this.subscriber.unsubscribe(answerChannel(this.namespace, questionId)).catch(() => undefined);
   }
 }

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { admin, call, createWorkspace, freePort, SERVER_API, type TestWorkspace } from '@herald/testkit';
+import { answerChannel } from '@herald/bus';
+import { admin, call, createWorkspace, eventually, freePort, requiredEnv, SERVER_API, type TestWorkspace } from '@herald/testkit';
+import { Redis } from 'ioredis';
 
 import { onlyQuestionId, questionStack } from './waiting.js';
 
@@ -190,6 +192,29 @@ test('a waiter on one gateway is woken by an answer through another', async () =
   assert.equal(woken.body.status, 'answered');
   assert.ok(Date.now() - answeredAt < 1_000, `woken after ${Date.now() - answeredAt} ms`);
   assert.equal(await subscribers(record.correlationId), 0);
+});
+
+test("an answer's wake-up goes out on the stack's own channel (its namespace's), not on another stack's", async () => {
+  const { apiKey } = await createWorkspace();
+  const record = await pending(apiKey);
+  const ours = answerChannel(running.stack.topicPrefix, record.correlationId);
+  const listener = new Redis(requiredEnv('REDIS_URL'));
+  const publisher = new Redis(requiredEnv('REDIS_URL'));
+  try {
+    const heard: string[] = [];
+    listener.on('message', (channel: string) => heard.push(channel));
+    // The same question id under no namespace and under another one: neither may hear it.
+    await listener.subscribe(ours, answerChannel('', record.correlationId), answerChannel('other.', record.correlationId));
+    assert.equal((await answer(record, 'yes')).status, 200);
+    await eventually('the wake-up published', async () => heard.length, (count) => count > 0);
+    // A marker published after it on the listener's own channel arrives after anything else published before.
+    assert.equal(await publisher.publish(ours, 'marker'), 1);
+    await eventually('the marker heard', async () => heard.length, (count) => count >= 2);
+    assert.deepEqual(heard, [ours, ours]);
+  } finally {
+    listener.disconnect();
+    publisher.disconnect();
+  }
 });
 
 test('a client that disconnects frees its waiter at once', async () => {

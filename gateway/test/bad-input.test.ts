@@ -272,7 +272,7 @@ test('DNS rebinding: a name public at creation and loopback at delivery gets no 
     );
     assert.deepEqual(
       attempts.map((row) => [row.attempt, row.status_code, row.error]),
-      [1, 2].map((attempt) => [attempt, null, 'refused: Invalid request body: url must resolve to public addresses only (not private, loopback, link-local, CGNAT, multicast or unspecified).']),
+      [1, 2].map((attempt) => [attempt, null, 'refused: the address resolves to a loopback network (127.0.0.1)']),
     );
   } finally {
     await db.end();

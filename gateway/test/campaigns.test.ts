@@ -147,6 +147,33 @@ test('a campaign is created (201, draft or scheduled), read, listed newest first
   assert.deepEqual(missing.body, errorBody('not_found', 404, 'Not found', 'No campaign cmp_missing.', 'Check the path and the identifier.'));
 });
 
+test('an empty body is one 400 naming every missing field, as templates do', async () => {
+  const { workspace } = await seedAudience(harness, 1);
+  const empty = await campaigns(workspace, '', { method: 'POST', body: {} });
+  assert.equal(empty.status, 400);
+  assert.deepEqual(
+    empty.body,
+    errorBody(
+      'invalid_request',
+      400,
+      'Invalid request',
+      'Invalid request body: title is required without a templateId; body is required without a templateId; name is required.',
+      'Fix the request as the message says and send it again.',
+      {
+        fields: [
+          { field: 'title', in: 'body', problem: 'is required without a templateId' },
+          { field: 'body', in: 'body', problem: 'is required without a templateId' },
+          { field: 'name', in: 'body', problem: 'is required' },
+        ],
+      },
+    ),
+  );
+  // With a templateId, the content comes from the template: only the name is missing.
+  const fromTemplate = await campaigns(workspace, '', { method: 'POST', body: { templateId: 'tpl_any' } });
+  assert.deepEqual(fromTemplate.body.fields, [{ field: 'name', in: 'body', problem: 'is required' }]);
+  assert.deepEqual((await campaigns(workspace)).body.data, []);
+});
+
 test('every bad field is a 400 naming it', async () => {
   const { workspace } = await seedAudience(harness, 1);
   const cases: Array<[Record<string, unknown>, Array<{ field: string; problem: string }>]> = [
@@ -154,6 +181,7 @@ test('every bad field is a 400 naming it', async () => {
     [{ name: 'n' }, [{ field: 'title', problem: 'is required without a templateId' }, { field: 'body', problem: 'is required without a templateId' }]],
     [{ name: 'n', title: 't', body: 'b', scheduledAt: '2001-01-01T00:00:00Z' }, [{ field: 'scheduledAt', problem: 'is in the past' }]],
     [{ name: 'n', title: 't', body: 'b', scheduledAt: 'tomorrow' }, [{ field: 'scheduledAt', problem: 'must be an ISO 8601 date-time' }]],
+    [{ name: 'n', title: 't', body: 'b', scheduledAt: '2099-01-01T09:00:00' }, [{ field: 'scheduledAt', problem: 'must be an ISO 8601 date-time' }]],
     [{ name: 'n', title: 't', body: 'b', throttlePerMinute: 0 }, [{ field: 'throttlePerMinute', problem: 'must be >= 1' }]],
     [{ name: 'n', title: 't', body: 'b', segment: 'x' }, [{ field: 'segment', problem: 'is not allowed' }]],
     [{ name: 'n', templateId: 'tpl_none' }, [{ field: 'templateId', problem: 'names no template of this workspace' }]],

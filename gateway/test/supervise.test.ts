@@ -60,6 +60,11 @@ after(async () => {
   await removeNamespace();
 });
 
+test('npm start prints no schema warnings: every format the route and tool schemas use is known to their validators', () => {
+  assert.match(output, /\[supervise\] gateway started/);
+  assert.doesNotMatch(output, /unknown format|ignored in schema|strict mode/);
+});
+
 test('every component of the registry runs; one that dies is restarted while the others keep running; Ctrl-C drains them all', { timeout: 120_000 }, async () => {
   const pids = Object.fromEntries(components.map((component) => [component.name, pidOf(component.name)]));
   for (const [name, pid] of Object.entries(pids)) assert.ok(alive(pid), `${name} (pid ${pid}) is running`);

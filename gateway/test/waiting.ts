@@ -1,6 +1,7 @@
 import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import { answerChannel } from '@herald/bus';
 import { connectDatabase, requiredEnv, startStack, type Stack } from '@herald/testkit';
 import { Redis } from 'ioredis';
 
@@ -29,8 +30,8 @@ export function questionStack(): QuestionStack {
       return stack;
     },
     async subscribers(questionId) {
-      if (!redis) throw new Error('the stack starts before the first test');
-      const [, count] = (await redis.pubsub('NUMSUB', `herald:answered:${questionId}`)) as [string, number];
+      if (!redis || !stack) throw new Error('the stack starts before the first test');
+      const [, count] = (await redis.pubsub('NUMSUB', answerChannel(stack.topicPrefix, questionId))) as [string, number];
       return Number(count);
     },
   };

@@ -2,13 +2,13 @@ import type { Scope } from '@herald/domain';
 import { errorBody, HeraldError, invalidFields } from '@herald/errors';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/server';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import { Ajv } from 'ajv';
 
 import { validationError } from '../errors.js';
 import { MAX_WAIT_SECONDS, QuestionFields } from '../questions.js';
 import { CreateCampaignBody } from '../routes/campaigns.js';
 import { CreateFlowBody } from '../routes/flows.js';
 import { SendBody } from '../routes/notifications.js';
+import { schemaValidator } from '../validation.js';
 import { isJsonObject, type Json, type RestAnswer, type RestExchange } from './rest.js';
 
 /** The MCP tools: each validates its arguments, then calls one REST route (see rest.ts). */
@@ -26,7 +26,7 @@ export interface HeraldTool {
 }
 
 // As REST validates bodies: no coercion, no silently dropped fields, defaults filled in.
-const argumentValidator = new Ajv({ allErrors: true, coerceTypes: false, removeAdditional: false, useDefaults: true, strict: false });
+const argumentValidator = schemaValidator(false);
 
 function tool<S extends TObject>(spec: Omit<HeraldTool, 'call' | 'inputSchema'> & { inputSchema: S; run(args: Static<S>, rest: RestExchange): Promise<RestAnswer> }): HeraldTool {
   const valid = argumentValidator.compile<Static<S>>(spec.inputSchema);

@@ -71,7 +71,12 @@ export const CreateCampaignBody = Type.Object(
     throttlePerMinute: Type.Optional(Nullable(ThrottlePerMinute)),
     segmentId: Type.Optional(Nullable(SegmentId)),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // Checked with the other fields, so an empty body names every missing one.
+    if: { not: { required: ['templateId'] } },
+    then: { required: ['title', 'body'], description: 'without a templateId' },
+  },
 );
 
 const PatchBody = Type.Object(

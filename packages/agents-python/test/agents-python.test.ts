@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { answerChannel } from '@herald/domain';
+import { answerChannel } from '@herald/bus';
 import { connectDatabase, freePort, passes, repoRoot, requiredEnv, seedAudience, startSendingHarness, type SendingHarness } from '@herald/testkit';
 import { Redis } from 'ioredis';
 
@@ -54,7 +54,7 @@ function startControl(): Promise<Server> {
       const db = await connectDatabase();
       try {
         const moved = await db.query(`UPDATE decision.questions SET expires_at = now() - interval '1 second', created_at = now() - interval '2 seconds' WHERE id = $1`, [decisionId]);
-        await redis.publish(answerChannel(decisionId), 'expired');
+        await redis.publish(answerChannel(harness.stack.topicPrefix, decisionId), 'expired');
         response.writeHead(moved.rowCount === 1 ? 204 : 404).end();
       } finally {
         await db.end();

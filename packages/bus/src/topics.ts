@@ -131,6 +131,25 @@ export const consumers = {
   flowEngagementTriggers: { group: 'herald-flow-engagement', component: 'flow', topics: [topics.engagementEvents] },
 } as const satisfies Record<string, ConsumerDeclaration>;
 
+/**
+ * The Redis pub/sub channels, beside the topics and under the same namespace (HERALD_NAMESPACE):
+ * stacks sharing one Redis server do not hear each other's wake-ups.
+ */
+export const redisChannels = {
+  /**
+   * A question's wake-up, one channel per question (the prefix, then its id): the decision service
+   * publishes once an answer or a cancellation is committed, and every gateway replica holding a
+   * caller waiting on that question is subscribed to it.
+   */
+  answered: { prefix: 'herald:answered:', producer: 'decision', consumers: ['gateway'] },
+} as const;
+
+/** The channel of `questionId`'s wake-up in `namespace`. */
+export const answerChannel = (namespace: string, questionId: string): string => `${namespace}${redisChannels.answered.prefix}${questionId}`;
+
+/** The question a wake-up on `channel` (an answerChannel of `namespace`) is about. */
+export const questionOfAnswerChannel = (namespace: string, channel: string): string => channel.slice(answerChannel(namespace, '').length);
+
 /** The groups a send passes through after the campaign service queued it: its fan-out, then the delivery fleet. */
 export const SEND_PIPELINE: readonly ConsumerDeclaration[] = [consumers.campaignFanout, consumers.delivery];
 

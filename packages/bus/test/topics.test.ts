@@ -4,7 +4,7 @@ import { test } from 'node:test';
 
 import { readComponents, repositoryRoot } from '@herald/components';
 
-import { allTopics, consumers, deadLetterOf, renderTopicsFile, topics } from '../src/index.js';
+import { allTopics, answerChannel, consumers, deadLetterOf, questionOfAnswerChannel, redisChannels, renderTopicsFile, topics } from '../src/index.js';
 
 // The Kafka contract (src/topics.ts) is the one list of topics: what deploy/infra.sh creates is
 // generated from it, and every producer and consumer it names is a component that uses Kafka.
@@ -26,6 +26,16 @@ test('producers and consumer groups are components of the registry that use Kafk
   for (const consumer of Object.values(consumers)) assert.ok(usingKafka.has(consumer.component), `${consumer.group}: ${consumer.component} does not use kafka in charts/herald/values.yaml`);
   const groups = Object.values(consumers).map((consumer) => consumer.group);
   assert.equal(new Set(groups).size, groups.length);
+});
+
+test('the Redis channels: producers and consumers are registry components that use Redis; names carry the namespace', () => {
+  const usingRedis = new Set(readComponents().filter((component) => component.uses.includes('redis')).map((component) => component.name));
+  for (const [name, channel] of Object.entries(redisChannels)) {
+    for (const component of [channel.producer, ...channel.consumers]) assert.ok(usingRedis.has(component), `${name}: ${component} does not use redis in charts/herald/values.yaml`);
+  }
+  assert.equal(answerChannel('t1.', 'dec_1'), 't1.herald:answered:dec_1');
+  assert.equal(answerChannel('', 'dec_1'), 'herald:answered:dec_1');
+  assert.equal(questionOfAnswerChannel('t1.', 't1.herald:answered:dec_1'), 'dec_1');
 });
 
 test('every declared message type is a message of the .proto contracts', () => {

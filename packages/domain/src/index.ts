@@ -2,6 +2,5 @@ export * from './audience.js';
 export * from './keys.js';
 export * from './plans.js';
 export * from './scopes.js';
-export * from './questions.js';
 export * from './engagement.js';
 export * from './placeholders.js';

@@ -13,35 +13,46 @@ import { HeraldError, invalidFields } from '@herald/errors';
 
 const MAX_WEBHOOK_URL_LENGTH = 2_048;
 
-const blocked = new BlockList();
-const ipv4Ranges: Array<[string, number]> = [
-  ['0.0.0.0', 8], // "this network", unspecified
-  ['10.0.0.0', 8], // private
-  ['100.64.0.0', 10], // CGNAT
-  ['127.0.0.0', 8], // loopback
-  ['169.254.0.0', 16], // link-local (cloud metadata services live here)
-  ['172.16.0.0', 12], // private
-  ['192.0.0.0', 24], // IETF protocol assignments
-  ['192.0.2.0', 24], // documentation
-  ['192.168.0.0', 16], // private
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24], // documentation
-  ['203.0.113.0', 24], // documentation
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
+/** Networks a webhook must never reach, each with the word a refusal uses for it. */
+const ipv4Ranges: Array<[string, number, string]> = [
+  ['0.0.0.0', 8, 'unspecified'], // "this network"
+  ['10.0.0.0', 8, 'private'],
+  ['100.64.0.0', 10, 'CGNAT'],
+  ['127.0.0.0', 8, 'loopback'],
+  ['169.254.0.0', 16, 'link-local'], // cloud metadata services live here
+  ['172.16.0.0', 12, 'private'],
+  ['192.0.0.0', 24, 'reserved'], // IETF protocol assignments
+  ['192.0.2.0', 24, 'documentation'],
+  ['192.168.0.0', 16, 'private'],
+  ['198.18.0.0', 15, 'reserved'], // benchmarking
+  ['198.51.100.0', 24, 'documentation'],
+  ['203.0.113.0', 24, 'documentation'],
+  ['224.0.0.0', 4, 'multicast'],
+  ['240.0.0.0', 4, 'reserved'], // and broadcast
 ];
-const ipv6Ranges: Array<[string, number]> = [
-  ['::', 96], // unspecified, loopback, deprecated IPv4-compatible
-  ['64:ff9b:1::', 48], // local-use NAT64 (RFC 8215): its IPv4 lies where the operator chose
-  ['100::', 64], // discard
-  ['2001:db8::', 32], // documentation
-  ['fc00::', 7], // unique-local
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated)
-  ['ff00::', 8], // multicast
+const ipv6Ranges: Array<[string, number, string]> = [
+  ['::', 128, 'unspecified'],
+  ['::1', 128, 'loopback'],
+  ['::', 96, 'reserved'], // the deprecated IPv4-compatible addresses
+  ['64:ff9b:1::', 48, 'reserved'], // local-use NAT64 (RFC 8215): its IPv4 lies where the operator chose
+  ['100::', 64, 'reserved'], // discard
+  ['2001:db8::', 32, 'documentation'],
+  ['fc00::', 7, 'private'], // unique-local
+  ['fe80::', 10, 'link-local'],
+  ['fec0::', 10, 'private'], // site-local (deprecated)
+  ['ff00::', 8, 'multicast'],
 ];
-for (const [network, prefix] of ipv4Ranges) blocked.addSubnet(network, prefix, 'ipv4');
-for (const [network, prefix] of ipv6Ranges) blocked.addSubnet(network, prefix, 'ipv6');
+/** Most specific first, so ::1 is loopback rather than within ::/96. */
+const networks = [
+  ...ipv4Ranges.map(([network, prefix, kind]) => ({ network, prefix, kind, family: 'ipv4' as const })),
+  ...ipv6Ranges.map(([network, prefix, kind]) => ({ network, prefix, kind, family: 'ipv6' as const })),
+]
+  .sort((a, b) => b.prefix - a.prefix)
+  .map(({ network, prefix, kind, family }) => {
+    const list = new BlockList();
+    list.addSubnet(network, prefix, family);
+    return { list, kind, family };
+  });
 
 /** An IPv6 address in its canonical compressed form (URL serialisation does that, dotted tails included). */
 const canonicalIPv6 = (address: string): string => new URL(`https://[${address}]`).hostname.slice(1, -1);
@@ -73,11 +84,33 @@ function embeddedIPv4(ipv6: string): string[] {
   return [];
 }
 
-/** True for an address a webhook must never reach (private, loopback, link-local, CGNAT, multicast, unspecified…), directly or through an IPv4 it embeds. */
-function isForbiddenAddress(address: string): boolean {
-  if (isIP(address) === 4) return blocked.check(address, 'ipv4');
+const networkOf = (address: string, family: 'ipv4' | 'ipv6'): string | undefined =>
+  networks.find(({ list, family: of }) => of === family && list.check(address, family))?.kind;
+
+/**
+ * The kind of network (private, loopback, link-local, CGNAT, multicast, ...) of an address a
+ * webhook must never reach, directly or through an IPv4 address it embeds; undefined for a public one.
+ */
+function forbiddenNetwork(address: string): string | undefined {
+  if (isIP(address) !== 6) return networkOf(address, 'ipv4');
   const ipv6 = canonicalIPv6(address);
-  return blocked.check(ipv6, 'ipv6') || embeddedIPv4(ipv6).some((ipv4) => blocked.check(ipv4, 'ipv4'));
+  return networkOf(ipv6, 'ipv6') ?? embeddedIPv4(ipv6).map((ipv4) => networkOf(ipv4, 'ipv4')).find((kind) => kind !== undefined);
+}
+
+/**
+ * A URL a webhook must not be posted to: a 400 naming `field` where the URL is given, and at send
+ * time `reason`, what the delivery's attempt records ("refused: <reason>").
+ */
+export class WebhookUrlRefused extends HeraldError {
+  constructor(
+    field: string,
+    problem: string,
+    readonly reason: string,
+  ) {
+    const { message, title, extra } = invalidFields('body', [{ field, in: 'body', problem }]);
+    super('invalid_request', message, { title, extra });
+    this.name = 'WebhookUrlRefused';
+  }
 }
 
 export interface WebhookTarget {
@@ -120,17 +153,18 @@ async function resolveWith(servers: readonly string[], hostname: string): Promis
 
 /** Checks `url` as assertWebhookUrl does and returns the address to connect to. */
 export async function resolveWebhookTarget(url: string, field: string, { allowPrivateAddresses, dnsServers }: AddressOptions): Promise<WebhookTarget> {
-  const refuse = (problem: string): HeraldError => invalidFields('body', [{ field, in: 'body', problem }]);
-  if (url.length > MAX_WEBHOOK_URL_LENGTH) throw refuse(`must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`);
+  const refuse = (problem: string, reason: string): WebhookUrlRefused => new WebhookUrlRefused(field, problem, reason);
+  if (url.length > MAX_WEBHOOK_URL_LENGTH) throw refuse(`must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`, `the URL is longer than ${MAX_WEBHOOK_URL_LENGTH} characters`);
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw refuse('must be an absolute https URL');
+    throw refuse('must be an absolute https URL', 'the URL is not an absolute https URL');
   }
-  if (parsed.protocol !== 'https:') throw refuse('must use https');
-  if (parsed.username !== '' || parsed.password !== '') throw refuse('must not contain credentials');
+  if (parsed.protocol !== 'https:') throw refuse('must use https', 'the URL does not use https');
+  if (parsed.username !== '' || parsed.password !== '') throw refuse('must not contain credentials', 'the URL contains credentials');
   const hostname = parsed.hostname.replace(/^\[(.*)\]$/, '$1');
+  const unresolved = (): WebhookUrlRefused => refuse(`has a host (${hostname}) that does not resolve`, `the host ${hostname} does not resolve`);
   let addresses: Array<{ address: string; family: number }>;
   if (isIP(hostname) !== 0) addresses = [{ address: hostname, family: isIP(hostname) }];
   else if (LOOPBACK_NAME.test(hostname)) addresses = LOOPBACK;
@@ -139,16 +173,24 @@ export async function resolveWebhookTarget(url: string, field: string, { allowPr
       addresses = dnsServers && dnsServers.length > 0 ? await resolveWith(dnsServers, hostname) : await lookup(hostname, { all: true, verbatim: true });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOTFOUND' || code === 'ENODATA') throw refuse(`has a host (${hostname}) that does not resolve`);
+      if (code === 'ENOTFOUND' || code === 'ENODATA') throw unresolved();
       throw new HeraldError('unavailable', `Could not resolve ${hostname}: ${code ?? String(err)}.`);
     }
   }
   // Every address counts: a client may be handed any of them.
-  if (!allowPrivateAddresses && addresses.some(({ address }) => isForbiddenAddress(address))) {
-    throw refuse('must resolve to public addresses only (not private, loopback, link-local, CGNAT, multicast or unspecified)');
+  if (!allowPrivateAddresses) {
+    for (const { address } of addresses) {
+      const network = forbiddenNetwork(address);
+      if (network !== undefined) {
+        throw refuse(
+          'must resolve to public addresses only (not private, loopback, link-local, CGNAT, multicast or unspecified)',
+          `the address resolves to ${/^[aeiou]/i.test(network) ? 'an' : 'a'} ${network} network (${address})`,
+        );
+      }
+    }
   }
   const [first] = addresses;
-  if (!first) throw refuse(`has a host (${hostname}) that does not resolve`);
+  if (!first) throw unresolved();
   return { url: parsed, hostname, address: first.address, family: first.family === 6 ? 6 : 4 };
 }
 

@@ -1,9 +1,8 @@
 import { assertSchemaName, CURRENT_NAMESPACE_SQL, withTransaction, type Pool } from '@herald/db';
-import { HeraldError } from '@herald/errors';
 import type { Logger } from '@herald/logging';
 import { backoffMs, RELEASED, retryWhileUnreachable, startWorkLoop } from '@herald/workloop';
 
-import { resolveWebhookTarget } from './address.js';
+import { resolveWebhookTarget, WebhookUrlRefused } from './address.js';
 import { channelOf } from './queue.js';
 import { postWebhook, trustingCa, type PostOutcome } from './send.js';
 import { webhookHeaders } from './signing.js';
@@ -130,7 +129,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): { sto
       const target = await resolveWebhookTarget(row.url, 'url', { allowPrivateAddresses, dnsServers });
       outcome = await postWebhook(target, row.body, webhookHeaders(row.id, row.body, secrets, startedAt), { timeoutMs, secureContext });
     } catch (err) {
-      outcome = { error: err instanceof HeraldError ? `refused: ${err.message}` : err instanceof Error ? err.message : String(err) };
+      outcome = { error: err instanceof WebhookUrlRefused ? `refused: ${err.reason}` : err instanceof Error ? err.message : String(err) };
     }
     // Posted: a database restart now must delay the record, not cause a second post.
     await retryWhileUnreachable(() => record(row, token, startedAt, outcome), leaseMs);

@@ -264,7 +264,10 @@ test('the URL is checked again at send time, and the request names the URL host,
   assert.equal(receiver.received.length, 0);
   const refused = await attempts(id);
   assert.deepEqual(refused.map((row) => [row.attempt, row.status_code]), [[1, null], [2, null]]);
-  assert.match(refused[0]?.error ?? '', /^refused: Invalid request body: url must resolve to public addresses only/);
+  assert.deepEqual(refused.map((row) => row.error), ['refused: the address resolves to a loopback network (127.0.0.1)', 'refused: the address resolves to a loopback network (127.0.0.1)']);
+  const privateId = await send({ n: 3 }, 'https://10.1.2.3/hooks');
+  await waitFor('the private address refused', async () => (await status(privateId)) === 'failed');
+  assert.deepEqual((await attempts(privateId)).map((row) => row.error), ['refused: the address resolves to a private network (10.1.2.3)', 'refused: the address resolves to a private network (10.1.2.3)']);
 
   await strict.stop();
   const named = await startReceiver(new RegExp(`^localhost:\\d+$`));

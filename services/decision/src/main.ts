@@ -1,7 +1,7 @@
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
-import { answerChannel } from '@herald/domain';
+import { answerChannel } from '@herald/bus';
 import { createLogger } from '@herald/logging';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { DecisionServiceService } from '@herald/proto/herald/decision/v1/decision';
@@ -33,7 +33,7 @@ const expiryReports = startExpiryReports(pool, config.expirySweepMs, logger);
 const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
 redis.on('error', () => undefined);
 const wakeWaiters: WakeWaiters = async (questionId) => {
-  await redis.publish(answerChannel(questionId), '1').catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'));
+  await redis.publish(answerChannel(config.namespace, questionId), '1').catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'));
 };
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger)]]);
 logger.info({ port: server.port }, 'decision service serving');
