@@ -49,6 +49,7 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'agents-mastra',
       'agents-langgraph-js',
       'agents-openai-agents-js',
+      'agents-eve',
       'agents-langgraph-python',
       'agents-crewai',
       'agents-openai-agents-python',

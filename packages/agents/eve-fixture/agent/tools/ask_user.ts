@@ -1,0 +1,5 @@
+import { askUserTool } from "@herald/agents/eve";
+
+import { herald } from "../lib/herald.ts";
+
+export default askUserTool(herald);

@@ -1,0 +1,5 @@
+import { sendNotificationTool } from "@herald/agents/eve";
+
+import { herald } from "../lib/herald.ts";
+
+export default sendNotificationTool(herald);
