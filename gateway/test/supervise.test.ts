@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 
 import { readComponents } from '@herald/components';
-import { call, createKafkaNamespace, createWorkspace, eventually, freePort, infrastructureEnv, repoRoot, SERVER_API } from '@herald/testkit';
+import { call, createKafkaNamespace, createWorkspace, eventually, freePort, infrastructureEnv, isAlive as alive, repoRoot, SERVER_API } from '@herald/testkit';
 
 // `npm start`'s supervisor (scripts/supervise.mjs) behaves like the cluster: it runs every
 // component of the registry, restarts one that exits (with a log line) while the others keep
@@ -24,15 +24,6 @@ function pidOf(name: string): number {
   assert.ok(last, `${name} never started:\n${output}`);
   return Number(last);
 }
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 before(async () => {
   const namespace = await createKafkaNamespace();

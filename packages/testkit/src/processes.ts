@@ -90,12 +90,27 @@ export interface RunningProcess {
 
 const PARENT_GUARD = new URL('./parent-guard.js', import.meta.url).href;
 
+/** Whether a process with this pid exists (signal 0 asks without signalling). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts one of Herald's processes and resolves once its output matches `ready`. The limit is a
+ * safety net, not a speed check: on 2 cores running four test files at once a service's start
+ * (Node, its migrations) took over 20 s.
+ */
 export async function startProcess(
   name: string,
   entry: string,
   env: Record<string, string>,
   ready: RegExp,
-  timeoutMs = 20_000,
+  timeoutMs = 60_000,
 ): Promise<RunningProcess> {
   const child = spawn(process.execPath, ['--import', '@herald/telemetry/register', '--import', PARENT_GUARD, entry], {
     cwd: repoRoot,

@@ -3,16 +3,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { test } from 'node:test';
 
+import { isAlive as alive } from '../src/processes.js';
 import { eventually } from '../src/sending.js';
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test("a stack's processes end when the process that started them is killed with SIGKILL", async () => {
   const parent = spawn(process.execPath, [new URL('./fixtures/stack-then-wait.js', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -42,7 +42,7 @@ test('a workspace without subscribers counts zero', async () => {
   const service = await startProcess('audience', 'services/audience/dist/src/main.js', { ...infrastructureEnv(), GRPC_PORT: String(port) }, /serving/);
   const client = createClient(AudienceServiceClient, `127.0.0.1:${port}`, 2_000);
   try {
-    assert.deepEqual(await client.countSubscriptions({ workspaceId: 'ws_none', externalId: 'owner' }), { siteActive: '0', externalIdActive: '0' });
+    assert.deepEqual(await client.countSubscriptions({ workspaceId: 'ws_none', externalId: 'owner' }), { siteActive: '0', externalIdActive: '0', siteVerified: '0' });
   } finally {
     client.close();
     await service.stop();
