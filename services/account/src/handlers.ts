@@ -11,7 +11,7 @@ import { memberHandlers } from './members.js';
 import { toApiKeyMessage, toIso, toPublicSiteMessage } from './messages.js';
 import { partnerHandlers } from './partner.js';
 import * as store from './store.js';
-import { secretHandlers } from './webhook-secrets.js';
+import { secretHandlers } from './secrets.js';
 
 function toPlanMessage(name: PlanName): Plan {
   const facts = planFacts(name);
