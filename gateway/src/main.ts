@@ -12,8 +12,11 @@ const logger = createLogger('gateway');
 // No offline queue: while Redis is down a command fails at once and the limiter falls back. The
 // timeout only catches a Redis that hangs; a merely busy one is waited for, since every fallback
 // decision is one Redis did not see.
-const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
+const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 2_000, lazyConnect: true });
 redis.on('error', () => undefined);
+// Connected before listening: a replica that took requests first would count them in its own
+// memory while the shared counts were a moment away. A Redis that is down does not stop the start.
+await redis.connect().catch((err: unknown) => logger.warn({ err }, 'Redis unreachable at start: rate limiting per replica until it is back'));
 const clients = createServiceClients(config);
 // Engagement reports go straight to Kafka (the gateway keeps no database); connected on first use.
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-gateway`, logger, topicPrefix: config.namespace });
