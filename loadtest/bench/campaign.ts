@@ -37,6 +37,7 @@ import { atCleanup, elapsedSeconds, infraEnv, intEnv, log, runBench } from './li
 import { seedSubscribers, type Seeding } from './lib/copy.js';
 import { backgroundLoad, startProcess, type BenchProcess } from './lib/processes.js';
 import { summarizeProfileDir, type ProfiledProcess } from './lib/profile.js';
+import { recordRun, type Figure } from './lib/record.js';
 import { startHerald, type Herald } from './lib/stack.js';
 import { UsageMonitor, type UsageReport } from './lib/usage.js';
 import { deleteWorkspaceRows, type Db } from './lib/workspace.js';
@@ -591,6 +592,20 @@ async function main(): Promise<number> {
   );
   console.log(lines.join('\n'));
   if (profileDir) console.log(await summarizeProfileDir(profileDir, Object.assign({}, ...results.map((result) => result.profiled)) as Record<string, ProfiledProcess>));
+  const recorded = recordRun(
+    'send',
+    results.flatMap((result): Figure[] => {
+      const cpuSeconds = result.usage.processes.reduce((sum, process) => sum + (process.cpuSeconds ?? 0), 0);
+      return [
+        ...(result.lastPushMs === null ? [] : [{ name: `last push accepted, ${result.replicas} delivery replicas`, value: result.lastPushMs / 1_000, unit: 's', better: 'lower' as const }]),
+        { name: `pushes/s overall, ${result.replicas} delivery replicas`, value: Math.round(result.overallRate), unit: '/s', better: 'higher' },
+        { name: `CPU per push (every process), ${result.replicas} delivery replicas`, value: Number(((cpuSeconds * 1_000) / Math.max(1, result.accepted)).toFixed(4)), unit: 'ms', better: 'lower' },
+      ];
+    }),
+    { ...settings, tuning: Object.fromEntries(TUNING.map(([variable, fallback]) => [variable, process.env[variable] ?? fallback])) },
+    idleBusy,
+  );
+  if (recorded) log(`recorded in ${recorded}`);
   log(`total ${seconds(elapsedSeconds() * 1_000)} before clean-up`);
   return results.every((result) => result.reachedAll && result.peer.accepted === result.sent && result.retries === 0) ? 0 : 1;
 }

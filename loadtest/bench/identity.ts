@@ -24,6 +24,7 @@ import { atCleanup, infraEnv, intEnv, log, reportHead, runBench } from './lib/be
 import { getRequest, runLoad, type LoadResult } from './lib/load.js';
 import { backgroundLoad, cpuSeconds, cpuSecondsByName, machineJiffies, startProcess, type BenchProcess, type Jiffies } from './lib/processes.js';
 import { summarizeProfileDir, type ProfiledProcess, type ProfileWindow } from './lib/profile.js';
+import { loadFigures, recordRun } from './lib/record.js';
 import { startHerald } from './lib/stack.js';
 import { createKeys, KEY_BUDGET, keysNeeded, PLAN_LIMIT } from './lib/workspace.js';
 
@@ -308,6 +309,8 @@ async function main(): Promise<number> {
     `caveat: everything (load generator, gateway, account service, PostgreSQL, Redis, Kafka) shares these ${os.availableParallelism()} cores, so the figures are CPU-bound on one small box and only comparable with each other, not with a deployed fleet.`,
   );
   console.log(lines.join('\n'));
+  const recorded = recordRun('identity', results.flatMap(({ name, measured }) => loadFigures(name, measured)), settings, idleBusy);
+  if (recorded) log(`recorded in ${recorded}`);
 
   if (profileDir) {
     const labels: NonNullable<ScenarioResult['pids']> = {};
