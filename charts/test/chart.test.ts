@@ -374,7 +374,6 @@ describe('the default values', () => {
     assert.deepEqual(env(objects, 'flow'), {
       ...grpc('flow'),
       ...kafka,
-      ACCOUNT_GRPC_URL: 'herald-account:50051',
       CAMPAIGN_GRPC_URL: 'herald-campaign:50053',
       FLOW_RUN_BATCH_SIZE: '500',
       FLOW_RUN_CONCURRENCY: '2000',
@@ -423,7 +422,7 @@ describe('the default values', () => {
         trustProxy: ['uniquelocal'],
       },
       campaign: { accountGrpcUrl: 'herald-account:50051', audienceGrpcUrl: 'herald-audience:50052' },
-      flow: { accountGrpcUrl: 'herald-account:50051', campaignGrpcUrl: 'herald-campaign:50053' },
+      flow: { campaignGrpcUrl: 'herald-campaign:50053' },
       delivery: { accountGrpcUrl: 'herald-account:50051' },
       decision: { accountGrpcUrl: 'herald-account:50051' },
     };
@@ -486,7 +485,7 @@ describe('the default values', () => {
     }
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }]);
     assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }, kafka]);
-    assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'flow', 'gateway'));
+    assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'gateway'));
     // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address.
     assert.deepEqual(policy('account').egress, [dns, postgres, kafka, { ports: tcp(587, 465) }]);
     assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
@@ -500,7 +499,7 @@ describe('the default values', () => {
     assert.deepEqual(policy('decision').ingress, calledBy(50056, 'gateway'));
     assert.deepEqual(policy('decision').egress, [dns, call('account'), postgres, { ports: tcp(6379) }, internet]);
     assert.deepEqual(policy('flow').ingress, calledBy(50057, 'gateway'));
-    assert.deepEqual(policy('flow').egress, [dns, call('account'), call('campaign'), postgres, kafka]);
+    assert.deepEqual(policy('flow').egress, [dns, call('campaign'), postgres, kafka]);
   });
 });
 
