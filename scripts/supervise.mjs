@@ -1,17 +1,21 @@
 // Runs every Herald process on this machine, as the component registry (the Helm chart's
 // `components`) lists them: the services on loopback gRPC at the chart's ports, the gateway on
 // http://localhost:8080 (PORT). Like the cluster, a process that exits is started again with a
-// capped backoff, and the others keep running; Ctrl-C (or SIGTERM) drains them all.
+// capped backoff (@herald/backoff, equal jitter), and the others keep running; Ctrl-C (or SIGTERM) drains them all.
 //
 // SUPERVISE_PORTS (comma-separated, in registry order) replaces the chart's ports: a second local
 // stack, or a test of this script.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 
+import { backoffMs } from '@herald/backoff';
 import { loopbackEnv, readComponents, repositoryRoot } from '@herald/components';
 
-const RESTART_FIRST_MS = 500;
-const RESTART_CAP_MS = 30_000;
+/**
+ * Restart n waits between half of and all of 0.5 s, 1 s, 2 s, ... 30 s (equal jitter: a process
+ * that keeps crashing is never started again at once).
+ */
+const RESTART_BACKOFF = { baseMs: 500, capMs: 30_000, jitter: 'equal' };
 /** A process that ran this long before exiting was healthy: its next restart starts the backoff over. */
 const HEALTHY_AFTER_MS = 60_000;
 
@@ -59,7 +63,7 @@ function start(component, restarts = 0) {
     if (stopping) return;
     const healthy = Date.now() - startedAt >= HEALTHY_AFTER_MS;
     const attempt = healthy ? 0 : restarts;
-    const delayMs = Math.min(RESTART_CAP_MS, RESTART_FIRST_MS * 2 ** attempt);
+    const delayMs = backoffMs(attempt + 1, RESTART_BACKOFF);
     log(`${component.name} exited (${signal ?? code}); restarting in ${delayMs} ms`);
     setTimeout(() => {
       if (!stopping) start(component, attempt + 1);
