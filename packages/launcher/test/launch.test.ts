@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -116,4 +118,22 @@ test('stopAll stops every process launched here (SIGKILL after the grace period)
   const third = await child('stubborn', { ready: /ready/ });
   killAllNow();
   assert.equal(await third.exited, 'SIGKILL');
+});
+
+test('a process with inherited output and a restart policy (npm start) ends when the process that launched it is killed', async () => {
+  const supervisor = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/supervisor.js', import.meta.url))], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let printed = '';
+  const [, pid] = await new Promise<RegExpExecArray>((resolve) => {
+    supervisor.stdout.on('data', (chunk: Buffer) => {
+      printed += chunk.toString();
+      const found = /child (\d+)\n/.exec(printed);
+      if (found) resolve(found);
+    });
+  });
+  assert.ok(alive(Number(pid)));
+  supervisor.kill('SIGKILL');
+  await once(supervisor, 'exit');
+  const deadline = Date.now() + 10_000;
+  while (alive(Number(pid)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(alive(Number(pid)), false, `the child (pid ${pid}) outlived its supervisor`);
 });
