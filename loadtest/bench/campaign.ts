@@ -30,6 +30,7 @@ import { Agent, get } from 'node:https';
 import os from 'node:os';
 import { join } from 'node:path';
 
+import { TELEMETRY_ARGS } from '@herald/launcher';
 import { generateKeyPool, subscriptionFromPool, writeKeyPoolFile, type KeyPoolEntry, type PeerStats } from '@herald/push-peer';
 import { admin, call, connectDatabase, createKafkaNamespace, eventually, freePort, SERVER_API, type TestWorkspace } from '@herald/testkit';
 
@@ -280,7 +281,7 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
       services: ['account', 'audience', 'campaign', 'delivery'],
       env: { ...infra, LOG_LEVEL: 'warn', HERALD_NAMESPACE: namespace.prefix },
       processEnv: { delivery: { PUSH_CA_FILE: context.caFile }, gateway: { ALLOW_ANY_PUSH_SERVICE: 'true' } },
-      nodeArgs: () => ['--import', '@herald/telemetry/register', ...profArgs],
+      nodeArgs: () => [...TELEMETRY_ARGS, ...profArgs],
     });
     // One after the other: each joins the consumer group (and waits out the rebalance) before its port opens.
     for (let index = 1; index < replicas; index += 1) await herald.addReplica('delivery');

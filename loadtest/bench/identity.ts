@@ -18,6 +18,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 
+import { TELEMETRY_ARGS } from '@herald/launcher';
 import { admin, freePort, type TestWorkspace } from '@herald/testkit';
 
 import { atCleanup, infraEnv, intEnv, log, reportHead, runBench } from './lib/bench.js';
@@ -62,7 +63,7 @@ async function startIdentityStack(infra: Record<string, string>, { telemetry, pr
     services: ['account', 'audience'],
     env: { ...infra, LOG_LEVEL: 'warn', ...(telemetry ? {} : { OTEL_SDK_DISABLED: 'true' }) },
     // Profiles of the gateway and the account service only.
-    nodeArgs: (name) => ['--import', '@herald/telemetry/register', ...(name === 'audience' ? [] : profArgs)],
+    nodeArgs: (name) => [...TELEMETRY_ARGS, ...(name === 'audience' ? [] : profArgs)],
   });
   const { account, audience } = herald.services;
   if (!account || !audience) throw new Error('account and audience services were not started');

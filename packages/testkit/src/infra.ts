@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 
-import { repoRoot } from './processes.js';
+import { repoRoot } from './env.js';
 
 /** A server of the local infrastructure that deploy/infra.sh stops and starts on its own. */
 export type InfraComponent = 'postgres' | 'redis' | 'kafka';

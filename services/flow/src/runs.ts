@@ -1,10 +1,11 @@
+import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import type { Pool } from '@herald/db';
 import { HeraldError } from '@herald/errors';
 import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { histogram } from '@herald/telemetry';
-import { backoffMs, retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
+import { retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
 
 import { delayMs, type Step } from './steps.js';
 import * as store from './store.js';
@@ -17,8 +18,11 @@ const CACHE_LIMIT = 10_000;
 const PRUNE_BATCH = 2_000;
 /** How long one pruning may hold up the loop's claims; what is left goes next time. */
 const PRUNE_BUDGET_MS = 1_000;
-/** A send that failed for now (an error, a deadline) is tried again 2.5 to 5 s later. */
-const SEND_RETRY = { baseMs: 5_000, capMs: 5_000 };
+/**
+ * A send that failed for now (an error, a deadline) is tried again 2.5 to 5 s later (equal jitter:
+ * its retries are not counted, and never come at once after a failure).
+ */
+const SEND_RETRY: BackoffOptions = { baseMs: 5_000, capMs: 5_000, jitter: 'equal' };
 /** How long a worked run's outcome may wait to be recorded with others of its batch. */
 const RECORD_EVERY_MS = 200;
 
