@@ -8,7 +8,7 @@ import Provider from 'oidc-provider';
  * A real OpenID provider (the `oidc-provider` package) on loopback for single sign-on tests: its
  * clients registered, its people in a map, and its one interaction (login) answered by a minimal
  * policy of the test's own: whoever `signIn` names is logged in, every scope granted. `tamper`
- * makes it misbehave the way a test needs (an ID token for another audience).
+ * makes it misbehave the way a test needs (an ID token for another audience, from another issuer).
  */
 
 export interface ProviderUser {
@@ -26,8 +26,8 @@ export interface OidcPeer {
   issuer: string;
   /** login -> the person; a test adds people as it goes. */
   users: Map<string, ProviderUser>;
-  /** Set: the next ID tokens the token endpoint answers carry this `aud` instead (re-signed with the provider's key). */
-  tamper: { audience?: string };
+  /** Set: the ID tokens the token endpoint answers carry these claims instead (re-signed with the provider's key). */
+  tamper: { claims?: Record<string, unknown> };
   /**
    * Follows an authorization URL through the provider as a browser would (its own cookie jar), logs
    * `login` in, and answers the URL the provider sends the browser back to (the redirect URI).
@@ -40,7 +40,7 @@ const base64url = (value: unknown): string => Buffer.from(JSON.stringify(value))
 
 export async function startOidcProvider({ redirectUri, clients }: { redirectUri: string; clients: ProviderClient[] }): Promise<OidcPeer> {
   const users = new Map<string, ProviderUser>();
-  const tamper: { audience?: string } = {};
+  const tamper: OidcPeer['tamper'] = {};
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'test-signing-key', alg: 'RS256', use: 'sig' };
 
@@ -60,6 +60,7 @@ export async function startOidcProvider({ redirectUri, clients }: { redirectUri:
     jwks: { keys: [jwk] },
     cookies: { keys: ['sso-test-cookie-key'] },
     pkce: { required: () => true },
+    ttl: { AccessToken: 600, AuthorizationCode: 60, Grant: 600, IdToken: 600, Interaction: 600, Session: 600 },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
     features: { devInteractions: { enabled: false } },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
@@ -82,9 +83,9 @@ export async function startOidcProvider({ redirectUri, clients }: { redirectUri:
   provider.use(async (ctx, next) => {
     await next();
     const body = ctx.body as { id_token?: string } | undefined;
-    if (ctx.path !== '/token' || !tamper.audience || typeof body?.id_token !== 'string') return;
+    if (ctx.path !== '/token' || !tamper.claims || typeof body?.id_token !== 'string') return;
     const [header, payload] = body.id_token.split('.') as [string, string];
-    const claims = { ...JSON.parse(Buffer.from(payload, 'base64url').toString()), aud: tamper.audience };
+    const claims = { ...JSON.parse(Buffer.from(payload, 'base64url').toString()), ...tamper.claims };
     const input = `${header}.${base64url(claims)}`;
     ctx.body = { ...body, id_token: `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}` };
   });

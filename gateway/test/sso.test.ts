@@ -268,7 +268,7 @@ test('an answer whose state is not the one this browser started, or with no pre-
   await assertRefused(await land(unknown, 'y'.repeat(43)), workspace, notCompleted('This sign-in is unknown, was completed already or has expired.'));
 });
 
-test('an ID token with the wrong nonce, or for another client (audience), signs nobody in', async () => {
+test('an ID token with the wrong nonce, for another client (audience) or from another issuer, or an answer naming another issuer, signs nobody in', async () => {
   const workspace = await workspaceWithSso();
   const { login, email } = person('corp.test');
   await member(workspace, email);
@@ -277,14 +277,25 @@ test('an ID token with the wrong nonce, or for another client (audience), signs 
   const wrongNonce = await signIn(workspace.workspaceId, login, (url) => url.searchParams.set('nonce', 'n'.repeat(43)));
   await assertRefused(wrongNonce.response, workspace, ssoFailed('unexpected ID Token "nonce" claim value.'));
 
-  // The provider answers an ID token issued to another client.
-  idp.tamper.audience = OTHER_CLIENT.clientId;
-  try {
-    const wrongAudience = await signIn(workspace.workspaceId, login);
-    await assertRefused(wrongAudience.response, workspace, ssoFailed('unexpected JWT "aud" (audience) claim value.'));
-  } finally {
-    delete idp.tamper.audience;
+  // The provider answers an ID token issued to another client, or by another issuer.
+  const tampered: Array<[Record<string, unknown>, string]> = [
+    [{ aud: OTHER_CLIENT.clientId }, 'unexpected JWT "aud" (audience) claim value.'],
+    [{ iss: 'https://idp.attacker.example' }, 'unexpected JWT "iss" (issuer) claim value.'],
+  ];
+  for (const [claims, message] of tampered) {
+    idp.tamper.claims = claims;
+    try {
+      await assertRefused((await signIn(workspace.workspaceId, login)).response, workspace, ssoFailed(message));
+    } finally {
+      delete idp.tamper.claims;
+    }
   }
+
+  // The answer says another issuer sent it (a mix-up): refused before the code is redeemed.
+  const mixedUp = await start(workspace.workspaceId);
+  const callback = await idp.signIn(mixedUp.authorizationUrl.href, login);
+  callback.searchParams.set('iss', 'https://idp.attacker.example');
+  await assertRefused(await land(callback, mixedUp.state), workspace, ssoFailed('unexpected "iss" (issuer) response parameter value.'));
 });
 
 test('an address that is not a member, an unverified one, or one of a domain not allowed signs nobody in', async () => {
@@ -358,4 +369,51 @@ test('with provisioning on, an unknown address of an allowed domain joins with t
   assert.equal((refused.body as { code: string }).code, 'forbidden');
   const read = await call(stack.gatewayUrl, `${SERVER_API}/sso`, { headers: { cookie: `herald_session=${session}` } });
   assert.equal(read.status, 403);
+});
+
+test('the provider refusing (access denied, a wrong client secret) signs nobody in; an expired attempt neither', async () => {
+  const workspace = await workspaceWithSso();
+  const { login, email } = person('corp.test');
+  await member(workspace, email);
+
+  // The person declines at the provider: it sends the browser back with error=access_denied.
+  const declined = await start(workspace.workspaceId);
+  const denial = new URL(REDIRECT_URI);
+  denial.search = new URLSearchParams({ error: 'access_denied', state: declined.state, iss: idp.issuer }).toString();
+  await assertRefused(await land(denial, declined.state), workspace, ssoFailed('the identity provider answered "access_denied".'));
+
+  // An attempt past its 10 minutes.
+  const late = await start(workspace.workspaceId);
+  const lateCallback = await idp.signIn(late.authorizationUrl.href, login);
+  await db.query(`UPDATE account.sso_attempts SET expires_at = now() - interval '1 second' WHERE state_hash = sha256($1::bytea)`, [Buffer.from(late.state)]);
+  await assertRefused(await land(lateCallback, late.state), workspace, notCompleted('This sign-in is unknown, was completed already or has expired.'));
+
+  // The stored secret is not the provider's: the token endpoint refuses the client.
+  const replaced = await configure(workspace, { issuer: idp.issuer, clientId: CLIENT.clientId, clientSecret: 'not-the-secret' });
+  assert.equal(replaced.status, 200);
+  await assertRefused((await signIn(workspace.workspaceId, login)).response, workspace, ssoFailed('the identity provider answered "invalid_client".'));
+
+  // An answer too large for the edge.
+  const oversized = await fetch(`${stack.gatewayUrl}/sign-in/sso/callback?code=${'c'.repeat(2_049)}`, { headers: { cookie: `herald_sso=${late.state}` } });
+  assert.equal(oversized.status, 400);
+  assert.equal(((await oversized.json()) as { code: string }).code, 'invalid_request');
+});
+
+test('a provider that cannot be reached is 503, when starting and when completing, and signs nobody in', async () => {
+  const gone = await startOidcProvider({ redirectUri: REDIRECT_URI, clients: [CLIENT] });
+  const workspace = await createWorkspace();
+  assert.equal((await configure(workspace, { issuer: gone.issuer, ...CLIENT })).status, 201);
+  const { login, email } = person('corp.test');
+  gone.users.set(login, idp.users.get(login)!);
+  await member(workspace, email);
+  const started = await start(workspace.workspaceId);
+  const callback = await gone.signIn(started.authorizationUrl.href, login);
+  await gone.stop();
+
+  const unavailable = errorBody('unavailable', 503, 'Identity provider unavailable', 'The identity provider could not be reached.', 'Retry later; the service is temporarily unavailable.');
+  await assertRefused(await land(callback, started.state), workspace, unavailable);
+  const again = await fetch(`${stack.gatewayUrl}/sign-in/sso/${workspace.workspaceId}`, { redirect: 'manual' });
+  assert.equal(again.status, 503);
+  assert.deepEqual(await again.json(), unavailable);
+  assert.equal(again.headers.get('set-cookie'), null);
 });

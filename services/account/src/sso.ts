@@ -90,6 +90,10 @@ function providerError(err: unknown): HeraldError {
   if (err instanceof oidc.AuthorizationResponseError || err instanceof oidc.ResponseBodyError) {
     return failed(`the identity provider answered "${err.error}".`);
   }
+  // A 401 with WWW-Authenticate from the token endpoint: the client's credentials were refused.
+  if (err instanceof oidc.WWWAuthenticateChallengeError) {
+    return failed(`the identity provider answered "${err.cause[0]?.parameters.error ?? `HTTP ${err.status}`}".`);
+  }
   if (err instanceof oidc.ClientError) {
     const detail = err.cause instanceof Error ? err.cause.message : err.message;
     if (err.code === 'OAUTH_TIMEOUT' || err.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' || err.code === 'OAUTH_RESPONSE_IS_NOT_JSON') {
