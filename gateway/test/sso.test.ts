@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 
 import { admin, call, connectDatabase, createDatabase, createWorkspace, errorBody, SERVER_API, startStack, type Stack, type TestDatabase, type TestWorkspace } from '@herald/testkit';
@@ -177,10 +179,20 @@ test('a configuration the service cannot use is refused, field by field', async 
     const response = await configure(workspace, body);
     assert.deepEqual(response.body, expected, JSON.stringify(body));
   }
-  // Nothing answers OpenID metadata there.
-  const silent = await configure(workspace, { issuer: 'http://127.0.0.1:1', ...CLIENT });
-  assert.equal(silent.status, 400);
-  assert.match(String((silent.body as { message: string }).message), /^Invalid request body: issuer did not answer with its OpenID Connect metadata \(.+\)\.$/);
+  // Nothing answers OpenID metadata there: nothing listening, or a server that never answers (the
+  // account service gives up before the gateway's deadline, so it is a 400 and not a 503).
+  const refused = await configure(workspace, { issuer: 'http://127.0.0.1:1', ...CLIENT });
+  assert.equal(refused.status, 400);
+  assert.match(String((refused.body as { message: string }).message), /^Invalid request body: issuer did not answer with its OpenID Connect metadata \(.+\)\.$/);
+  const mute = createServer(() => undefined);
+  await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
+  try {
+    const silent = await configure(workspace, { issuer: `http://127.0.0.1:${(mute.address() as AddressInfo).port}`, ...CLIENT });
+    assert.deepEqual(silent.body, invalid('issuer', 'did not answer with its OpenID Connect metadata (operation timed out)'));
+  } finally {
+    mute.closeAllConnections();
+    mute.close();
+  }
   // Owners are never provisioned; unknown fields are refused at the edge.
   for (const body of [{ issuer: idp.issuer, ...CLIENT, allowedDomains: ['corp.test'], autoProvisionRole: 'owner' }, { issuer: idp.issuer, ...CLIENT, scope: 'openid' }]) {
     const response = await configure(workspace, body);
@@ -416,4 +428,20 @@ test('a provider that cannot be reached is 503, when starting and when completin
   assert.equal(again.status, 503);
   assert.deepEqual(await again.json(), unavailable);
   assert.equal(again.headers.get('set-cookie'), null);
+});
+
+test('starting and completing sign-ins count against the per-IP sign-in limit (429 in the error shape, no cookie)', async () => {
+  const workspace = await workspaceWithSso();
+  await start(workspace.workspaceId);
+  // A gateway allowing 1 per IP per minute: this IP has just started one (shared bucket), so refused.
+  const strict = await stack.addGateway({ SIGN_IN_IP_RATE_LIMIT_PER_MINUTE: '1' });
+  for (const path of [`/sign-in/sso/${workspace.workspaceId}`, `/sign-in/sso/callback?state=${'s'.repeat(43)}&code=c`]) {
+    const response = await fetch(`${strict}${path}`, { redirect: 'manual', headers: { cookie: `herald_sso=${'s'.repeat(43)}` } });
+    assert.equal(response.status, 429, path);
+    const body = (await response.json()) as { code: string; limit: number };
+    assert.equal(body.code, 'rate_limited');
+    assert.equal(body.limit, 1);
+    assert.ok(Number(response.headers.get('retry-after')) >= 1);
+    assert.equal(response.headers.get('set-cookie'), null);
+  }
 });

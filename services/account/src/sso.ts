@@ -38,8 +38,8 @@ export interface SsoSettings extends MemberSettings {
 
 /** How long a started sign-in can be completed. */
 export const SSO_ATTEMPT_TTL_SECONDS = 600;
-/** How long a request to the provider may take. */
-const PROVIDER_TIMEOUT_SECONDS = 10;
+/** How long a request to the provider may take: less than the gateway's gRPC deadline (5 s), so a silent issuer is a 400 at PUT /sso, not a timeout. */
+const PROVIDER_TIMEOUT_SECONDS = 4;
 const SCOPE = 'openid email profile';
 
 /** 400 naming one bad field of the configuration (PUT /sso's body). */
