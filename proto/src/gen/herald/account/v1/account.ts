@@ -8733,7 +8733,7 @@ export const AccountServiceService = {
    * session as ConsumeSignInLink does. INVALID_ARGUMENT for an unknown, used or expired attempt or
    * a state that is not the attempt's; UNAUTHENTICATED when the provider's answer does not verify;
    * PERMISSION_DENIED for an unverified email, a domain not allowed or an address that is not a
-   * member (and is not provisioned).
+   * member (and is not provisioned); UNAVAILABLE when the provider cannot be reached.
    */
   completeSsoSignIn: {
     path: "/herald.account.v1.AccountService/CompleteSsoSignIn" as const,
@@ -8873,7 +8873,7 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
    * session as ConsumeSignInLink does. INVALID_ARGUMENT for an unknown, used or expired attempt or
    * a state that is not the attempt's; UNAUTHENTICATED when the provider's answer does not verify;
    * PERMISSION_DENIED for an unverified email, a domain not allowed or an address that is not a
-   * member (and is not provisioned).
+   * member (and is not provisioned); UNAVAILABLE when the provider cannot be reached.
    */
   completeSsoSignIn: handleUnaryCall<CompleteSsoSignInRequest, CompleteSsoSignInResponse>;
 }
@@ -9451,7 +9451,7 @@ export interface AccountServiceClient extends Client {
    * session as ConsumeSignInLink does. INVALID_ARGUMENT for an unknown, used or expired attempt or
    * a state that is not the attempt's; UNAUTHENTICATED when the provider's answer does not verify;
    * PERMISSION_DENIED for an unverified email, a domain not allowed or an address that is not a
-   * member (and is not provisioned).
+   * member (and is not provisioned); UNAVAILABLE when the provider cannot be reached.
    */
   completeSsoSignIn(
     request: CompleteSsoSignInRequest,
