@@ -468,7 +468,7 @@ describe('the default values', () => {
     };
     const postgres = { ports: tcp(5432) };
     const kafka = { ports: tcp(9092) };
-    // Browser push services and webhook receivers: public addresses only.
+    // Browser push services, webhook receivers and OpenID providers: public addresses only.
     const internet = {
       ports: tcp(443),
       to: [
@@ -486,8 +486,9 @@ describe('the default values', () => {
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }]);
     assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }, kafka]);
     assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'gateway'));
-    // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address.
-    assert.deepEqual(policy('account').egress, [dns, postgres, kafka, { ports: tcp(587, 465) }]);
+    // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address; the
+    // workspaces' OpenID providers (single sign-on).
+    assert.deepEqual(policy('account').egress, [dns, postgres, kafka, { ports: tcp(587, 465) }, internet]);
     assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
     assert.deepEqual(policy('audience').egress, [dns, postgres, kafka]);
     assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'flow', 'gateway'));
@@ -560,12 +561,14 @@ describe('ci/production-values.yaml', () => {
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080), from: namespace('ingress-nginx') }]);
     const collector = { ports: tcp(4317, 4318), to: namespace('observability') };
     assert.deepEqual(policy('gateway').egress.slice(-3), [{ ports: tcp(6379), to: namespace('redis') }, { ports: tcp(9092), to: namespace('data') }, collector]);
-    assert.deepEqual(policy('account').egress.slice(-4), [
+    assert.deepEqual(policy('account').egress.slice(-5, -2), [
       { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.20.0.0/24' } }] },
       { ports: tcp(9092), to: namespace('data') },
       { ports: tcp(587), to: [{ ipBlock: { cidr: '10.30.0.25/32' } }] },
-      collector,
     ]);
+    // The internet (OpenID providers) as the default values give it, then the collector.
+    assert.deepEqual(policy('account').egress.slice(-2).map((rule) => rule.ports), [tcp(443), collector.ports]);
+    assert.deepEqual(policy('account').egress.at(-1), collector);
   });
 });
 

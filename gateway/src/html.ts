@@ -40,3 +40,38 @@ export function acceptFormPosts(app: FastifyInstance): void {
 export function sendFormPage(reply: FastifyReply, status: number, html: string): FastifyReply {
   return sendTokenPage(reply, status, html, "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
 }
+
+/** A sign-in page (email link, single sign-on): a heading, a sentence and, while there is one, its button. */
+export interface SignInPage {
+  heading: string;
+  text: string;
+  /** Present while the link may be used: the button that posts it. */
+  action?: string;
+}
+
+export function renderSignInPage({ heading, text, action }: SignInPage): string {
+  const form = action
+    ? `<form method="post" action="${escapeHtml(action)}"><button type="submit">Sign in</button></form>`
+    : '';
+  return `${PAGE_HEAD}<title>${escapeHtml(heading)} · Herald</title>
+<style>
+  :root { color-scheme: light dark; }
+  body { margin: 0; min-height: 100vh; display: grid; place-items: center; padding: 1.25rem; box-sizing: border-box;
+         font: 1.0625rem/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+  main { width: 100%; max-width: 28rem; }
+  h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .75rem; }
+  button { font: inherit; font-weight: 600; width: 100%; min-height: 3rem; padding: .75rem 1rem; border: 0;
+           border-radius: .5rem; background: #1f6feb; color: #fff; cursor: pointer; }
+  button:focus-visible { outline: 3px solid CanvasText; outline-offset: 3px; }
+</style>
+</head>
+<body>
+<main>
+  <h1>${escapeHtml(heading)}</h1>
+  <p>${escapeHtml(text)}</p>
+  ${form}
+</main>
+</body>
+</html>
+`;
+}

@@ -23,6 +23,7 @@ import { policyRoutes } from './policy.js';
 import { publicRoutes } from './public.js';
 import { segmentRoutes } from './segments.js';
 import { sessionRoutes, signInRoutes } from './sessions.js';
+import { ssoConfigRoutes, ssoSignInRoutes } from './sso.js';
 import { subscriberRoutes } from './subscribers.js';
 import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
@@ -59,6 +60,8 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(memberRoutes(clients), { prefix: API_PREFIX });
   await app.register(sessionRoutes(pages), { prefix: API_PREFIX });
   await app.register(signInRoutes(pages));
+  await app.register(ssoConfigRoutes(pages), { prefix: API_PREFIX });
+  await app.register(ssoSignInRoutes(pages));
   await app.register(browserSdkRoutes(pages));
   await app.register(
     mcpRoutes({

@@ -12,6 +12,7 @@ import { toApiKeyMessage, toIso, toPublicSiteMessage } from './messages.js';
 import { partnerHandlers } from './partner.js';
 import * as store from './store.js';
 import { secretHandlers } from './secrets.js';
+import { ssoHandlers } from './sso.js';
 
 function toPlanMessage(name: PlanName): Plan {
   const facts = planFacts(name);
@@ -162,6 +163,7 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
       ...partnerHandlers(pool, { publicOrigin, enrollmentTtlSeconds }),
       ...secretHandlers(pool),
       ...memberHandlers(pool, mail, logger, config),
+      ...ssoHandlers(pool, logger, config),
     },
     logger,
   );
