@@ -193,8 +193,9 @@ export function pythonTypes(document: OpenApiDocument): string {
         return `list[${typeOf(s.items, hint)}]`;
       case 'object':
         if (s.properties && Object.keys(s.properties).length > 0) return typedDict(name ?? hint, s);
+        if (typeof s.additionalProperties === 'object' && Object.keys(s.additionalProperties).length > 0) return `dict[str, ${typeOf(s.additionalProperties, hint)}]`;
         imports.add('Any');
-        return typeof s.additionalProperties === 'object' && Object.keys(s.additionalProperties).length > 0 ? `dict[str, ${typeOf(s.additionalProperties, hint)}]` : 'dict[str, Any]';
+        return 'dict[str, Any]';
       default:
         throw new Error(`${hint}: no Python type for ${JSON.stringify(s)}`);
     }
