@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable, Mapping
 
 from herald_sdk import Herald
 from herald_sdk.types import AskRecord, AskRequest, SendRequest, SendResult
