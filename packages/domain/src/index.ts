@@ -1,4 +1,5 @@
 export * from './audience.js';
+export * from './content.js';
 export * from './keys.js';
 export * from './plans.js';
 export * from './scopes.js';
