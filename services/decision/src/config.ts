@@ -24,6 +24,8 @@ export function readConfig(env: Env) {
     /** A delivery that failed for now (its channel unavailable) is tried again after a backoff from this, doubling up to the cap. */
     deliveryRetryBaseMs: env.integer('QUESTION_DELIVERY_RETRY_BASE_MS', 1_000, { min: 10, max: 600_000 }),
     deliveryRetryCapMs: env.integer('QUESTION_DELIVERY_RETRY_CAP_MS', 60_000, { min: 10, max: 3_600_000 }),
+    /** How long a claimed delivery is held: a replica that dies mid-delivery leaves it to another this long after (its repeated call replays, not repeats). Longer than a call's deadline. */
+    deliveryLeaseMs: env.integer('QUESTION_DELIVERY_LEASE_MS', 30_000, { min: 1_000, max: 600_000 }),
     /** The longest the delivery loop sleeps between looks for due deliveries (a NOTIFY wakes it sooner). */
     deliveryPollMs: env.integer('QUESTION_DELIVERY_POLL_MS', 1_000, { min: 50, max: 60_000 }),
     /** The HMAC key of answer-page tokens; changing it invalidates every link already sent. */

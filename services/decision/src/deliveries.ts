@@ -43,13 +43,12 @@ export interface DeliveryDeps {
   publicOrigin: string;
   retry: { baseMs: number; capMs: number };
   pollMs: number;
+  /** How long a claimed delivery is held: longer than a call with its deadline. */
+  leaseMs: number;
 }
 
-/** How long a claimed delivery is held: longer than a call with its deadline and the recording. */
-const LEASE_MS = 30_000;
-
 /** Makes the recorded deliveries, each once; see the module's comment. */
-export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, retry, pollMs }: DeliveryDeps): WorkLoop {
+export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, retry, pollMs, leaseMs }: DeliveryDeps): WorkLoop {
   /** The push of a question: the answer page as its URL, Yes/No buttons for a confirm question (the service worker posts the action to answerUrl). */
   async function webPush(question: store.QuestionRow, key: string): Promise<store.DeliveryOutcome> {
     const token = tokens.sign(question.id);
@@ -94,7 +93,7 @@ export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, 
     logger,
     table: store.DUE_DELIVERIES,
     channel: store.DELIVERIES_CHANNEL,
-    leaseMs: LEASE_MS,
+    leaseMs,
     batchSize: 1,
     concurrency: 32,
     pollMs,
@@ -102,7 +101,7 @@ export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, 
       if (!row) return;
       const outcome = await deliver(row);
       // A delivery made before PostgreSQL went away is recorded once it is back, not made again after the lease.
-      await retryWhileUnreachable(() => store.recordDelivery(pool, row, token, outcome), LEASE_MS);
+      await retryWhileUnreachable(() => store.recordDelivery(pool, row, token, outcome), leaseMs);
       if (outcome.state === 'delivered') logger.info({ questionId: row.question_id, channel: row.channel, result: outcome.result, reached: outcome.reached }, 'question delivered');
     },
   });

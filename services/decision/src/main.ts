@@ -35,6 +35,7 @@ const deliveries = startDeliveries({
   publicOrigin: config.publicOrigin,
   retry: { baseMs: config.deliveryRetryBaseMs, capMs: config.deliveryRetryCapMs },
   pollMs: config.deliveryPollMs,
+  leaseMs: config.deliveryLeaseMs,
 });
 const dispatcher = startWebhookDispatcher({
   pool,
