@@ -174,3 +174,46 @@ test('a decision service killed in the middle of a delivery delivers it once: th
   // The replayed call answered the notification the lost one queued: nothing was pushed twice.
   assert.deepEqual([delivered?.attempts, delivered?.result, delivered?.reached], [2, pushes[1], 1]);
 });
+
+test('a push the campaign service refuses for good is recorded failed, not retried; the question stays answerable through its link', async () => {
+  const { key, alice } = await approvers();
+  // Per-subscriber placeholders count at their longest: 31 of them make the push too large for one encrypted message.
+  const asked = await ask(key, { question: '{{subscriber.a}}'.repeat(31), agentName: '{{subscriber.b}}'.repeat(6), externalIds: [alice.externalId] });
+  assert.equal(asked.status, 200);
+  const [failed] = await eventually('the delivery failed', () => deliveriesOf(asked.body.correlationId), (rows) => rows[0]?.state === 'failed');
+  assert.deepEqual([failed?.attempts, failed?.result], [1, null]);
+  assert.match(failed?.last_error ?? '', /^The notification is \d+ bytes as sent to browsers; at most 3993 fit one encrypted push message\.$/);
+  await waitForQuiet(harness.stack.topicPrefix, QUESTION_PIPELINE);
+  assert.deepEqual(pushesTo(alice.endpoint), []);
+  const token = asked.body.liveUrl.slice(asked.body.liveUrl.indexOf('/a/') + 3);
+  const answered = await call<{ status: string }>(harness.stack.gatewayUrl, `/api/v1/answer/${token}`, { method: 'POST', body: { answer: 'no' } });
+  assert.deepEqual([answered.status, answered.body.status], [200, 'answered']);
+});
+
+test('a delivery on a channel this version does not know is left pending for a replica that does', async () => {
+  const { key } = await approvers();
+  const asked = await ask(key, { question: 'By carrier pigeon?' });
+  assert.equal(asked.status, 200);
+  await eventually('the web push delivered', () => deliveriesOf(asked.body.correlationId), (rows) => rows[0]?.state === 'delivered');
+  // What a newer replica's QuestionOpened would have recorded.
+  const db = await connectDatabase();
+  try {
+    await db.query(`INSERT INTO decision.question_deliveries (question_id, channel, target, namespace) VALUES ($1, 'carrier_pigeon', 'loft', $2)`, [
+      asked.body.correlationId,
+      harness.stack.topicPrefix,
+    ]);
+    await db.query('NOTIFY decision_question_deliveries');
+  } finally {
+    await db.end();
+  }
+  // Tried again after the longest backoff (QUESTION_DELIVERY_RETRY_CAP_MS, 500 ms here), never given up on.
+  const rows = await eventually('the unknown channel tried twice', () => deliveriesOf(asked.body.correlationId), (found) => (found[0]?.attempts ?? 0) >= 2);
+  assert.deepEqual(
+    rows.map((row) => [row.channel, row.state, row.last_error, row.result]),
+    [
+      ['carrier_pigeon', 'pending', 'this replica does not know the channel carrier_pigeon', null],
+      ['web_push', 'delivered', null, rows[1]?.result],
+    ],
+  );
+  assert.equal(rows[1]?.attempts, 1);
+});

@@ -75,7 +75,8 @@ export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, 
   async function deliver(row: store.ClaimedDelivery): Promise<store.DeliveryOutcome> {
     const question = await store.findQuestion(pool, row.question_id, {});
     if (!question || question.status !== 'pending' || question.expired) return { state: 'skipped', error: `the question is ${question?.expired ? 'expired' : (question?.status ?? 'gone')}` };
-    if (row.channel !== WEB_PUSH.channel) return { state: 'failed', error: `unknown channel ${row.channel}` };
+    // A channel of a newer version (during a rolling deploy): left to a replica that knows it.
+    if (row.channel !== WEB_PUSH.channel) return { state: 'pending', error: `this replica does not know the channel ${row.channel}`, retryAt: new Date(Date.now() + retry.capMs) };
     try {
       return await webPush(question, `question:${row.question_id}:${row.channel}:${row.target}`);
     } catch (err) {
