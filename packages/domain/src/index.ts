@@ -5,3 +5,4 @@ export * from './plans.js';
 export * from './scopes.js';
 export * from './engagement.js';
 export * from './placeholders.js';
+export * from './questions.js';
