@@ -35,12 +35,16 @@ interface Page {
   text: string;
   /** Present while the link may be used: the button that posts it. */
   action?: string;
+  /** Once signed in: where to go next. */
+  next?: { href: string; text: string };
 }
 
-function renderPage({ heading, text, action }: Page): string {
+function renderPage({ heading, text, action, next }: Page): string {
   const form = action
     ? `<form method="post" action="${escapeHtml(action)}"><button type="submit">Sign in</button></form>`
-    : '';
+    : next
+      ? `<p><a href="${escapeHtml(next.href)}">${escapeHtml(next.text)}</a></p>`
+      : '';
   return `${PAGE_HEAD}<title>${escapeHtml(heading)} · Herald</title>
 <style>
   :root { color-scheme: light dark; }
@@ -79,8 +83,10 @@ export const signInRoutes =
     acceptFormPosts(app);
     const secure = cookieIsSecure(config.publicOrigin);
 
+    // Its post must carry this origin as Origin (the check below): a browser sends "null" from a
+    // page whose referrer policy is no-referrer, so this page keeps its referrer on this origin.
     app.get('/sign-in/:token', { config: { access: { public: true } }, schema: { params: Token } }, async (request, reply) =>
-      sendFormPage(reply, 200, renderPage({ heading: 'Sign in to Herald', text: 'Press the button to sign in. The link works once.', action: `/sign-in/${request.params.token}` })),
+      sendFormPage(reply, 200, renderPage({ heading: 'Sign in to Herald', text: 'Press the button to sign in. The link works once.', action: `/sign-in/${request.params.token}` }), 'same-origin'),
     );
 
     app.post('/sign-in/:token', { config: { access: { public: true } }, schema: { params: Token } }, async (request, reply) => {
@@ -96,7 +102,7 @@ export const signInRoutes =
       }
       if (!signedIn.member) throw new Error('account service returned no member');
       setSessionCookie(reply, signedIn.sessionId, signedIn.expiresAt, secure);
-      return sendFormPage(reply, 200, renderPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}. You can close this page.` }));
+      return sendFormPage(reply, 200, renderPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}.`, next: { href: '/console/', text: 'Open the Herald Console' } }));
     });
   };
 

@@ -1,0 +1,145 @@
+import { ROLES } from '@herald/domain/scopes';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { InviteMemberRequest, Member, Page, Role } from '@herald/sdk';
+import { type FormEvent, useState } from 'react';
+
+import { api } from '../api.js';
+import { useCan, useMe } from '../session.js';
+import { Dialog, ErrorNote, When } from '../ui.js';
+
+/** Members: list, invite with a role (they get a sign-in link by email), remove. Owners and admins. */
+
+const MEMBERS = ['members'] as const;
+
+export function MembersPage() {
+  const can = useCan();
+  const me = useMe();
+  const members = useQuery({ queryKey: MEMBERS, queryFn: () => api<Page<Member>>('GET', '/members') });
+  const [removing, setRemoving] = useState<Member | undefined>();
+  const current = members.data?.data.filter((member) => member.status !== 'removed') ?? [];
+
+  return (
+    <>
+      {can('members', 'POST') ? <InviteForm /> : null}
+      <ErrorNote error={members.error} />
+      {members.data ? (
+        <table>
+          <caption className="visually-hidden">Members</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Email</th>
+              <th scope="col">Role</th>
+              <th scope="col">Status</th>
+              <th scope="col">Last sign-in</th>
+              {can('members', 'DELETE') ? <th scope="col">Actions</th> : null}
+            </tr>
+          </thead>
+          <tbody>
+            {current.map((member) => (
+              <tr key={member.id}>
+                <th scope="row">{member.displayName || member.email}</th>
+                <td>{member.email}</td>
+                <td>{member.role}</td>
+                <td>{member.status}</td>
+                <td>
+                  <When at={member.lastSignInAt} />
+                </td>
+                {can('members', 'DELETE') ? (
+                  <td>
+                    {member.id === me.member.id ? null : (
+                      <button type="button" className="danger" onClick={() => setRemoving(member)} aria-label={`Remove ${member.email}`}>
+                        Remove
+                      </button>
+                    )}
+                  </td>
+                ) : null}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <RemoveDialog target={removing} onClose={() => setRemoving(undefined)} />
+    </>
+  );
+}
+
+function InviteForm() {
+  const queryClient = useQueryClient();
+  const [email, setEmail] = useState('');
+  const [role, setRole] = useState<Role>('viewer');
+  const [displayName, setDisplayName] = useState('');
+  const invite = useMutation({
+    mutationFn: (body: InviteMemberRequest) => api<Member>('POST', '/members', body),
+    onSuccess: () => {
+      setEmail('');
+      setDisplayName('');
+      void queryClient.invalidateQueries({ queryKey: MEMBERS });
+    },
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    invite.mutate({ email, role, ...(displayName ? { displayName } : {}) });
+  };
+  return (
+    <form className="inline" onSubmit={submit} aria-labelledby="invite-heading">
+      <h2 id="invite-heading">Invite a member</h2>
+      <div className="fields">
+        <div>
+          <label htmlFor="invite-email">Email address</label>
+          <input id="invite-email" type="email" required value={email} onChange={(event) => setEmail(event.target.value)} />
+        </div>
+        <div>
+          <label htmlFor="invite-name">Name (optional)</label>
+          <input id="invite-name" value={displayName} onChange={(event) => setDisplayName(event.target.value)} />
+        </div>
+        <div>
+          <label htmlFor="invite-role">Role</label>
+          <select id="invite-role" value={role} onChange={(event) => setRole(event.target.value as Role)}>
+            {ROLES.map((choice) => (
+              <option key={choice} value={choice}>
+                {choice}
+              </option>
+            ))}
+          </select>
+        </div>
+      </div>
+      <ErrorNote error={invite.error} />
+      {invite.isSuccess ? <p role="status">Invited {invite.data.email}: a sign-in link is on its way to them.</p> : null}
+      <button type="submit" disabled={invite.isPending}>
+        Invite
+      </button>
+    </form>
+  );
+}
+
+function RemoveDialog({ target, onClose }: { target: Member | undefined; onClose: () => void }) {
+  const queryClient = useQueryClient();
+  const remove = useMutation({
+    mutationFn: (member: Member) => api<Member>('DELETE', `/members/${encodeURIComponent(member.id)}`),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: MEMBERS });
+      close();
+    },
+  });
+  const close = () => {
+    remove.reset();
+    onClose();
+  };
+  return (
+    <Dialog open={target !== undefined} title="Remove this member?" onClose={close}>
+      <p>
+        <strong>{target?.email}</strong> loses access at once: their sessions end.
+      </p>
+      <ErrorNote error={remove.error} />
+      <div className="actions">
+        <button type="button" className="danger" disabled={remove.isPending} onClick={() => target && remove.mutate(target)}>
+          Remove
+        </button>
+        <button type="button" className="secondary" onClick={close}>
+          Cancel
+        </button>
+      </div>
+    </Dialog>
+  );
+}
