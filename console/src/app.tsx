@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { Me } from '@herald/sdk';
 import { type ReactNode, useEffect, useRef } from 'react';
 
@@ -11,9 +11,10 @@ import { Link, navigate, usePath } from './router.js';
 import { SessionContext, useCan, useMe } from './session.js';
 
 export const ME = ['me'] as const;
+export const meQuery = queryOptions({ queryKey: ME, queryFn: () => api<Me>('GET', '/me') });
 
 export function App() {
-  const me = useQuery({ queryKey: ME, queryFn: () => api<Me>('GET', '/me') });
+  const me = useQuery(meQuery);
   if (me.isPending) return <p className="loading" role="status">Loading…</p>;
   if (me.error) {
     if (me.error instanceof ApiError && me.error.status === 401) return <SignInPage />;

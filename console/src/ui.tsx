@@ -1,8 +1,9 @@
+import { useMutation } from '@tanstack/react-query';
 import { type ReactNode, useEffect, useId, useRef } from 'react';
 
 import { describeError } from './api.js';
 
-/** Shared pieces of the pages: an error line, dates, and a modal <dialog>. */
+/** Shared pieces of the pages: an error line, dates, a modal <dialog> and a confirmation. */
 
 export function ErrorNote({ error }: { error: unknown }) {
   if (!error) return null;
@@ -37,5 +38,47 @@ export function Dialog({ open, title, onClose, children }: { open: boolean; titl
       <h2 id={titleId}>{title}</h2>
       {open ? children : null}
     </dialog>
+  );
+}
+
+interface ConfirmProps<T> {
+  /** What the action is about; the dialog is open while there is one. */
+  target: T | undefined;
+  title: string;
+  /** The button that does it (and the action's name). */
+  action: string;
+  describe: (target: T) => ReactNode;
+  run: (target: T) => Promise<unknown>;
+  /** After it succeeded (e.g. invalidate the list it changed). */
+  onDone: () => void;
+  onClose: () => void;
+}
+
+/** A destructive action asks first: what it does, its button, Cancel; the API's error if it fails. */
+export function ConfirmDialog<T>({ target, title, action, describe, run, onDone, onClose }: ConfirmProps<T>) {
+  const mutation = useMutation({
+    mutationFn: run,
+    onSuccess: () => {
+      onDone();
+      close();
+    },
+  });
+  const close = () => {
+    mutation.reset();
+    onClose();
+  };
+  return (
+    <Dialog open={target !== undefined} title={title} onClose={close}>
+      {target === undefined ? null : <p>{describe(target)}</p>}
+      <ErrorNote error={mutation.error} />
+      <div className="actions">
+        <button type="button" className="danger" disabled={mutation.isPending} onClick={() => target !== undefined && mutation.mutate(target)}>
+          {action}
+        </button>
+        <button type="button" className="secondary" onClick={close}>
+          Cancel
+        </button>
+      </div>
+    </Dialog>
   );
 }

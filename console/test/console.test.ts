@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import AxeBuilder from '@axe-core/playwright';
-import { chromiumPath, eventually, SERVER_API } from '@herald/testkit';
+import { call, chromiumPath, eventually, SERVER_API } from '@herald/testkit';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 import { newAddress, screenshotPath, signInLinkFromMail, signInThroughConsole, startConsoleHarness, type ConsoleHarness } from './support.js';
@@ -109,12 +109,17 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
   await page.getByRole('button', { name: 'Use another address' }).click();
 
+  // A draft campaign, made with the workspace's key, is on the overview.
+  const draft = await call(harness.origin, `${SERVER_API}/campaigns`, { method: 'POST', key: harness.workspace.apiKey, body: { name: 'Spring sale', title: 'Spring sale', body: '20% off today' } });
+  assert.equal(draft.status, 201, JSON.stringify(draft.body));
+
   const before = (await harness.mailpit.messagesTo(harness.ownerEmail)).length;
   await signInThroughConsole(page, harness, harness.ownerEmail, before);
   assert.deepEqual(await harness.mailpit.messagesTo(stranger), []);
   await page.getByText(`${harness.ownerEmail} (owner)`).waitFor();
   await page.getByRole('heading', { name: 'Recent campaigns' }).waitFor();
-  await page.getByText('No campaign yet.').waitFor();
+  assert.equal(await page.getByRole('row', { name: /Spring sale/ }).innerText(), 'Spring sale\tdraft\tNot started\t0\t0\t0\t–\t–');
+  assert.deepEqual(await page.getByRole('definition').allTextContents(), ['0', '–', '–', '0']);
   assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, API keys, Members');
   assert.deepEqual(await seriousViolations(page), []);
   await page.screenshot({ path: await screenshotPath('console-overview.png'), fullPage: true });

@@ -5,7 +5,7 @@ import { type FormEvent, useState } from 'react';
 
 import { api } from '../api.js';
 import { useCan } from '../session.js';
-import { Dialog, ErrorNote, When } from '../ui.js';
+import { ConfirmDialog, Dialog, ErrorNote, When } from '../ui.js';
 
 /**
  * API keys: list (with last use), create (shown once), revoke. The REST API issues keys of one
@@ -24,6 +24,7 @@ const EXPIRIES: Array<{ label: string; seconds?: number }> = [
 
 export function KeysPage() {
   const can = useCan();
+  const queryClient = useQueryClient();
   const keys = useQuery({ queryKey: KEYS, queryFn: () => api<{ keys: BoundKey[] }>('GET', '/keys') });
   const [creating, setCreating] = useState(false);
   const [revoking, setRevoking] = useState<BoundKey | undefined>();
@@ -90,7 +91,19 @@ export function KeysPage() {
         </table>
       ) : null}
       <CreateKeyDialog open={creating} onClose={() => setCreating(false)} />
-      <RevokeKeyDialog target={revoking} onClose={() => setRevoking(undefined)} />
+      <ConfirmDialog
+        target={revoking}
+        title="Revoke this key?"
+        action="Revoke"
+        describe={(key) => (
+          <>
+            Calls with <strong>{key.name || key.id}</strong> fail from now on. This cannot be undone.
+          </>
+        )}
+        run={(key) => api<BoundKey>('DELETE', `/keys/${encodeURIComponent(key.id)}`)}
+        onDone={() => void queryClient.invalidateQueries({ queryKey: KEYS })}
+        onClose={() => setRevoking(undefined)}
+      />
     </>
   );
 }
@@ -169,37 +182,6 @@ function CreateKeyDialog({ open, onClose }: { open: boolean; onClose: () => void
           </button>
         </div>
       </form>
-    </Dialog>
-  );
-}
-
-function RevokeKeyDialog({ target, onClose }: { target: BoundKey | undefined; onClose: () => void }) {
-  const queryClient = useQueryClient();
-  const revoke = useMutation({
-    mutationFn: (key: BoundKey) => api<BoundKey>('DELETE', `/keys/${encodeURIComponent(key.id)}`),
-    onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: KEYS });
-      close();
-    },
-  });
-  const close = () => {
-    revoke.reset();
-    onClose();
-  };
-  return (
-    <Dialog open={target !== undefined} title="Revoke this key?" onClose={close}>
-      <p>
-        Calls with <strong>{target?.name || target?.id}</strong> fail from now on. This cannot be undone.
-      </p>
-      <ErrorNote error={revoke.error} />
-      <div className="actions">
-        <button type="button" className="danger" disabled={revoke.isPending} onClick={() => target && revoke.mutate(target)}>
-          Revoke
-        </button>
-        <button type="button" className="secondary" onClick={close}>
-          Cancel
-        </button>
-      </div>
     </Dialog>
   );
 }

@@ -5,7 +5,7 @@ import { type FormEvent, useState } from 'react';
 
 import { api } from '../api.js';
 import { useCan, useMe } from '../session.js';
-import { Dialog, ErrorNote, When } from '../ui.js';
+import { ConfirmDialog, ErrorNote, When } from '../ui.js';
 
 /** Members: list, invite with a role (they get a sign-in link by email), remove. Owners and admins. */
 
@@ -14,6 +14,7 @@ const MEMBERS = ['members'] as const;
 export function MembersPage() {
   const can = useCan();
   const me = useMe();
+  const queryClient = useQueryClient();
   const members = useQuery({ queryKey: MEMBERS, queryFn: () => api<Page<Member>>('GET', '/members') });
   const [removing, setRemoving] = useState<Member | undefined>();
   const current = members.data?.data.filter((member) => member.status !== 'removed') ?? [];
@@ -59,7 +60,19 @@ export function MembersPage() {
           </tbody>
         </table>
       ) : null}
-      <RemoveDialog target={removing} onClose={() => setRemoving(undefined)} />
+      <ConfirmDialog
+        target={removing}
+        title="Remove this member?"
+        action="Remove"
+        describe={(member) => (
+          <>
+            <strong>{member.email}</strong> loses access at once: their sessions end.
+          </>
+        )}
+        run={(member) => api<Member>('DELETE', `/members/${encodeURIComponent(member.id)}`)}
+        onDone={() => void queryClient.invalidateQueries({ queryKey: MEMBERS })}
+        onClose={() => setRemoving(undefined)}
+      />
     </>
   );
 }
@@ -110,36 +123,5 @@ function InviteForm() {
         Invite
       </button>
     </form>
-  );
-}
-
-function RemoveDialog({ target, onClose }: { target: Member | undefined; onClose: () => void }) {
-  const queryClient = useQueryClient();
-  const remove = useMutation({
-    mutationFn: (member: Member) => api<Member>('DELETE', `/members/${encodeURIComponent(member.id)}`),
-    onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: MEMBERS });
-      close();
-    },
-  });
-  const close = () => {
-    remove.reset();
-    onClose();
-  };
-  return (
-    <Dialog open={target !== undefined} title="Remove this member?" onClose={close}>
-      <p>
-        <strong>{target?.email}</strong> loses access at once: their sessions end.
-      </p>
-      <ErrorNote error={remove.error} />
-      <div className="actions">
-        <button type="button" className="danger" disabled={remove.isPending} onClick={() => target && remove.mutate(target)}>
-          Remove
-        </button>
-        <button type="button" className="secondary" onClick={close}>
-          Cancel
-        </button>
-      </div>
-    </Dialog>
   );
 }

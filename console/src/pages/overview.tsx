@@ -1,4 +1,4 @@
-import { useQuery } from '@tanstack/react-query';
+import { type QueryClient, queryOptions, useQuery } from '@tanstack/react-query';
 import type { Campaign, Page, SubscriberCounts } from '@herald/sdk';
 
 import { api } from '../api.js';
@@ -18,9 +18,18 @@ function isToday(at: string | null): boolean {
   return at !== null && new Date(at).toDateString() === new Date().toDateString();
 }
 
+const recentCampaigns = queryOptions({ queryKey: ['campaigns', 'recent'], queryFn: () => api<Page<Campaign>>('GET', `/campaigns?limit=${RECENT}`) });
+const subscriberCounts = queryOptions({ queryKey: ['subscribers', 'count'], queryFn: () => api<SubscriberCounts>('GET', '/subscribers/count') });
+
+/** Starts the overview's calls (a cold load of the overview asks for them beside /me). */
+export function prefetchOverview(queryClient: QueryClient): void {
+  void queryClient.prefetchQuery(recentCampaigns);
+  void queryClient.prefetchQuery(subscriberCounts);
+}
+
 export function OverviewPage() {
-  const campaigns = useQuery({ queryKey: ['campaigns', 'recent'], queryFn: () => api<Page<Campaign>>('GET', `/campaigns?limit=${RECENT}`) });
-  const subscribers = useQuery({ queryKey: ['subscribers', 'count'], queryFn: () => api<SubscriberCounts>('GET', '/subscribers/count') });
+  const campaigns = useQuery(recentCampaigns);
+  const subscribers = useQuery(subscriberCounts);
   const recent = campaigns.data?.data ?? [];
   const today = recent.filter((campaign) => isToday(campaign.startedAt));
   const sum = (list: Campaign[], field: 'totalSent' | 'totalDelivered' | 'totalClicked') => list.reduce((total, campaign) => total + campaign[field], 0);
