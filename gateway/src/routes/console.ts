@@ -62,8 +62,9 @@ function securityHeaders(reply: FastifyReply): FastifyReply {
   return reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'same-origin');
 }
 
+/** `build`: loadConsoleBuild()'s, read once at startup (undefined: not built, every path answers 503). */
 export const consoleRoutes =
-  (build: ConsoleBuild | undefined = loadConsoleBuild()): FastifyPluginAsyncTypebox =>
+  (build: ConsoleBuild | undefined): FastifyPluginAsyncTypebox =>
   async (app) => {
     const publicAccess = { access: { public: true } } as const;
     if (!build) app.log.warn('the console is not built (npm run build): /console answers 503');

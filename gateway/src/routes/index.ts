@@ -12,7 +12,7 @@ import { answerPageRoutes } from './answer-page.js';
 import { askRoutes } from './ask.js';
 import { browserSdkRoutes } from './browser-sdk.js';
 import { campaignRoutes } from './campaigns.js';
-import { consoleRoutes } from './console.js';
+import { consoleRoutes, loadConsoleBuild } from './console.js';
 import { decisionRoutes } from './decisions.js';
 import { engagementRoutes } from './engagement.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
@@ -61,7 +61,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(sessionRoutes(pages), { prefix: API_PREFIX });
   await app.register(signInRoutes(pages));
   await app.register(browserSdkRoutes(pages));
-  await app.register(consoleRoutes());
+  await app.register(consoleRoutes(loadConsoleBuild()));
   await app.register(
     mcpRoutes({
       publicOrigin: config.publicOrigin,
