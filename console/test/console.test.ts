@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import AxeBuilder from '@axe-core/playwright';
-import { call, chromiumPath, eventually, SERVER_API } from '@herald/testkit';
+import { call, chromiumPath, eventually, pushSubscription, SERVER_API } from '@herald/testkit';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
-import { newAddress, screenshotPath, signInLinkFromMail, signInThroughConsole, startConsoleHarness, type ConsoleHarness } from './support.js';
+import { newAddress, screenshotPath, signInLinkFromMail, signInThroughConsole, SITE_DOMAIN, startConsoleHarness, type ConsoleHarness } from './support.js';
 
 // The console in Debian's Chromium (playwright-core, no browser download) on the real
 // stack: served by the gateway under /console, signed in by an email link read from Mailpit, every
@@ -120,7 +120,7 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   await page.getByRole('heading', { name: 'Recent campaigns' }).waitFor();
   assert.equal(await page.getByRole('row', { name: /Spring sale/ }).innerText(), 'Spring sale\tdraft\tNot started\t0\t0\t0\t–\t–');
   assert.deepEqual(await page.getByRole('definition').allTextContents(), ['0', '–', '–', '0']);
-  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, API keys, Members');
+  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Subscribers, API keys, Members');
   assert.deepEqual(await seriousViolations(page), []);
   await page.screenshot({ path: await screenshotPath('console-overview.png'), fullPage: true });
 
@@ -231,7 +231,7 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await viewer.getByRole('button', { name: 'Sign in' }).click();
   await viewer.getByRole('link', { name: 'Open the Herald Console' }).click();
   await viewer.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview']);
+  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Subscribers']);
   assert.deepEqual(await seriousViolations(viewer), []);
 
   // Typed in, the keys page shows what the API said; the API refuses the viewer's admin action.
@@ -265,6 +265,50 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await viewer.reload();
   await viewer.getByRole('heading', { name: 'Sign in to Herald', level: 1 }).waitFor();
   await viewerContext.close();
+  await context.close();
+});
+
+test('subscribers: search by external id, tags and status, with the counts; no serious axe violation', async () => {
+  for (const [externalId, tags] of [
+    ['user-1', ['vip', 'beta']],
+    ['user-2', ['vip']],
+    ['user-3', []],
+  ] as const) {
+    const subscribed = await call(harness.origin, '/api/v1/subscribe', {
+      method: 'POST',
+      key: harness.workspace.siteKey,
+      headers: { origin: `https://${SITE_DOMAIN}` },
+      body: { ...pushSubscription(), externalId, tags },
+    });
+    assert.equal(subscribed.status, 201, JSON.stringify(subscribed.body));
+  }
+  const { context, page } = await ownerPage();
+  await page.getByRole('link', { name: 'Subscribers' }).click();
+  await page.getByRole('heading', { name: 'Subscribers', level: 1 }).waitFor();
+  await page.getByText('3 active of 3 subscribers (0 unsubscribed).').waitFor();
+  const externalIds = async () => {
+    await page.getByRole('table').or(page.getByText('No subscriber matches.')).waitFor();
+    return (await page.locator('tbody tr td:nth-child(2)').allTextContents()).sort();
+  };
+  assert.deepEqual(await externalIds(), ['user-1', 'user-2', 'user-3']);
+  assert.deepEqual(await seriousViolations(page), []);
+  await page.screenshot({ path: await screenshotPath('console-subscribers.png'), fullPage: true });
+
+  const search = page.getByRole('search', { name: 'Subscribers' });
+  const searchFor = async (fields: { externalId?: string; tags?: string; status?: string }) => {
+    await search.getByLabel('External id').fill(fields.externalId ?? '');
+    await search.getByLabel('Tags').fill(fields.tags ?? '');
+    await search.getByLabel('Status').selectOption(fields.status ?? '');
+    const answered = page.waitForResponse((response) => response.url().includes(`${SERVER_API}/subscribers?`));
+    await search.getByRole('button', { name: 'Search' }).click();
+    assert.equal((await answered).status(), 200);
+    return externalIds();
+  };
+  assert.deepEqual(await searchFor({ tags: 'vip' }), ['user-1', 'user-2']);
+  assert.deepEqual(await searchFor({ tags: 'vip, beta' }), ['user-1']);
+  assert.deepEqual(await searchFor({ externalId: 'user-3', status: 'active' }), ['user-3']);
+  assert.deepEqual(await searchFor({ status: 'unsubscribed' }), []);
+  await page.getByRole('status').getByText('No subscriber matches.').waitFor();
   await context.close();
 });
 

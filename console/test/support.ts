@@ -22,6 +22,9 @@ export interface ConsoleHarness {
   stop(): Promise<void>;
 }
 
+/** The workspace's site: subscribers subscribe from https://<it>. */
+export const SITE_DOMAIN = 'shop.example.test';
+
 let addressCounter = 0;
 export const newAddress = (who: string): string => `${who}-${process.pid}-${(addressCounter += 1)}@example.test`;
 
@@ -38,8 +41,9 @@ export async function startConsoleHarness(): Promise<ConsoleHarness> {
     });
     // The tests sign the owner in many times a minute, from one address and one IP; a revoked key
     // is refused within a second (the verified-key cache's lifetime).
-    await stack.addGateway({ SIGN_IN_IP_RATE_LIMIT_PER_MINUTE: '1000', SIGN_IN_ADDRESS_RATE_LIMIT_PER_MINUTE: '1000', KEY_CACHE_TTL_MS: '1000' }, port);
-    const workspace = await createWorkspace('partner');
+    // Subscribers subscribe with made-up push endpoints (nothing is sent to them).
+    await stack.addGateway({ SIGN_IN_IP_RATE_LIMIT_PER_MINUTE: '1000', SIGN_IN_ADDRESS_RATE_LIMIT_PER_MINUTE: '1000', KEY_CACHE_TTL_MS: '1000', ALLOW_ANY_PUSH_SERVICE: 'true' }, port);
+    const workspace = await createWorkspace('partner', SITE_DOMAIN);
     const ownerEmail = newAddress('owner');
     await admin('member', 'invite', '--workspace', workspace.workspaceId, '--email', ownerEmail, '--role', 'owner', '--name', 'Olive Owner');
     const running = stack;

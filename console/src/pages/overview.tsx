@@ -19,7 +19,7 @@ function isToday(at: string | null): boolean {
 }
 
 const recentCampaigns = queryOptions({ queryKey: ['campaigns', 'recent'], queryFn: () => api<Page<Campaign>>('GET', `/campaigns?limit=${RECENT}`) });
-const subscriberCounts = queryOptions({ queryKey: ['subscribers', 'count'], queryFn: () => api<SubscriberCounts>('GET', '/subscribers/count') });
+export const subscriberCounts = queryOptions({ queryKey: ['subscribers', 'count'], queryFn: () => api<SubscriberCounts>('GET', '/subscribers/count') });
 
 /** Starts the overview's calls (a cold load of the overview asks for them beside /me). */
 export function prefetchOverview(queryClient: QueryClient): void {
