@@ -6,6 +6,7 @@ import { api, ApiError, describeError, setCsrfToken } from './api.js';
 import { KeysPage } from './pages/keys.js';
 import { MembersPage } from './pages/members.js';
 import { OverviewPage } from './pages/overview.js';
+import { SegmentsPage } from './pages/segments.js';
 import { SignInPage } from './pages/sign-in.js';
 import { SubscribersPage } from './pages/subscribers.js';
 import { Link, navigate, usePath } from './router.js';
@@ -48,6 +49,7 @@ interface PageEntry {
 const PAGES: PageEntry[] = [
   { path: '/', title: 'Overview', render: () => <OverviewPage />, visible: () => true },
   { path: '/subscribers', title: 'Subscribers', render: () => <SubscribersPage />, visible: (can) => can('subscribers', 'GET') },
+  { path: '/segments', title: 'Segments', render: () => <SegmentsPage />, visible: (can) => can('subscribers', 'GET') },
   { path: '/keys', title: 'API keys', render: () => <KeysPage />, visible: (can) => can('keys', 'GET') },
   { path: '/members', title: 'Members', render: () => <MembersPage />, visible: (can) => can('members', 'GET') },
 ];

@@ -3,7 +3,7 @@ import { type ReactNode, useEffect, useId, useRef } from 'react';
 
 import { describeError } from './api.js';
 
-/** Shared pieces of the pages: an error line, dates, a modal <dialog> and a confirmation. */
+/** Shared pieces of the pages: an error line, dates, a table, a modal <dialog> and a confirmation. */
 
 export function ErrorNote({ error }: { error: unknown }) {
   if (!error) return null;
@@ -14,10 +14,32 @@ export function ErrorNote({ error }: { error: unknown }) {
   );
 }
 
+/** A comma-separated list as typed ("vip, beta,"): its items, trimmed, empty ones dropped. */
+export const splitList = (text: string): string[] => text.split(',').map((item) => item.trim()).filter(Boolean);
+
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
 export function When({ at, never = 'Never' }: { at: string | null; never?: string }) {
   return at ? <time dateTime={at}>{dateFormat.format(new Date(at))}</time> : <>{never}</>;
+}
+
+/** A table with its (visually hidden) caption and column headers; `children` are its rows. */
+export function Table({ caption, columns, children }: { caption: string; columns: string[]; children: ReactNode }) {
+  return (
+    <table>
+      <caption className="visually-hidden">{caption}</caption>
+      <thead>
+        <tr>
+          {columns.map((column) => (
+            <th key={column} scope="col">
+              {column}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{children}</tbody>
+    </table>
+  );
 }
 
 /**

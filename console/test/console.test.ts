@@ -120,7 +120,7 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   await page.getByRole('heading', { name: 'Recent campaigns' }).waitFor();
   assert.equal(await page.getByRole('row', { name: /Spring sale/ }).innerText(), 'Spring sale\tdraft\tNot started\t0\t0\t0\t–\t–');
   assert.deepEqual(await page.getByRole('definition').allTextContents(), ['0', '–', '–', '0']);
-  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Subscribers, API keys, Members');
+  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Subscribers, Segments, API keys, Members');
   assert.deepEqual(await seriousViolations(page), []);
   await page.screenshot({ path: await screenshotPath('console-overview.png'), fullPage: true });
 
@@ -231,7 +231,7 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await viewer.getByRole('button', { name: 'Sign in' }).click();
   await viewer.getByRole('link', { name: 'Open the Herald Console' }).click();
   await viewer.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Subscribers']);
+  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Subscribers', 'Segments']);
   assert.deepEqual(await seriousViolations(viewer), []);
 
   // Typed in, the keys page shows what the API said; the API refuses the viewer's admin action.
@@ -268,20 +268,21 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await context.close();
 });
 
+/** A browser subscribes to the workspace's site through the public SDK endpoint. */
+async function subscribe(externalId: string, tags: readonly string[]): Promise<void> {
+  const subscribed = await call(harness.origin, '/api/v1/subscribe', {
+    method: 'POST',
+    key: harness.workspace.siteKey,
+    headers: { origin: `https://${SITE_DOMAIN}` },
+    body: { ...pushSubscription(), externalId, tags },
+  });
+  assert.equal(subscribed.status, 201, JSON.stringify(subscribed.body));
+}
+
 test('subscribers: search by external id, tags and status, with the counts; no serious axe violation', async () => {
-  for (const [externalId, tags] of [
-    ['user-1', ['vip', 'beta']],
-    ['user-2', ['vip']],
-    ['user-3', []],
-  ] as const) {
-    const subscribed = await call(harness.origin, '/api/v1/subscribe', {
-      method: 'POST',
-      key: harness.workspace.siteKey,
-      headers: { origin: `https://${SITE_DOMAIN}` },
-      body: { ...pushSubscription(), externalId, tags },
-    });
-    assert.equal(subscribed.status, 201, JSON.stringify(subscribed.body));
-  }
+  await subscribe('user-1', ['vip', 'beta']);
+  await subscribe('user-2', ['vip']);
+  await subscribe('user-3', []);
   const { context, page } = await ownerPage();
   await page.getByRole('link', { name: 'Subscribers' }).click();
   await page.getByRole('heading', { name: 'Subscribers', level: 1 }).waitFor();
@@ -309,6 +310,28 @@ test('subscribers: search by external id, tags and status, with the counts; no s
   assert.deepEqual(await searchFor({ externalId: 'user-3', status: 'active' }), ['user-3']);
   assert.deepEqual(await searchFor({ status: 'unsubscribed' }), []);
   await page.getByRole('status').getByText('No subscriber matches.').waitFor();
+  await context.close();
+});
+
+test('segments: create one by tags, its count is live (a new subscriber shows up without a reload); no serious axe violation', async () => {
+  await subscribe('segment-1', ['autumn']);
+  await subscribe('segment-2', ['autumn', 'gold']);
+  const { context, page } = await ownerPage();
+  await page.getByRole('link', { name: 'Segments' }).click();
+  await page.getByRole('heading', { name: 'Segments', level: 1 }).waitFor();
+  await page.getByLabel('Name').fill('Autumn gold');
+  await page.getByLabel('Subscribers with all of these tags').fill('autumn, gold');
+  await page.getByRole('button', { name: 'Create segment' }).click();
+  const row = page.getByRole('row', { name: /Autumn gold/ });
+  await row.getByRole('cell', { name: 'tags all of autumn, gold' }).waitFor();
+  const counts = async () => (await row.getByRole('cell').allTextContents()).slice(1, 3);
+  assert.deepEqual(await eventually('the first count', counts, (cells) => cells[0] !== '…'), ['1', '1']);
+  assert.deepEqual(await seriousViolations(page), []);
+  await page.screenshot({ path: await screenshotPath('console-segments.png'), fullPage: true });
+
+  await subscribe('segment-3', ['gold', 'autumn', 'vip']);
+  // The page asks again every 15 s.
+  assert.deepEqual(await eventually('the live count', counts, (cells) => cells[0] === '2', 20_000), ['2', '2']);
   await context.close();
 });
 

@@ -5,7 +5,7 @@ import { type FormEvent, useState } from 'react';
 
 import { api } from '../api.js';
 import { useCan } from '../session.js';
-import { ConfirmDialog, Dialog, ErrorNote, When } from '../ui.js';
+import { ConfirmDialog, Dialog, ErrorNote, Table, When } from '../ui.js';
 
 /**
  * API keys: list (with last use), create (shown once), revoke. The REST API issues keys of one
@@ -42,53 +42,37 @@ export function KeysPage() {
       <ErrorNote error={keys.error} />
       {keys.data && keys.data.keys.length === 0 ? <p>No key yet.</p> : null}
       {keys.data && keys.data.keys.length > 0 ? (
-        <table>
-          <caption className="visually-hidden">API keys</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Key id</th>
-              <th scope="col">End-user</th>
-              <th scope="col">Origin</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Status</th>
-              {can('keys', 'DELETE') ? <th scope="col">Actions</th> : null}
+        <Table caption="API keys" columns={['Name', 'Key id', 'End-user', 'Origin', 'Created', 'Last used', 'Expires', 'Status', ...(can('keys', 'DELETE') ? ['Actions'] : [])]}>
+          {keys.data.keys.map((key) => (
+            <tr key={key.id}>
+              <th scope="row">{key.name || 'Unnamed'}</th>
+              <td>
+                <code>{key.id}</code>
+              </td>
+              <td>{key.externalId}</td>
+              <td>bound</td>
+              <td>
+                <When at={key.createdAt} />
+              </td>
+              <td>
+                <When at={key.lastUsedAt} />
+              </td>
+              <td>
+                <When at={key.expiresAt} />
+              </td>
+              <td>{key.revoked ? 'Revoked' : 'Active'}</td>
+              {can('keys', 'DELETE') ? (
+                <td>
+                  {key.revoked ? null : (
+                    <button type="button" className="danger" onClick={() => setRevoking(key)} aria-label={`Revoke ${key.name || key.id}`}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              ) : null}
             </tr>
-          </thead>
-          <tbody>
-            {keys.data.keys.map((key) => (
-              <tr key={key.id}>
-                <th scope="row">{key.name || 'Unnamed'}</th>
-                <td>
-                  <code>{key.id}</code>
-                </td>
-                <td>{key.externalId}</td>
-                <td>bound</td>
-                <td>
-                  <When at={key.createdAt} />
-                </td>
-                <td>
-                  <When at={key.lastUsedAt} />
-                </td>
-                <td>
-                  <When at={key.expiresAt} />
-                </td>
-                <td>{key.revoked ? 'Revoked' : 'Active'}</td>
-                {can('keys', 'DELETE') ? (
-                  <td>
-                    {key.revoked ? null : (
-                      <button type="button" className="danger" onClick={() => setRevoking(key)} aria-label={`Revoke ${key.name || key.id}`}>
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                ) : null}
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </Table>
       ) : null}
       <CreateKeyDialog open={creating} onClose={() => setCreating(false)} />
       <ConfirmDialog

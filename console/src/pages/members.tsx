@@ -5,7 +5,7 @@ import { type FormEvent, useState } from 'react';
 
 import { api } from '../api.js';
 import { useCan, useMe } from '../session.js';
-import { ConfirmDialog, ErrorNote, When } from '../ui.js';
+import { ConfirmDialog, ErrorNote, Table, When } from '../ui.js';
 
 /** Members: list, invite with a role (they get a sign-in link by email), remove. Owners and admins. */
 
@@ -24,41 +24,28 @@ export function MembersPage() {
       {can('members', 'POST') ? <InviteForm /> : null}
       <ErrorNote error={members.error} />
       {members.data ? (
-        <table>
-          <caption className="visually-hidden">Members</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Status</th>
-              <th scope="col">Last sign-in</th>
-              {can('members', 'DELETE') ? <th scope="col">Actions</th> : null}
-            </tr>
-          </thead>
-          <tbody>
-            {current.map((member) => (
-              <tr key={member.id}>
-                <th scope="row">{member.displayName || member.email}</th>
-                <td>{member.email}</td>
-                <td>{member.role}</td>
-                <td>{member.status}</td>
+        <Table caption="Members" columns={['Name', 'Email', 'Role', 'Status', 'Last sign-in', ...(can('members', 'DELETE') ? ['Actions'] : [])]}>
+          {current.map((member) => (
+            <tr key={member.id}>
+              <th scope="row">{member.displayName || member.email}</th>
+              <td>{member.email}</td>
+              <td>{member.role}</td>
+              <td>{member.status}</td>
+              <td>
+                <When at={member.lastSignInAt} />
+              </td>
+              {can('members', 'DELETE') ? (
                 <td>
-                  <When at={member.lastSignInAt} />
+                  {member.id === me.member.id ? null : (
+                    <button type="button" className="danger" onClick={() => setRemoving(member)} aria-label={`Remove ${member.email}`}>
+                      Remove
+                    </button>
+                  )}
                 </td>
-                {can('members', 'DELETE') ? (
-                  <td>
-                    {member.id === me.member.id ? null : (
-                      <button type="button" className="danger" onClick={() => setRemoving(member)} aria-label={`Remove ${member.email}`}>
-                        Remove
-                      </button>
-                    )}
-                  </td>
-                ) : null}
-              </tr>
-            ))}
-          </tbody>
-        </table>
+              ) : null}
+            </tr>
+          ))}
+        </Table>
       ) : null}
       <ConfirmDialog
         target={removing}

@@ -2,7 +2,7 @@ import { type QueryClient, queryOptions, useQuery } from '@tanstack/react-query'
 import type { Campaign, Page, SubscriberCounts } from '@herald/sdk';
 
 import { api } from '../api.js';
-import { ErrorNote, When } from '../ui.js';
+import { ErrorNote, Table, When } from '../ui.js';
 
 /**
  * Today's sends and the delivery and click rates of the recent campaigns, from the campaign list's
@@ -62,36 +62,22 @@ export function OverviewPage() {
         <h2 id="recent">Recent campaigns</h2>
         {campaigns.data && recent.length === 0 ? <p>No campaign yet.</p> : null}
         {recent.length > 0 ? (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Campaign</th>
-                <th scope="col">Status</th>
-                <th scope="col">Started</th>
-                <th scope="col">Sent</th>
-                <th scope="col">Delivered</th>
-                <th scope="col">Clicked</th>
-                <th scope="col">Delivery rate</th>
-                <th scope="col">Click rate</th>
+          <Table caption="Recent campaigns" columns={['Campaign', 'Status', 'Started', 'Sent', 'Delivered', 'Clicked', 'Delivery rate', 'Click rate']}>
+            {recent.map((campaign) => (
+              <tr key={campaign.id}>
+                <th scope="row">{campaign.name || campaign.title}</th>
+                <td>{campaign.status}</td>
+                <td>
+                  <When at={campaign.startedAt} never="Not started" />
+                </td>
+                <td>{campaign.totalSent}</td>
+                <td>{campaign.totalDelivered}</td>
+                <td>{campaign.totalClicked}</td>
+                <td>{percent(campaign.totalDelivered, campaign.totalSent)}</td>
+                <td>{percent(campaign.totalClicked, campaign.totalDelivered)}</td>
               </tr>
-            </thead>
-            <tbody>
-              {recent.map((campaign) => (
-                <tr key={campaign.id}>
-                  <th scope="row">{campaign.name || campaign.title}</th>
-                  <td>{campaign.status}</td>
-                  <td>
-                    <When at={campaign.startedAt} never="Not started" />
-                  </td>
-                  <td>{campaign.totalSent}</td>
-                  <td>{campaign.totalDelivered}</td>
-                  <td>{campaign.totalClicked}</td>
-                  <td>{percent(campaign.totalDelivered, campaign.totalSent)}</td>
-                  <td>{percent(campaign.totalClicked, campaign.totalDelivered)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
         ) : null}
       </section>
       <section aria-labelledby="questions">

@@ -3,7 +3,7 @@ import type { Page, Subscriber, SubscriberStatus } from '@herald/sdk';
 import { type FormEvent, useState } from 'react';
 
 import { api } from '../api.js';
-import { ErrorNote, When } from '../ui.js';
+import { ErrorNote, splitList, Table, When } from '../ui.js';
 import { subscriberCounts } from './overview.js';
 
 /** Subscribers: search by external id, tags (all of them) and status, a page at a time. */
@@ -20,7 +20,7 @@ interface Filters {
 function queryString(filters: Filters, cursor: string | undefined): string {
   const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
   if (filters.externalId.trim()) params.set('externalId', filters.externalId.trim());
-  const tags = filters.tags.split(',').map((tag) => tag.trim()).filter(Boolean);
+  const tags = splitList(filters.tags);
   if (tags.length > 0) params.set('tags', tags.join(','));
   if (filters.status) params.set('status', filters.status);
   if (cursor) params.set('cursor', cursor);
@@ -80,37 +80,23 @@ export function SubscribersPage() {
       <ErrorNote error={counts.error ?? results.error} />
       {results.data && rows.length === 0 ? <p role="status">No subscriber matches.</p> : null}
       {rows.length > 0 ? (
-        <table>
-          <caption className="visually-hidden">Subscribers found</caption>
-          <thead>
-            <tr>
-              <th scope="col">Subscriber</th>
-              <th scope="col">External id</th>
-              <th scope="col">Status</th>
-              <th scope="col">Tags</th>
-              <th scope="col">Browser</th>
-              <th scope="col">OS</th>
-              <th scope="col">Subscribed</th>
+        <Table caption="Subscribers found" columns={['Subscriber', 'External id', 'Status', 'Tags', 'Browser', 'OS', 'Subscribed']}>
+          {rows.map((subscriber) => (
+            <tr key={subscriber.id}>
+              <th scope="row">
+                <code>{subscriber.id}</code>
+              </th>
+              <td>{subscriber.externalId ? `${subscriber.externalId}${subscriber.externalIdVerified ? ' (verified)' : ''}` : '–'}</td>
+              <td>{subscriber.status}</td>
+              <td>{subscriber.tags.join(', ') || '–'}</td>
+              <td>{subscriber.browser ?? '–'}</td>
+              <td>{subscriber.os ?? '–'}</td>
+              <td>
+                <When at={subscriber.createdAt} />
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {rows.map((subscriber) => (
-              <tr key={subscriber.id}>
-                <th scope="row">
-                  <code>{subscriber.id}</code>
-                </th>
-                <td>{subscriber.externalId ? `${subscriber.externalId}${subscriber.externalIdVerified ? ' (verified)' : ''}` : '–'}</td>
-                <td>{subscriber.status}</td>
-                <td>{subscriber.tags.join(', ') || '–'}</td>
-                <td>{subscriber.browser ?? '–'}</td>
-                <td>{subscriber.os ?? '–'}</td>
-                <td>
-                  <When at={subscriber.createdAt} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </Table>
       ) : null}
       {results.hasNextPage ? (
         <button type="button" className="secondary" disabled={results.isFetchingNextPage} onClick={() => void results.fetchNextPage()}>
