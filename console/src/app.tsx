@@ -9,6 +9,7 @@ import { OverviewPage } from './pages/overview.js';
 import { SegmentsPage } from './pages/segments.js';
 import { SignInPage } from './pages/sign-in.js';
 import { SubscribersPage } from './pages/subscribers.js';
+import { TemplatesPage } from './pages/templates.js';
 import { Link, navigate, usePath } from './router.js';
 import { SessionContext, useCan, useMe } from './session.js';
 
@@ -50,6 +51,7 @@ const PAGES: PageEntry[] = [
   { path: '/', title: 'Overview', render: () => <OverviewPage />, visible: () => true },
   { path: '/subscribers', title: 'Subscribers', render: () => <SubscribersPage />, visible: (can) => can('subscribers', 'GET') },
   { path: '/segments', title: 'Segments', render: () => <SegmentsPage />, visible: (can) => can('subscribers', 'GET') },
+  { path: '/templates', title: 'Templates', render: () => <TemplatesPage />, visible: (can) => can('templates', 'GET') },
   { path: '/keys', title: 'API keys', render: () => <KeysPage />, visible: (can) => can('keys', 'GET') },
   { path: '/members', title: 'Members', render: () => <MembersPage />, visible: (can) => can('members', 'GET') },
 ];

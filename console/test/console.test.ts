@@ -120,7 +120,7 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   await page.getByRole('heading', { name: 'Recent campaigns' }).waitFor();
   assert.equal(await page.getByRole('row', { name: /Spring sale/ }).innerText(), 'Spring sale\tdraft\tNot started\t0\t0\t0\t–\t–');
   assert.deepEqual(await page.getByRole('definition').allTextContents(), ['0', '–', '–', '0']);
-  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Subscribers, Segments, API keys, Members');
+  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Subscribers, Segments, Templates, API keys, Members');
   assert.deepEqual(await seriousViolations(page), []);
   await page.screenshot({ path: await screenshotPath('console-overview.png'), fullPage: true });
 
@@ -231,7 +231,7 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await viewer.getByRole('button', { name: 'Sign in' }).click();
   await viewer.getByRole('link', { name: 'Open the Herald Console' }).click();
   await viewer.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Subscribers', 'Segments']);
+  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Subscribers', 'Segments', 'Templates']);
   assert.deepEqual(await seriousViolations(viewer), []);
 
   // Typed in, the keys page shows what the API said; the API refuses the viewer's admin action.
@@ -332,6 +332,23 @@ test('segments: create one by tags, its count is live (a new subscriber shows up
   await subscribe('segment-3', ['gold', 'autumn', 'vip']);
   // The page asks again every 15 s.
   assert.deepEqual(await eventually('the live count', counts, (cells) => cells[0] === '2', 20_000), ['2', '2']);
+  await context.close();
+});
+
+test('templates: the workspace\'s templates, as the API lists them; no serious axe violation', async () => {
+  const created = await call(harness.origin, `${SERVER_API}/templates`, {
+    method: 'POST',
+    key: harness.workspace.apiKey,
+    body: { name: 'Welcome', title: 'Hello {{name|there}}', body: 'Thanks for subscribing.', actionUrl: 'https://shop.example.test/welcome' },
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const { context, page } = await ownerPage();
+  await page.getByRole('link', { name: 'Templates' }).click();
+  await page.getByRole('heading', { name: 'Templates', level: 1 }).waitFor();
+  const row = page.getByRole('row', { name: /Welcome/ });
+  await row.waitFor();
+  assert.deepEqual((await row.getByRole('cell').allTextContents()).slice(0, 3), ['Hello {{name|there}}', 'Thanks for subscribing.', 'https://shop.example.test/welcome']);
+  assert.deepEqual(await seriousViolations(page), []);
   await context.close();
 });
 
