@@ -21,8 +21,8 @@ export DATABASE_URL="$TEST_DATABASE_URL"
 # Test files run in parallel; each works in its own workspace (tenant) or schema. Disruptive ones
 # (*.disruptive.test.js: they stop and start the shared PostgreSQL, Redis and Kafka) run after
 # them, one at a time, with nothing else running.
-mapfile -t files < <(find proto packages services gateway charts loadtest -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.test.js' ! -name '*.disruptive.test.js' -print | sort)
-mapfile -t disruptive < <(find proto packages services gateway charts loadtest -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.disruptive.test.js' -print | sort)
+mapfile -t files < <(find proto packages services console gateway charts loadtest -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.test.js' ! -name '*.disruptive.test.js' -print | sort)
+mapfile -t disruptive < <(find proto packages services console gateway charts loadtest -path '*/node_modules' -prune -o -path '*/dist/test/*' -name '*.disruptive.test.js' -print | sort)
 echo "==> ${#files[@]} test files, then ${#disruptive[@]} disruptive"
 # A hung test fails by name after TEST_TIMEOUT_MS instead of holding up the whole run.
 node --test --test-concurrency="${TEST_CONCURRENCY:-4}" --test-timeout="${TEST_TIMEOUT_MS:-420000}" --test-reporter=spec "$@" "${files[@]}"

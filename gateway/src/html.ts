@@ -17,13 +17,17 @@ export const escapeHtml = (text: string): string =>
 /** Colours are site data: only a plain hex colour reaches a style sheet. */
 export const accentColor = (color: string | undefined): string => (color && /^#[0-9a-fA-F]{3,8}$/.test(color) ? color : '#1f6feb');
 
-/** A page whose URL holds a token: nothing caches it, no referrer leaks it, no frame hosts it (CSP). */
-export function sendTokenPage(reply: FastifyReply, status: number, html: string, contentSecurityPolicy: string): FastifyReply {
+/**
+ * A page whose URL holds a token: nothing caches it, no referrer leaks it, no frame hosts it (CSP).
+ * `same-origin` keeps the referrer (and a form post's Origin, which `no-referrer` turns into
+ * "null") for this origin alone: for a form whose post is checked to come from this origin.
+ */
+export function sendTokenPage(reply: FastifyReply, status: number, html: string, contentSecurityPolicy: string, referrerPolicy: 'no-referrer' | 'same-origin' = 'no-referrer'): FastifyReply {
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header('referrer-policy', 'no-referrer')
+    .header('referrer-policy', referrerPolicy)
     .header('content-security-policy', contentSecurityPolicy)
     .header('x-content-type-options', 'nosniff')
     .send(html);
@@ -37,8 +41,8 @@ export function acceptFormPosts(app: FastifyInstance): void {
 }
 
 /** A server-rendered page whose only action is a form posting back to this origin (no script). */
-export function sendFormPage(reply: FastifyReply, status: number, html: string): FastifyReply {
-  return sendTokenPage(reply, status, html, "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+export function sendFormPage(reply: FastifyReply, status: number, html: string, referrerPolicy: 'no-referrer' | 'same-origin' = 'no-referrer'): FastifyReply {
+  return sendTokenPage(reply, status, html, "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'", referrerPolicy);
 }
 
 /** A sign-in page (email link, single sign-on): a heading, a sentence and, while there is one, its button. */
@@ -47,12 +51,16 @@ export interface SignInPage {
   text: string;
   /** Present while the link may be used: the button that posts it. */
   action?: string;
+  /** Once signed in: where to go next. */
+  next?: { href: string; text: string };
 }
 
-export function renderSignInPage({ heading, text, action }: SignInPage): string {
+export function renderSignInPage({ heading, text, action, next }: SignInPage): string {
   const form = action
     ? `<form method="post" action="${escapeHtml(action)}"><button type="submit">Sign in</button></form>`
-    : '';
+    : next
+      ? `<p><a href="${escapeHtml(next.href)}">${escapeHtml(next.text)}</a></p>`
+      : '';
   return `${PAGE_HEAD}<title>${escapeHtml(heading)} · Herald</title>
 <style>
   :root { color-scheme: light dark; }

@@ -228,7 +228,7 @@ test('a member signs in through the provider (code flow, PKCE, state, nonce) and
   assert.equal(callback.searchParams.get('iss'), idp.issuer);
   const response = await land(callback, started.state);
   assert.equal(response.status, 200, await response.clone().text());
-  assert.match(await response.text(), /<h1>You are signed in<\/h1>\s*<p>Signed in as [^<]+\. You can close this page\.<\/p>/);
+  assert.match(await response.text(), /<h1>You are signed in<\/h1>\s*<p>Signed in as [^<]+\.<\/p>\s*<p><a href="\/console\/">Open the Herald Console<\/a><\/p>/);
   const cookies = response.headers.getSetCookie();
   assert.equal(cookies.length, 2);
   assert.equal(cookies[0], 'herald_sso=; Path=/sign-in/sso; HttpOnly; SameSite=Lax; Max-Age=0');

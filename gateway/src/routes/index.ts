@@ -12,6 +12,7 @@ import { answerPageRoutes } from './answer-page.js';
 import { askRoutes } from './ask.js';
 import { browserSdkRoutes } from './browser-sdk.js';
 import { campaignRoutes } from './campaigns.js';
+import { consoleRoutes, loadConsoleBuild } from './console.js';
 import { decisionRoutes } from './decisions.js';
 import { engagementRoutes } from './engagement.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
@@ -63,6 +64,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(ssoConfigRoutes(pages), { prefix: API_PREFIX });
   await app.register(ssoSignInRoutes(pages));
   await app.register(browserSdkRoutes(pages));
+  await app.register(consoleRoutes(loadConsoleBuild()));
   await app.register(
     mcpRoutes({
       publicOrigin: config.publicOrigin,

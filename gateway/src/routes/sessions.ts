@@ -45,8 +45,10 @@ export const signInRoutes =
     acceptFormPosts(app);
     const secure = cookieIsSecure(config.publicOrigin);
 
+    // Its post must carry this origin as Origin (the check below): a browser sends "null" from a
+    // page whose referrer policy is no-referrer, so this page keeps its referrer on this origin.
     app.get('/sign-in/:token', { config: { access: { public: true } }, schema: { params: Token } }, async (request, reply) =>
-      sendFormPage(reply, 200, renderSignInPage({ heading: 'Sign in to Herald', text: 'Press the button to sign in. The link works once.', action: `/sign-in/${request.params.token}` })),
+      sendFormPage(reply, 200, renderSignInPage({ heading: 'Sign in to Herald', text: 'Press the button to sign in. The link works once.', action: `/sign-in/${request.params.token}` }), 'same-origin'),
     );
 
     app.post('/sign-in/:token', { config: { access: { public: true } }, schema: { params: Token } }, async (request, reply) => {
@@ -62,7 +64,7 @@ export const signInRoutes =
       }
       if (!signedIn.member) throw new Error('account service returned no member');
       setSessionCookie(reply, signedIn.sessionId, signedIn.expiresAt, secure);
-      return sendFormPage(reply, 200, renderSignInPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}. You can close this page.` }));
+      return sendFormPage(reply, 200, renderSignInPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}.`, next: { href: '/console/', text: 'Open the Herald Console' } }));
     });
   };
 

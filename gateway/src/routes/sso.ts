@@ -146,7 +146,7 @@ export const ssoSignInRoutes =
         });
         if (!signedIn.member) throw new Error('account service returned no member');
         setSessionCookie(reply, signedIn.sessionId, signedIn.expiresAt, secure);
-        return sendFormPage(reply, 200, renderSignInPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}. You can close this page.` }));
+        return sendFormPage(reply, 200, renderSignInPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}.`, next: { href: '/console/', text: 'Open the Herald Console' } }));
       },
     );
 

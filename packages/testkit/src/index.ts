@@ -14,3 +14,4 @@ export * from './sending.js';
 export * from './webhook-receiver.js';
 export * from './within.js';
 export * from './mailpit.js';
+export * from './browsers.js';
