@@ -5,6 +5,7 @@ import type { OpenQuestionRequest, Question, QuestionKind } from '@herald/proto/
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
+import { principalOf } from './access.js';
 import type { ServiceClients } from './clients.js';
 import { orNull } from './schemas/common.js';
 import type { Waiters } from './waiters.js';
@@ -114,6 +115,25 @@ export async function holdForAnswer(
   const timeoutMs = Math.min(waitSeconds, question.expiresInSeconds) * 1_000;
   const { record, timedOut } = await waiters.wait(question.id, timeoutMs, read, (current) => current.status !== 'pending', clientGone(reply));
   return { question: record, timedOut: timedOut && record.status === 'pending' };
+}
+
+/** One page of a workspace's questions of one kind, newest first (GET /ask, GET /decisions). */
+export async function listQuestions(
+  clients: ServiceClients,
+  request: FastifyRequest,
+  kind: QuestionKind,
+  { status, limit, cursor }: { status?: QuestionStatus; limit: number; cursor?: string },
+): Promise<{ questions: Question[]; hasMore: boolean; nextCursor: string | null }> {
+  const principal = principalOf(request);
+  const { questions, nextCursor } = await clients.decision.listQuestions({
+    workspaceId: principal.workspaceId,
+    kind,
+    status: status ?? '',
+    externalIdScope: principal.boundExternalId,
+    limit,
+    cursor: cursor ?? '',
+  });
+  return { questions, hasMore: nextCursor !== '', nextCursor: orNull(nextCursor) };
 }
 
 /** The ask record. `timedOut`: this call waited and no answer came, though the question is still open. */

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { partnerDecisionRequired } from '@herald/domain';
+import { partnerDecisionRequired, questionStatusOfAsk } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
 import { Type } from '@sinclair/typebox';
@@ -10,16 +10,17 @@ import {
   askRecord,
   checkQuestion,
   holdForAnswer,
+  listQuestions,
   MAX_WAIT_SECONDS,
   newQuestion,
   QuestionFields,
   questionOf,
   type QuestionRouteOptions,
 } from '../questions.js';
-import { ErrorResponse, Targeting, withErrors } from '../schemas/common.js';
+import { ErrorResponse, PageOf, PageQuery, Targeting, withErrors } from '../schemas/common.js';
 import { AskRecord } from '../schemas/questions.js';
 
-/** POST /ask (a question that blocks on a person), GET /ask/{id}?wait, DELETE /ask/{id} (withdraw). */
+/** POST /ask (a question that blocks on a person), GET /ask (the list), GET /ask/{id}?wait, DELETE /ask/{id} (withdraw). */
 
 const AskBody = Type.Object(
   {
@@ -34,6 +35,16 @@ const AskBody = Type.Object(
 const PendingLimit = Type.Object({ error: Type.String() }, { additionalProperties: true });
 
 const Params = Type.Object({ correlationId: Type.String({ minLength: 1, maxLength: 64 }) });
+
+const ListQuery = Type.Object(
+  {
+    status: Type.Optional(
+      Type.Union([Type.Literal('pending'), Type.Literal('answered'), Type.Literal('timeout'), Type.Literal('withdrawn')], { description: 'Only questions in this state' }),
+    ),
+    ...PageQuery,
+  },
+  { additionalProperties: false },
+);
 
 /** Partner workspaces have no asks (the decision service refuses to open one): reading or withdrawing one says why. */
 async function refusePartner(request: FastifyRequest): Promise<void> {
@@ -108,6 +119,26 @@ export const askRoutes =
         const current = read(request, request.params.correlationId);
         const { question, timedOut } = await holdForAnswer(waiters, reply, await current(), request.query.wait ?? 0, current);
         return askRecord(question, publicOrigin, timedOut);
+      },
+    );
+
+    app.get(
+      '/ask',
+      {
+        config,
+        onRequest: refusePartner,
+        schema: {
+          tags: ['Ask'],
+          operationId: 'listAsks',
+          summary: "The workspace's questions, newest first (status=pending: those waiting for a person)",
+          querystring: ListQuery,
+          response: withErrors({ 200: PageOf(AskRecord) }),
+        },
+      },
+      async (request) => {
+        const { status, limit, cursor } = request.query;
+        const page = await listQuestions(clients, request, QuestionKind.QUESTION_KIND_ASK, { status: status && questionStatusOfAsk(status), limit, cursor });
+        return { data: page.questions.map((question) => askRecord(question, publicOrigin)), hasMore: page.hasMore, nextCursor: page.nextCursor };
       },
     );
 

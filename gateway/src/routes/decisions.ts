@@ -9,6 +9,7 @@ import {
   checkQuestion,
   decisionRecord,
   holdForAnswer,
+  listQuestions,
   MAX_WAIT_SECONDS,
   newQuestion,
   QuestionFields,
@@ -16,11 +17,11 @@ import {
   type QuestionRouteOptions,
 } from '../questions.js';
 import { countChannels } from '../reachability.js';
-import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, Parameters, withErrors } from '../schemas/common.js';
+import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, PageOf, PageQuery, Parameters, withErrors } from '../schemas/common.js';
 import { DecisionRecord, ReachabilityCounts } from '../schemas/questions.js';
 import { ExternalId } from '../schemas/subscribers.js';
 
-/** /decisions (open, read and wait, answer, cancel) and GET /reachability. */
+/** /decisions (open, list, read and wait, answer, cancel) and GET /reachability. */
 
 const Audience = Type.Union([Type.Literal('user'), Type.Literal('owner'), Type.Literal('team')]);
 
@@ -41,6 +42,16 @@ const DecisionBody = Type.Object(
 );
 
 const Params = Type.Object({ decisionId: Type.String({ minLength: 1, maxLength: 64 }) });
+
+const ListQuery = Type.Object(
+  {
+    status: Type.Optional(
+      Type.Union([Type.Literal('pending'), Type.Literal('answered'), Type.Literal('expired'), Type.Literal('cancelled')], { description: 'Only decisions in this state' }),
+    ),
+    ...PageQuery,
+  },
+  { additionalProperties: false },
+);
 
 export const decisionRoutes =
   ({ clients, waiters, publicOrigin }: QuestionRouteOptions): FastifyPluginAsyncTypebox =>
@@ -85,6 +96,24 @@ export const decisionRoutes =
         const read = async () => questionOf(await clients.decision.getQuestion(owned(request, opened.id)));
         const { question } = await holdForAnswer(waiters, reply, opened, wait ? timeoutSeconds : 0, read);
         return decisionRecord(question, publicOrigin, duplicate);
+      },
+    );
+
+    app.get(
+      '/decisions',
+      {
+        config,
+        schema: {
+          tags: ['Decisions'],
+          operationId: 'listDecisions',
+          summary: "The workspace's decisions, newest first (status=pending: an approver's inbox; a bound key sees its end-user's)",
+          querystring: ListQuery,
+          response: withErrors({ 200: PageOf(DecisionRecord) }),
+        },
+      },
+      async (request) => {
+        const page = await listQuestions(clients, request, QuestionKind.QUESTION_KIND_DECISION, request.query);
+        return { data: page.questions.map((question) => decisionRecord(question, publicOrigin)), hasMore: page.hasMore, nextCursor: page.nextCursor };
       },
     );
 

@@ -13,6 +13,13 @@ export function askStatusOf(status: QuestionStatus): AskStatus {
   return status;
 }
 
+/** The state an /ask status names (what GET /ask?status= filters on). */
+export function questionStatusOfAsk(status: AskStatus): QuestionStatus {
+  if (status === 'withdrawn') return 'cancelled';
+  if (status === 'timeout') return 'expired';
+  return status;
+}
+
 /** The hint of an ask that expired unanswered. */
 export const ASK_EXPIRED_HINT = 'Nobody answered before the question expired; treat it as not approved. Ask again if it still matters.';
 

@@ -77,7 +77,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The workspace's questions, newest first (status=pending: those waiting for a person) */
+        get: operations["listAsks"];
         put?: never;
         /**
          * Ask a person a question and wait for the answer
@@ -254,7 +255,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The workspace's decisions, newest first (status=pending: an approver's inbox; a bound key sees its end-user's) */
+        get: operations["listDecisions"];
         put?: never;
         /** Open a decision for a person */
         post: operations["createDecision"];
@@ -1487,6 +1489,61 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listAsks: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+                /** @description Only questions in this state */
+                status?: "pending" | "answered" | "timeout" | "withdrawn";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            answered: boolean;
+                            correlationId: string;
+                            /** @description Seconds the question stays open (600 when asked) */
+                            expiresInSeconds: number;
+                            /** @description Present on timeout */
+                            hint?: string;
+                            /** @description The answer page */
+                            liveUrl: string;
+                            /** @description The workspace approval mode: browser | terminal */
+                            mode: string;
+                            pollUrl: string;
+                            question: string;
+                            status: "pending" | "answered" | "timeout" | "withdrawn";
+                            /** @description confirm | select | input */
+                            type: string;
+                            /** @description The answer (confirm: yes | no); present when answered */
+                            value?: string;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     ask: {
         parameters: {
             query?: never;
@@ -2284,6 +2341,79 @@ export interface operations {
                             browserSubscriptions: number;
                             nativeAppDevices: number;
                         };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDecisions: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+                /** @description Only decisions in this state */
+                status?: "pending" | "answered" | "expired" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            agentName: string | null;
+                            answer: string | null;
+                            answeredAt: string | null;
+                            /** @description True only for a yes to a confirm decision */
+                            approved: boolean;
+                            /** @description user | owner | team */
+                            audience: string;
+                            cancelledAt: string | null;
+                            context: string | null;
+                            createdAt: string;
+                            decisionId: string;
+                            decisionPageUrl: string;
+                            /** @description True when an idempotent replay returned the first decision */
+                            duplicate: boolean;
+                            expiresAt: string;
+                            expiresInSeconds: number;
+                            externalId: string | null;
+                            idempotencyKey: string | null;
+                            mode: string;
+                            options: string[];
+                            parameters: {
+                                [key: string]: string | number | boolean | null;
+                            } | null;
+                            placeholder: string | null;
+                            pollUrl: string;
+                            question: string;
+                            reachability: {
+                                browserSubscriptions: number;
+                                nativeAppDevices: number;
+                                reachable: boolean;
+                            };
+                            status: "pending" | "answered" | "expired" | "cancelled";
+                            toolName: string | null;
+                            toolTarget: string | null;
+                            type: string;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
                     };
                 };
             };

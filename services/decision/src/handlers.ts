@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 import { enqueue, topics } from '@herald/bus';
-import { withTransaction, type Pool, type Queryable } from '@herald/db';
+import { pageRequest, withTransaction, type Pool, type Queryable } from '@herald/db';
 import { partnerDecisionRequired } from '@herald/domain';
 import { HeraldError, invalidFields } from '@herald/errors';
 import { implementService, type PromiseClient } from '@herald/grpc';
@@ -27,6 +27,8 @@ export const MAX_INPUT_ANSWER = 2_000;
 export const DEFAULT_DECISION_LIFETIME_SECONDS = 3_600;
 
 const orNull = (value: string): string | null => (value === '' ? null : value);
+
+const LISTED_STATUSES: ReadonlySet<string> = new Set<store.ListedStatus>(['pending', 'answered', 'cancelled', 'expired']);
 
 function kindOf(kind: QuestionKind): store.Kind {
   if (kind === QuestionKind.QUESTION_KIND_ASK) return 'ask';
@@ -322,6 +324,14 @@ export function decisionHandlers(
 
       async getQuestion(request) {
         return { question: view(await resolve(request.ref)) };
+      },
+
+      async listQuestions({ workspaceId, kind, status, externalIdScope, limit, cursor }) {
+        if (status !== '' && !LISTED_STATUSES.has(status)) throw invalidFields('querystring', [{ field: 'status', in: 'querystring', problem: `is not one of ${[...LISTED_STATUSES].join(', ')}` }]);
+        const page = pageRequest(limit, cursor);
+        const scope = { workspaceId, kind: kindOf(kind), externalId: orNull(externalIdScope) ?? undefined };
+        const { rows, nextCursor } = page.page(await store.listQuestions(pool, scope, (status || undefined) as store.ListedStatus | undefined, page.after, page.fetch));
+        return { questions: rows.map(view), nextCursor };
       },
 
       async answerQuestion(request) {

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 
-import type { Queryable } from '@herald/db';
+import { CREATED_US_SQL, type PagePosition, type Queryable } from '@herald/db';
 import { RELEASED, type WorkTable } from '@herald/workloop';
 
 /** Every SQL statement of the decision service. Each query is scoped by workspace id or by a question id from a verified token. */
@@ -167,6 +167,35 @@ function scoped(scope: Scope, first: number): { where: string; params: string[] 
   add('kind', scope.kind);
   add('external_id', scope.externalId);
   return { where: clauses.map((clause) => ` AND ${clause}`).join(''), params };
+}
+
+/** What a list may narrow to: a stored state, or `expired` and `pending` as read (by expires_at). */
+export type ListedStatus = 'pending' | 'answered' | 'cancelled' | 'expired';
+
+const LISTED_STATUS: Record<ListedStatus, string> = {
+  pending: "status = 'pending' AND expires_at > clock_timestamp()",
+  expired: "status = 'pending' AND expires_at <= clock_timestamp()",
+  answered: "status = 'answered'",
+  cancelled: "status = 'cancelled'",
+};
+
+/** A page of a workspace's questions of one kind, newest first, after `after`. */
+export async function listQuestions(
+  db: Queryable,
+  scope: Required<Pick<Scope, 'workspaceId' | 'kind'>> & Pick<Scope, 'externalId'>,
+  status: ListedStatus | undefined,
+  after: PagePosition | undefined,
+  limit: number,
+): Promise<Array<QuestionRow & { created_us: string }>> {
+  const { where, params } = scoped(scope, 4);
+  const { rows } = await db.query<QuestionRow & { created_us: string }>(
+    `SELECT ${COLUMNS}, ${CREATED_US_SQL} AS created_us FROM questions
+      WHERE ($1::bigint IS NULL OR (created_at, id) < (timestamptz 'epoch' + $1::bigint * interval '1 microsecond', $2))${where}
+        ${status ? `AND ${LISTED_STATUS[status]}` : ''}
+      ORDER BY created_at DESC, id DESC LIMIT $3`,
+    [after?.createdUs ?? null, after?.id ?? '', limit, ...params],
+  );
+  return rows;
 }
 
 export async function findQuestion(db: Queryable, id: string, scope: Scope): Promise<QuestionRow | undefined> {

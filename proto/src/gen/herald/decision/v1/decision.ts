@@ -196,6 +196,25 @@ export interface GetQuestionResponse {
   question?: Question | undefined;
 }
 
+export interface ListQuestionsRequest {
+  workspaceId: string;
+  kind: QuestionKind;
+  /** Empty: every state. pending (open, not past its lifetime) | answered | cancelled | expired. */
+  status: string;
+  /** A bound key's end-user: only questions addressed to them. Empty: any of the workspace. */
+  externalIdScope: string;
+  /** 1-100; 0: 100. */
+  limit: number;
+  /** next_cursor of the previous page; empty: the first. A cursor of anything else is a 400. */
+  cursor: string;
+}
+
+export interface ListQuestionsResponse {
+  questions: Question[];
+  /** Empty on the last page. */
+  nextCursor: string;
+}
+
 export interface AnswerQuestionRequest {
   ref?:
     | QuestionRef
@@ -1867,6 +1886,254 @@ export const GetQuestionResponse: MessageFns<GetQuestionResponse> = {
   },
 };
 
+function createBaseListQuestionsRequest(): ListQuestionsRequest {
+  return { workspaceId: "", kind: 0, status: "", externalIdScope: "", limit: 0, cursor: "" };
+}
+
+export const ListQuestionsRequest: MessageFns<ListQuestionsRequest> = {
+  encode(message: ListQuestionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.kind !== 0) {
+      writer.uint32(16).int32(message.kind);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.externalIdScope !== "") {
+      writer.uint32(34).string(message.externalIdScope);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(40).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(50).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListQuestionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListQuestionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.kind = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.externalIdScope = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListQuestionsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      kind: isSet(object.kind) ? questionKindFromJSON(object.kind) : 0,
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      externalIdScope: isSet(object.externalIdScope)
+        ? globalThis.String(object.externalIdScope)
+        : isSet(object.external_id_scope)
+        ? globalThis.String(object.external_id_scope)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListQuestionsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.kind !== 0) {
+      obj.kind = questionKindToJSON(message.kind);
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.externalIdScope !== "") {
+      obj.externalIdScope = message.externalIdScope;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListQuestionsRequest>, I>>(base?: I): ListQuestionsRequest {
+    return ListQuestionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListQuestionsRequest>, I>>(object: I): ListQuestionsRequest {
+    const message = createBaseListQuestionsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.kind = object.kind ?? 0;
+    message.status = object.status ?? "";
+    message.externalIdScope = object.externalIdScope ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListQuestionsResponse(): ListQuestionsResponse {
+  return { questions: [], nextCursor: "" };
+}
+
+export const ListQuestionsResponse: MessageFns<ListQuestionsResponse> = {
+  encode(message: ListQuestionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.questions) {
+      Question.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListQuestionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListQuestionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.questions.push(Question.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListQuestionsResponse {
+    return {
+      questions: globalThis.Array.isArray(object?.questions)
+        ? object.questions.map((e: any) => Question.fromJSON(e))
+        : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListQuestionsResponse): unknown {
+    const obj: any = {};
+    if (message.questions?.length) {
+      obj.questions = message.questions.map((e) => Question.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListQuestionsResponse>, I>>(base?: I): ListQuestionsResponse {
+    return ListQuestionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListQuestionsResponse>, I>>(object: I): ListQuestionsResponse {
+    const message = createBaseListQuestionsResponse();
+    message.questions = object.questions?.map((e) => Question.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
 function createBaseAnswerQuestionRequest(): AnswerQuestionRequest {
   return { ref: undefined, answer: "" };
 }
@@ -2779,6 +3046,17 @@ export const DecisionServiceService = {
     responseSerialize: (value: GetQuestionResponse): Buffer => Buffer.from(GetQuestionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetQuestionResponse => GetQuestionResponse.decode(value),
   },
+  /** Newest first: the questions of one kind of a workspace (GET /ask, GET /decisions: an inbox). */
+  listQuestions: {
+    path: "/herald.decision.v1.DecisionService/ListQuestions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListQuestionsRequest): Buffer => Buffer.from(ListQuestionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListQuestionsRequest => ListQuestionsRequest.decode(value),
+    responseSerialize: (value: ListQuestionsResponse): Buffer =>
+      Buffer.from(ListQuestionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListQuestionsResponse => ListQuestionsResponse.decode(value),
+  },
   /** First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired. */
   answerQuestion: {
     path: "/herald.decision.v1.DecisionService/AnswerQuestion" as const,
@@ -2822,6 +3100,8 @@ export interface DecisionServiceServer extends UntypedServiceImplementation {
    */
   createQuestion: handleUnaryCall<CreateQuestionRequest, CreateQuestionResponse>;
   getQuestion: handleUnaryCall<GetQuestionRequest, GetQuestionResponse>;
+  /** Newest first: the questions of one kind of a workspace (GET /ask, GET /decisions: an inbox). */
+  listQuestions: handleUnaryCall<ListQuestionsRequest, ListQuestionsResponse>;
   /** First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired. */
   answerQuestion: handleUnaryCall<AnswerQuestionRequest, AnswerQuestionResponse>;
   /** Withdraws (/ask) or cancels (/decisions) a pending question; conflict when it is resolved. */
@@ -2886,6 +3166,22 @@ export interface DecisionServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetQuestionResponse) => void,
+  ): ClientUnaryCall;
+  /** Newest first: the questions of one kind of a workspace (GET /ask, GET /decisions: an inbox). */
+  listQuestions(
+    request: ListQuestionsRequest,
+    callback: (error: ServiceError | null, response: ListQuestionsResponse) => void,
+  ): ClientUnaryCall;
+  listQuestions(
+    request: ListQuestionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListQuestionsResponse) => void,
+  ): ClientUnaryCall;
+  listQuestions(
+    request: ListQuestionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListQuestionsResponse) => void,
   ): ClientUnaryCall;
   /** First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired. */
   answerQuestion(
