@@ -4,6 +4,8 @@ import { HeraldError } from '@herald/errors';
 import type { Member } from '@herald/proto/herald/account/v1/account';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
+import { enforceRateLimit, type RateLimiter } from './rate-limit.js';
+
 /**
  * Members' sessions: the `herald_session` cookie (HttpOnly, SameSite=Lax, Path=/, Secure unless
  * the public origin is plain-HTTP loopback) whose value is the session id the account service
@@ -36,6 +38,11 @@ export function sessionOf(request: FastifyRequest): SessionContext {
     });
   }
   return request.session;
+}
+
+/** Counts a sign-in attempt (asking for a link, using one, a passkey ceremony) against the client IP's limit. */
+export async function limitSignInAttempts(limiter: RateLimiter, request: FastifyRequest, reply: FastifyReply, limitPerMinute: number): Promise<void> {
+  await enforceRateLimit(limiter, reply, `sign-in-ip:${request.ip}`, limitPerMinute);
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
