@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
-import { PAGE_HEAD, sendTokenPage } from '../html.js';
+import { PAGE_HEAD, sendTokenPage, SIGN_IN_PAGE_STYLE } from '../html.js';
 import { API_PREFIX } from '../prefixes.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { memberRecord, MemberRecord } from '../schemas/members.js';
@@ -255,15 +255,8 @@ const PAGE_CSP = "default-src 'none'; script-src 'self'; connect-src 'self'; sty
 
 const PAGE = `${PAGE_HEAD}<title>Passkeys · Herald</title>
 <style>
-  :root { color-scheme: light dark; }
-  body { margin: 0; min-height: 100vh; display: grid; place-items: center; padding: 1.25rem; box-sizing: border-box;
-         font: 1.0625rem/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
-  main { width: 100%; max-width: 28rem; }
-  h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .75rem; }
-  button { font: inherit; font-weight: 600; min-height: 3rem; padding: .75rem 1rem; border: 0; border-radius: .5rem;
-           background: #1f6feb; color: #fff; cursor: pointer; }
+${SIGN_IN_PAGE_STYLE}
   button.secondary { background: transparent; color: inherit; border: 1px solid currentColor; min-height: 2.5rem; padding: .25rem .75rem; }
-  button:focus-visible, input:focus-visible { outline: 3px solid CanvasText; outline-offset: 3px; }
   input { font: inherit; width: 100%; box-sizing: border-box; padding: .5rem; margin: .25rem 0 .75rem; }
   ul { padding: 0; list-style: none; } li { display: flex; gap: .5rem; justify-content: space-between; align-items: center; margin: .5rem 0; }
   .error { color: #d1242f; }

@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
-import { acceptFormPosts, escapeHtml, PAGE_HEAD, sendFormPage } from '../html.js';
+import { acceptFormPosts, escapeHtml, PAGE_HEAD, sendFormPage, SIGN_IN_PAGE_STYLE } from '../html.js';
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
 import { Email, memberRecord, MemberRecord } from '../schemas/members.js';
 import { withErrors } from '../schemas/common.js';
@@ -43,14 +43,8 @@ function renderPage({ heading, text, action }: Page): string {
     : '';
   return `${PAGE_HEAD}<title>${escapeHtml(heading)} · Herald</title>
 <style>
-  :root { color-scheme: light dark; }
-  body { margin: 0; min-height: 100vh; display: grid; place-items: center; padding: 1.25rem; box-sizing: border-box;
-         font: 1.0625rem/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
-  main { width: 100%; max-width: 28rem; }
-  h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .75rem; }
-  button { font: inherit; font-weight: 600; width: 100%; min-height: 3rem; padding: .75rem 1rem; border: 0;
-           border-radius: .5rem; background: #1f6feb; color: #fff; cursor: pointer; }
-  button:focus-visible { outline: 3px solid CanvasText; outline-offset: 3px; }
+${SIGN_IN_PAGE_STYLE}
+  button { width: 100%; }
 </style>
 </head>
 <body>

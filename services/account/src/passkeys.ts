@@ -218,7 +218,7 @@ export function passkeyHandlers(pool: Pool, logger: Logger, settings: PasskeySet
 
     async deletePasskey({ workspaceId, memberId, passkeyId }: DeletePasskeyRequest): Promise<DeletePasskeyResponse> {
       const row = await store.deletePasskey(pool, workspaceId, memberId, passkeyId);
-      if (!row) throw new HeraldError('not_found', `No passkey ${passkeyId} of yours.`);
+      if (!row) throw new HeraldError('not_found', `No passkey ${passkeyId} of yours.`, { title: 'Passkey not found' });
       return { passkey: toPasskeyMessage(row) };
     },
   };
