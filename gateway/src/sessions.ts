@@ -82,12 +82,15 @@ const csrfRefused = (hint: string): HeraldError => new HeraldError('forbidden', 
 
 /**
  * A request that comes from this origin's pages: a browser's Sec-Fetch-Site (when sent) says
- * same-origin (or none: typed by the user), and its Origin (when sent) is the public origin.
+ * same-origin (or none: typed by the user), and its Origin (when sent) is the public origin. A
+ * form posted from a page whose Referrer-Policy is no-referrer (the sign-in link's) carries
+ * `Origin: null`: accepted only when Sec-Fetch-Site vouches for the same origin.
  */
 export function assertSameOrigin(request: FastifyRequest, publicOrigin: string): void {
   const site = request.headers['sec-fetch-site'];
   if (site !== undefined && site !== 'same-origin' && site !== 'none') throw csrfRefused('The request came from another site.');
   const origin = request.headers.origin;
+  if (origin === 'null' && site === 'same-origin') return;
   if (origin !== undefined && origin !== new URL(publicOrigin).origin) throw csrfRefused(`The request's Origin is not ${new URL(publicOrigin).origin}.`);
 }
 

@@ -39,8 +39,11 @@ export const newAddress = (who: string) => `${who}-${process.pid}-${(addressCoun
 /** The session id a Set-Cookie header sets, if any. */
 export const sessionIdOf = (setCookie: string | null): string | undefined => /^herald_session=([A-Za-z0-9_-]{43}); /.exec(setCookie ?? '')?.[1];
 
-/** Getters: the test file's stack (and Mailpit, for the invites' links) exist once its before hook ran. */
-export function memberSessions(gatewayUrl: () => string, mailpit?: () => Mailpit) {
+/**
+ * Getters: the test file's stack (and Mailpit, for the invites' links) exist once its before hook
+ * ran. `origin`: the stack's PUBLIC_ORIGIN.
+ */
+export function memberSessions(gatewayUrl: () => string, mailpit?: () => Mailpit, origin = ORIGIN) {
   /** A request with the session's cookie, and on a state change its CSRF token and this origin. */
   function withSession(session: Session, path: string, options: RequestOptions & { csrf?: string | null } = {}): Promise<ApiResponse<Record<string, unknown>>> {
     const { csrf = session.csrf, ...rest } = options;
@@ -54,7 +57,7 @@ export function memberSessions(gatewayUrl: () => string, mailpit?: () => Mailpit
     assert.ok(mailpit, 'this file reads no mail');
     const message = await mailpit().waitForMessage(address, { since: index });
     assert.equal(message.from, 'no-reply@herald.test');
-    const link = /(http:\/\/localhost:8080\/sign-in\/[A-Za-z0-9_-]{43})\s/.exec(message.text)?.[1];
+    const link = new RegExp(`(${origin}/sign-in/[A-Za-z0-9_-]{43})\\s`).exec(message.text)?.[1];
     assert.ok(link, message.text);
     return link;
   }
@@ -65,7 +68,7 @@ export function memberSessions(gatewayUrl: () => string, mailpit?: () => Mailpit
     const page = await fetch(`${gatewayUrl()}${path}`);
     assert.equal(page.status, 200);
     assert.match(await page.text(), new RegExp(`<form method="post" action="${path}"><button type="submit">Sign in</button></form>`));
-    return fetch(`${gatewayUrl()}${path}`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: '' });
+    return fetch(`${gatewayUrl()}${path}`, { method: 'POST', headers: { origin, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: '' });
   }
 
   /** The session a response opened, with its CSRF token from GET /me. */

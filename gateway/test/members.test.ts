@@ -271,7 +271,13 @@ test('CSRF: a state change with a session needs the X-CSRF-Token and this origin
   const forged = await fetch(`${stack.gatewayUrl}${path}`, { method: 'POST', headers: { origin: 'https://evil.example' } });
   assert.equal(forged.status, 403);
   assert.equal(forged.headers.get('set-cookie'), null);
-  assert.equal((await useLink(link)).status, 200);
+  // `Origin: null` (what a no-referrer page's form sends) counts only when Sec-Fetch-Site says same-origin.
+  for (const headers of [{ origin: 'null' }, { origin: 'null', 'sec-fetch-site': 'cross-site' }]) {
+    const opaque = await fetch(`${stack.gatewayUrl}${path}`, { method: 'POST', headers });
+    assert.equal(opaque.status, 403);
+    assert.equal(opaque.headers.get('set-cookie'), null);
+  }
+  assert.equal((await useLink(link, { origin: 'null', 'sec-fetch-site': 'same-origin' })).status, 200);
   assert.equal((await useLink(invite)).status, 200, 'each link is its own');
 });
 

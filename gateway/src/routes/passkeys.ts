@@ -55,7 +55,7 @@ const RegistrationCredential = Type.Object(
         authenticatorData: Type.Optional(Base64Url(32_768)),
         transports: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 32 }), { maxItems: 10 })),
         publicKeyAlgorithm: Type.Optional(Type.Integer()),
-        publicKey: Type.Optional(Base64Url(4_096)),
+        publicKey: Type.Optional(Base64Url(8_192)),
       },
       { additionalProperties: false },
     ),
@@ -70,7 +70,8 @@ const AuthenticationCredential = Type.Object(
       {
         clientDataJSON: Base64Url(4_096),
         authenticatorData: Base64Url(32_768),
-        signature: Base64Url(1_024),
+        // ML-DSA-44 (offered first, post-quantum) signs in 2,420 bytes.
+        signature: Base64Url(8_192),
         userHandle: Type.Optional(Base64Url(128)),
       },
       { additionalProperties: false },
