@@ -96,6 +96,7 @@ test('invited by email, a member registers a passkey in Chromium, signs out, sig
     served?.headers()['content-security-policy'],
     "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
   );
+  assert.equal(served?.headers()['referrer-policy'], 'same-origin');
   await page.locator('body[data-ready="true"]').waitFor();
   assert.equal(await page.locator('#who').textContent(), email);
   assert.equal(await page.locator('#none').isVisible(), true);
@@ -116,7 +117,9 @@ test('invited by email, a member registers a passkey in Chromium, signs out, sig
   assert.equal((await context.cookies(origin)).find((cookie) => cookie.name === 'herald_session'), undefined);
   assert.equal((await call(gatewayUrl, `${SERVER_API}/me`, { headers: { cookie: `herald_session=${linkSession.value}` } })).status, 401, 'the link session ended');
 
+  const signInPost = page.waitForRequest((request) => request.method() === 'POST' && request.url().endsWith(`${SERVER_API}/sign-in/passkey`));
   await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+  assert.equal(await (await signInPost).headerValue('origin'), origin, 'the page says where it comes from');
   await statusSays(page, `Signed in as ${email}.`);
   const passkeySession = (await context.cookies(origin)).find((cookie) => cookie.name === 'herald_session');
   assert.ok(passkeySession);

@@ -302,7 +302,8 @@ function loadScripts(): { webauthn: StaticBody; page: StaticBody } {
 export const passkeyPageRoutes = (): FastifyPluginAsyncTypebox => async (app) => {
   const scripts = loadScripts();
   const open = { config: { access: { public: true as const } } };
-  app.get('/passkeys', open, async (_request, reply) => sendTokenPage(reply, 200, PAGE, PAGE_CSP));
+  // No token in its URL: its requests may say where they come from (Origin, not `null`).
+  app.get('/passkeys', open, async (_request, reply) => sendTokenPage(reply, 200, PAGE, PAGE_CSP).header('referrer-policy', 'same-origin'));
   app.get('/passkeys/webauthn.js', open, async (request, reply) => scripts.webauthn.send(request, reply.header('x-content-type-options', 'nosniff')));
   app.get('/passkeys/page.js', open, async (request, reply) => scripts.page.send(request, reply.header('x-content-type-options', 'nosniff')));
 };
