@@ -374,7 +374,6 @@ describe('the default values', () => {
     assert.deepEqual(env(objects, 'flow'), {
       ...grpc('flow'),
       ...kafka,
-      ACCOUNT_GRPC_URL: 'herald-account:50051',
       CAMPAIGN_GRPC_URL: 'herald-campaign:50053',
       FLOW_RUN_BATCH_SIZE: '500',
       FLOW_RUN_CONCURRENCY: '2000',
@@ -423,7 +422,7 @@ describe('the default values', () => {
         trustProxy: ['uniquelocal'],
       },
       campaign: { accountGrpcUrl: 'herald-account:50051', audienceGrpcUrl: 'herald-audience:50052' },
-      flow: { accountGrpcUrl: 'herald-account:50051', campaignGrpcUrl: 'herald-campaign:50053' },
+      flow: { campaignGrpcUrl: 'herald-campaign:50053' },
       delivery: { accountGrpcUrl: 'herald-account:50051' },
       decision: { accountGrpcUrl: 'herald-account:50051' },
     };
@@ -469,7 +468,7 @@ describe('the default values', () => {
     };
     const postgres = { ports: tcp(5432) };
     const kafka = { ports: tcp(9092) };
-    // Browser push services and webhook receivers: public addresses only.
+    // Browser push services, webhook receivers and OpenID providers: public addresses only.
     const internet = {
       ports: tcp(443),
       to: [
@@ -486,9 +485,10 @@ describe('the default values', () => {
     }
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }]);
     assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }, kafka]);
-    assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'flow', 'gateway'));
-    // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address.
-    assert.deepEqual(policy('account').egress, [dns, postgres, kafka, { ports: tcp(587, 465) }]);
+    assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'gateway'));
+    // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address; the
+    // workspaces' OpenID providers (single sign-on).
+    assert.deepEqual(policy('account').egress, [dns, postgres, kafka, { ports: tcp(587, 465) }, internet]);
     assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
     assert.deepEqual(policy('audience').egress, [dns, postgres, kafka]);
     assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'flow', 'gateway'));
@@ -500,7 +500,7 @@ describe('the default values', () => {
     assert.deepEqual(policy('decision').ingress, calledBy(50056, 'gateway'));
     assert.deepEqual(policy('decision').egress, [dns, call('account'), postgres, { ports: tcp(6379) }, internet]);
     assert.deepEqual(policy('flow').ingress, calledBy(50057, 'gateway'));
-    assert.deepEqual(policy('flow').egress, [dns, call('account'), call('campaign'), postgres, kafka]);
+    assert.deepEqual(policy('flow').egress, [dns, call('campaign'), postgres, kafka]);
   });
 });
 
@@ -561,12 +561,14 @@ describe('ci/production-values.yaml', () => {
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080), from: namespace('ingress-nginx') }]);
     const collector = { ports: tcp(4317, 4318), to: namespace('observability') };
     assert.deepEqual(policy('gateway').egress.slice(-3), [{ ports: tcp(6379), to: namespace('redis') }, { ports: tcp(9092), to: namespace('data') }, collector]);
-    assert.deepEqual(policy('account').egress.slice(-4), [
+    assert.deepEqual(policy('account').egress.slice(-5, -2), [
       { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.20.0.0/24' } }] },
       { ports: tcp(9092), to: namespace('data') },
       { ports: tcp(587), to: [{ ipBlock: { cidr: '10.30.0.25/32' } }] },
-      collector,
     ]);
+    // The internet (OpenID providers) as the default values give it, then the collector.
+    assert.deepEqual(policy('account').egress.slice(-2).map((rule) => rule.ports), [tcp(443), collector.ports]);
+    assert.deepEqual(policy('account').egress.at(-1), collector);
   });
 });
 

@@ -11,7 +11,7 @@ export const PAGE_HEAD = `<!doctype html>
 <meta name="robots" content="noindex">
 `;
 
-/** The style of the sign-in pages (email link, passkeys): one centred column, a large primary button. */
+/** The style of the sign-in pages (email link, single sign-on, passkeys): one centred column, a large primary button. */
 export const SIGN_IN_PAGE_STYLE = `  :root { color-scheme: light dark; }
   body { margin: 0; min-height: 100vh; display: grid; place-items: center; padding: 1.25rem; box-sizing: border-box;
          font: 1.0625rem/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
@@ -49,4 +49,33 @@ export function acceptFormPosts(app: FastifyInstance): void {
 /** A server-rendered page whose only action is a form posting back to this origin (no script). */
 export function sendFormPage(reply: FastifyReply, status: number, html: string): FastifyReply {
   return sendTokenPage(reply, status, html, "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+}
+
+/** A sign-in page (email link, single sign-on): a heading, a sentence and, while there is one, its button. */
+export interface SignInPage {
+  heading: string;
+  text: string;
+  /** Present while the link may be used: the button that posts it. */
+  action?: string;
+}
+
+export function renderSignInPage({ heading, text, action }: SignInPage): string {
+  const form = action
+    ? `<form method="post" action="${escapeHtml(action)}"><button type="submit">Sign in</button></form>`
+    : '';
+  return `${PAGE_HEAD}<title>${escapeHtml(heading)} · Herald</title>
+<style>
+${SIGN_IN_PAGE_STYLE}
+  button { width: 100%; }
+</style>
+</head>
+<body>
+<main>
+  <h1>${escapeHtml(heading)}</h1>
+  <p>${escapeHtml(text)}</p>
+  ${form}
+</main>
+</body>
+</html>
+`;
 }

@@ -53,17 +53,20 @@ export function cookieIsSecure(publicOrigin: string): boolean {
   return !(protocol === 'http:' && (LOOPBACK_HOSTS.has(hostname) || hostname.endsWith('.localhost')));
 }
 
-/** The session id in the Cookie header, if any (the first one of that name). */
-export function sessionCookie(request: FastifyRequest): string | undefined {
+/** A cookie's value in the Cookie header, if any (the first one of that name). */
+export function cookieValue(request: FastifyRequest, name: string): string | undefined {
   for (const part of (request.headers.cookie ?? '').split(';')) {
     const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === SESSION_COOKIE) {
+    if (at > 0 && part.slice(0, at).trim() === name) {
       const value = part.slice(at + 1).trim();
       return value === '' ? undefined : value;
     }
   }
   return undefined;
 }
+
+/** The session id in the Cookie header, if any. */
+export const sessionCookie = (request: FastifyRequest): string | undefined => cookieValue(request, SESSION_COOKIE);
 
 export function setSessionCookie(reply: FastifyReply, sessionId: string, expiresAt: string, secure: boolean): void {
   void reply.header(

@@ -24,6 +24,7 @@ import { policyRoutes } from './policy.js';
 import { publicRoutes } from './public.js';
 import { segmentRoutes } from './segments.js';
 import { sessionRoutes, signInRoutes } from './sessions.js';
+import { ssoConfigRoutes, ssoSignInRoutes } from './sso.js';
 import { subscriberRoutes } from './subscribers.js';
 import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
@@ -62,6 +63,8 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(signInRoutes(pages));
   await app.register(passkeyRoutes(pages), { prefix: API_PREFIX });
   await app.register(passkeyPageRoutes());
+  await app.register(ssoConfigRoutes(pages), { prefix: API_PREFIX });
+  await app.register(ssoSignInRoutes(pages));
   await app.register(browserSdkRoutes(pages));
   await app.register(
     mcpRoutes({

@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
-import { acceptFormPosts, escapeHtml, PAGE_HEAD, sendFormPage, SIGN_IN_PAGE_STYLE } from '../html.js';
+import { acceptFormPosts, renderSignInPage, sendFormPage, type SignInPage } from '../html.js';
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
 import { Email, memberRecord, MemberRecord } from '../schemas/members.js';
 import { withErrors } from '../schemas/common.js';
@@ -30,35 +30,7 @@ export interface SessionRouteOptions {
 
 const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 100 }) });
 
-interface Page {
-  heading: string;
-  text: string;
-  /** Present while the link may be used: the button that posts it. */
-  action?: string;
-}
-
-function renderPage({ heading, text, action }: Page): string {
-  const form = action
-    ? `<form method="post" action="${escapeHtml(action)}"><button type="submit">Sign in</button></form>`
-    : '';
-  return `${PAGE_HEAD}<title>${escapeHtml(heading)} · Herald</title>
-<style>
-${SIGN_IN_PAGE_STYLE}
-  button { width: 100%; }
-</style>
-</head>
-<body>
-<main>
-  <h1>${escapeHtml(heading)}</h1>
-  <p>${escapeHtml(text)}</p>
-  ${form}
-</main>
-</body>
-</html>
-`;
-}
-
-const unusable: Page = { heading: 'This sign-in link cannot be used', text: 'Sign-in links work once and for a short time. Ask for a new one.' };
+const unusable: SignInPage = { heading: 'This sign-in link cannot be used', text: 'Sign-in links work once and for a short time. Ask for a new one.' };
 
 const Me = Type.Object({
   member: MemberRecord,
@@ -74,7 +46,7 @@ export const signInRoutes =
     const secure = cookieIsSecure(config.publicOrigin);
 
     app.get('/sign-in/:token', { config: { access: { public: true } }, schema: { params: Token } }, async (request, reply) =>
-      sendFormPage(reply, 200, renderPage({ heading: 'Sign in to Herald', text: 'Press the button to sign in. The link works once.', action: `/sign-in/${request.params.token}` })),
+      sendFormPage(reply, 200, renderSignInPage({ heading: 'Sign in to Herald', text: 'Press the button to sign in. The link works once.', action: `/sign-in/${request.params.token}` })),
     );
 
     app.post('/sign-in/:token', { config: { access: { public: true } }, schema: { params: Token } }, async (request, reply) => {
@@ -85,12 +57,12 @@ export const signInRoutes =
       try {
         signedIn = await clients.account.consumeSignInLink({ token: request.params.token });
       } catch (err) {
-        if (err instanceof HeraldError && err.code === 'not_found') return sendFormPage(reply, 404, renderPage(unusable));
+        if (err instanceof HeraldError && err.code === 'not_found') return sendFormPage(reply, 404, renderSignInPage(unusable));
         throw err;
       }
       if (!signedIn.member) throw new Error('account service returned no member');
       setSessionCookie(reply, signedIn.sessionId, signedIn.expiresAt, secure);
-      return sendFormPage(reply, 200, renderPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}. You can close this page.` }));
+      return sendFormPage(reply, 200, renderSignInPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}. You can close this page.` }));
     });
   };
 

@@ -862,6 +862,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's single sign-on configuration (never its client secret) */
+        get: operations["getSsoConfig"];
+        /** Configure single sign-on through an OpenID Connect provider (201 when new, 200 when replaced); the issuer is discovered before it is saved */
+        put: operations["putSsoConfig"];
+        post?: never;
+        /** Turn single sign-on off (its pending sign-ins fail) */
+        delete: operations["deleteSsoConfig"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server/subscribers": {
         parameters: {
             query?: never;
@@ -4878,6 +4897,145 @@ export interface operations {
                         vapidPublicKey: string;
                     };
                 };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSsoConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Email domains that may sign in by SSO; empty: any (for existing members) */
+                        allowedDomains: string[];
+                        autoProvisionRole: ("admin" | "marketer" | "approver" | "viewer") | null;
+                        clientId: string;
+                        createdAt: string;
+                        /** @description The provider's issuer identifier (its discovery document is at {issuer}/.well-known/openid-configuration) */
+                        issuer: string;
+                        /** @description Register it at the provider as the redirect URI of the client */
+                        redirectUri: string;
+                        /** @description Where members start a sign-in through the workspace's provider */
+                        signInUrl: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    putSsoConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    allowedDomains?: string[];
+                    autoProvisionRole?: ("admin" | "marketer" | "approver" | "viewer") | null;
+                    clientId: string;
+                    /** @description Written, never shown again; omitted: the stored one is kept */
+                    clientSecret?: string;
+                    /** @description https (http only on loopback where the operator allows it) */
+                    issuer: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Email domains that may sign in by SSO; empty: any (for existing members) */
+                        allowedDomains: string[];
+                        autoProvisionRole: ("admin" | "marketer" | "approver" | "viewer") | null;
+                        clientId: string;
+                        createdAt: string;
+                        /** @description The provider's issuer identifier (its discovery document is at {issuer}/.well-known/openid-configuration) */
+                        issuer: string;
+                        /** @description Register it at the provider as the redirect URI of the client */
+                        redirectUri: string;
+                        /** @description Where members start a sign-in through the workspace's provider */
+                        signInUrl: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Email domains that may sign in by SSO; empty: any (for existing members) */
+                        allowedDomains: string[];
+                        autoProvisionRole: ("admin" | "marketer" | "approver" | "viewer") | null;
+                        clientId: string;
+                        createdAt: string;
+                        /** @description The provider's issuer identifier (its discovery document is at {issuer}/.well-known/openid-configuration) */
+                        issuer: string;
+                        /** @description Register it at the provider as the redirect URI of the client */
+                        redirectUri: string;
+                        /** @description Where members start a sign-in through the workspace's provider */
+                        signInUrl: string;
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSsoConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

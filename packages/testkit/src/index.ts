@@ -4,6 +4,7 @@ export * from './consumers.js';
 export * from './http.js';
 export * from './infra.js';
 export * from './faults.js';
+export * from './env.js';
 export * from './processes.js';
 export * from './database.js';
 export * from './dns-server.js';

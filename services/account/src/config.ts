@@ -29,6 +29,8 @@ export function readConfig(env: Env) {
     /** How long an enrollment link (POST /enroll) can be used; tests shorten it. */
     enrollmentTtlSeconds: env.integer('ENROLLMENT_TTL_SECONDS', 900, { min: 1, max: 86_400 }),
     ...memberSettings(env),
+    /** Single sign-on: whether an http issuer on loopback is allowed (tests, local development); otherwise https only. */
+    ssoAllowLoopbackHttp: env.boolean('SSO_ALLOW_LOOPBACK_HTTP', false),
     ...mailConfig(env),
   };
 }

@@ -13,6 +13,7 @@ import { partnerHandlers } from './partner.js';
 import { passkeyHandlers } from './passkeys.js';
 import * as store from './store.js';
 import { secretHandlers } from './secrets.js';
+import { ssoHandlers } from './sso.js';
 
 function toPlanMessage(name: PlanName): Plan {
   const facts = planFacts(name);
@@ -164,6 +165,7 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
       ...secretHandlers(pool),
       ...memberHandlers(pool, mail, logger, config),
       ...passkeyHandlers(pool, logger, config),
+      ...ssoHandlers(pool, logger, config),
     },
     logger,
   );

@@ -526,6 +526,7 @@ export async function consumeSignInLink(
   });
 }
 
+/** What opening a session needs: its id and CSRF token (fresh), and its lifetimes. */
 export interface NewSession {
   idHash: Buffer;
   csrfToken: string;
@@ -533,15 +534,18 @@ export interface NewSession {
   maxSeconds: number;
 }
 
-/** Within a sign-in's transaction: the member becomes active (an invite accepted) and a new session opens. */
-async function openSession(client: Queryable, memberId: string, session: NewSession): Promise<SignInOutcome> {
-  const { rows: members } = await client.query<MemberRow>(
+/**
+ * Signs a member in, whatever proved who they are (an email link, single sign-on): the member
+ * becomes active (an invite accepted) and a new session opens. `refused`: the member was removed.
+ */
+export async function openSession(db: Queryable, memberId: string, session: NewSession): Promise<{ state: 'signed_in'; member: MemberRow; expiresAt: Date } | { state: 'refused' }> {
+  const { rows: members } = await db.query<MemberRow>(
     `UPDATE members m SET status = 'active', last_sign_in_at = now() WHERE m.id = $1 AND m.status <> 'removed' RETURNING ${memberColumns}`,
     [memberId],
   );
   const member = members[0];
   if (!member) return { state: 'refused' };
-  const { rows: sessions } = await client.query<{ expires_at: Date }>(
+  const { rows: sessions } = await db.query<{ expires_at: Date }>(
     `INSERT INTO member_sessions (id_hash, member_id, csrf_token, idle_expires_at, expires_at)
      VALUES ($1, $2, $3, now() + make_interval(secs => $4), now() + make_interval(secs => $5)) RETURNING expires_at`,
     [session.idHash, member.id, session.csrfToken, session.idleSeconds, session.maxSeconds],
@@ -609,6 +613,80 @@ export async function revokeSessions(db: Queryable, workspaceId: string, memberI
     [workspaceId, memberId, idHash ?? null],
   );
   return rows[0]?.live ?? 0;
+}
+
+// ---- Single sign-on (OpenID Connect) ----
+
+export interface SsoConfigRow {
+  workspace_id: string;
+  issuer: string;
+  client_id: string;
+  client_secret: string;
+  allowed_domains: string[];
+  auto_provision_role: Role | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const ssoConfigColumns = 'workspace_id, issuer, client_id, client_secret, allowed_domains, auto_provision_role, created_at, updated_at';
+
+export async function findSsoConfig(db: Queryable, workspaceId: string): Promise<SsoConfigRow | undefined> {
+  const { rows } = await db.query<SsoConfigRow>(`SELECT ${ssoConfigColumns} FROM sso_configs WHERE workspace_id = $1`, [workspaceId]);
+  return rows[0];
+}
+
+/** Creates or replaces the workspace's configuration; an empty `clientSecret` keeps the stored one. */
+export async function upsertSsoConfig(
+  db: Queryable,
+  config: { workspaceId: string; issuer: string; clientId: string; clientSecret: string; allowedDomains: string[]; autoProvisionRole: Role | null },
+): Promise<{ row: SsoConfigRow; created: boolean }> {
+  const { rows } = await db.query<SsoConfigRow & { created: boolean }>(
+    `INSERT INTO sso_configs AS c (workspace_id, issuer, client_id, client_secret, allowed_domains, auto_provision_role)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (workspace_id) DO UPDATE SET issuer = EXCLUDED.issuer, client_id = EXCLUDED.client_id,
+       client_secret = COALESCE(NULLIF(EXCLUDED.client_secret, ''), c.client_secret), allowed_domains = EXCLUDED.allowed_domains,
+       auto_provision_role = EXCLUDED.auto_provision_role, updated_at = now()
+     RETURNING ${ssoConfigColumns}, (xmax = 0) AS created`,
+    [config.workspaceId, config.issuer, config.clientId, config.clientSecret, config.allowedDomains, config.autoProvisionRole],
+  );
+  const { created, ...row } = rows[0]!;
+  return { row, created };
+}
+
+export async function deleteSsoConfig(db: Queryable, workspaceId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM sso_configs WHERE workspace_id = $1`, [workspaceId]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** A new sign-in attempt; attempts that ended over a day ago go (a bounded batch each time). */
+export async function insertSsoAttempt(
+  db: Queryable,
+  attempt: { stateHash: Buffer; workspaceId: string; nonce: string; codeVerifier: string; ttlSeconds: number },
+): Promise<Date> {
+  const { rows } = await db.query<{ expires_at: Date }>(
+    `WITH old AS (
+       DELETE FROM sso_attempts WHERE state_hash IN (SELECT state_hash FROM sso_attempts WHERE expires_at < now() - interval '1 day' LIMIT 100)
+     )
+     INSERT INTO sso_attempts (state_hash, workspace_id, nonce, code_verifier, expires_at)
+     VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5)) RETURNING expires_at`,
+    [attempt.stateHash, attempt.workspaceId, attempt.nonce, attempt.codeVerifier, attempt.ttlSeconds],
+  );
+  return rows[0]!.expires_at;
+}
+
+/** Uses an attempt up (one caller wins); undefined when unknown, used or expired. */
+export async function claimSsoAttempt(db: Queryable, stateHash: Buffer): Promise<{ workspace_id: string; nonce: string; code_verifier: string } | undefined> {
+  const { rows } = await db.query<{ workspace_id: string; nonce: string; code_verifier: string }>(
+    `UPDATE sso_attempts SET used_at = now() WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING workspace_id, nonce, code_verifier`,
+    [stateHash],
+  );
+  return rows[0];
+}
+
+/** The workspace's member with this (normalised) address, removed ones included. */
+export async function findMemberByEmail(db: Queryable, workspaceId: string, email: string): Promise<MemberRow | undefined> {
+  const { rows } = await db.query<MemberRow>(`SELECT ${memberColumns} FROM members m WHERE m.workspace_id = $1 AND m.email = $2`, [workspaceId, email]);
+  return rows[0];
 }
 
 // ---- Passkeys (WebAuthn credentials) and their challenges ----

@@ -12,6 +12,7 @@ import {
   type SendRequest,
   type SendResponse,
 } from '@herald/proto/herald/campaign/v1/campaign';
+import { allowances } from './allowance.js';
 import { campaignManagement, type CampaignDeps } from './campaigns.js';
 import { deliveryJobs, type DeliveryJobs } from './fanout.js';
 import { assertFits } from './payload.js';
@@ -58,6 +59,7 @@ interface Reach {
 
 export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: { batchSize: number; ttlSeconds: number }) {
   const { pool, audience, logger } = deps;
+  const allowanceOf = allowances(deps.account);
 
   /**
    * Who a notification reaches. A targeting by ids alone (a flow's push to its subscriber, a
@@ -94,7 +96,7 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
         hint: 'Use a new idempotency key for a different notification.',
       });
     }
-    const limit = Number(request.monthlyAllowance);
+    const limit = await allowanceOf(request.workspaceId);
     const used = await store.usedThisMonth(pool, request.workspaceId);
     return { notificationId: record.notification_id, sent: record.sent, remaining: String(Math.max(0, limit - used)), limit: String(limit), duplicate: true };
   }
@@ -118,7 +120,7 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
         const reached = await reach(request.workspaceId, targeting, jobs.personalized);
         const targeted = reached.targeted;
         if (targeted === 0) throw new HeraldError('invalid_request', 'No subscribers found matching criteria', { title: 'No subscribers found matching criteria' });
-        const limit = Number(request.monthlyAllowance);
+        const limit = await allowanceOf(request.workspaceId);
 
         let used: number;
         try {

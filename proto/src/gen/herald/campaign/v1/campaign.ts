@@ -64,7 +64,14 @@ export interface SendRequest {
     | undefined;
   /** Empty when the caller sent none. */
   idempotencyKey: string;
-  /** The plan's monthly notification allowance (from the caller's principal). */
+  /**
+   * Ignored: the campaign service reads the plan's monthly allowance from the account service
+   * itself. The gateway still fills it for one release, for a campaign service of the previous
+   * release during a rolling deploy; the flow service sends 0, so the campaign service of this
+   * release must be rolled out before the flow service's.
+   *
+   * @deprecated
+   */
   monthlyAllowance: string;
   /**
    * The calling API key: an idempotency key is that key's own, so another principal of the
