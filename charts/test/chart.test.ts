@@ -393,7 +393,15 @@ describe('the default values', () => {
     assert.deepEqual(env(objects, 'policy'), { ...grpc('policy'), POLICY_CACHE_SIZE: '10000' });
     assert.deepEqual(env(objects, 'decision'), {
       ...grpc('decision'),
+      ...kafka,
       ACCOUNT_GRPC_URL: 'herald-account:50051',
+      AUDIENCE_GRPC_URL: 'herald-audience:50052',
+      CAMPAIGN_GRPC_URL: 'herald-campaign:50053',
+      PUBLIC_ORIGIN: 'http://localhost:8080',
+      QUESTION_DELIVERY_RETRY_BASE_MS: '1000',
+      QUESTION_DELIVERY_RETRY_CAP_MS: '60000',
+      QUESTION_DELIVERY_POLL_MS: '1000',
+      QUESTION_DELIVERY_LEASE_MS: '30000',
       ASK_LIFETIME_SECONDS: '600',
       EXPIRY_SWEEP_MS: '1000',
       WEBHOOK_TIMEOUT_MS: '10000',
@@ -424,7 +432,7 @@ describe('the default values', () => {
       campaign: { accountGrpcUrl: 'herald-account:50051', audienceGrpcUrl: 'herald-audience:50052' },
       flow: { campaignGrpcUrl: 'herald-campaign:50053' },
       delivery: { accountGrpcUrl: 'herald-account:50051' },
-      decision: { accountGrpcUrl: 'herald-account:50051' },
+      decision: { accountGrpcUrl: 'herald-account:50051', audienceGrpcUrl: 'herald-audience:50052', campaignGrpcUrl: 'herald-campaign:50053' },
     };
     for (const name of COMPONENTS) {
       const script = name === 'gateway' ? 'gateway/dist/src/config.js' : `services/${name}/dist/src/config.js`;
@@ -489,16 +497,16 @@ describe('the default values', () => {
     // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address; the
     // workspaces' OpenID providers (single sign-on).
     assert.deepEqual(policy('account').egress, [dns, postgres, kafka, { ports: tcp(587, 465) }, internet]);
-    assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
+    assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'decision', 'gateway'));
     assert.deepEqual(policy('audience').egress, [dns, postgres, kafka]);
-    assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'flow', 'gateway'));
+    assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'decision', 'flow', 'gateway'));
     assert.deepEqual(policy('campaign').egress, [dns, call('account'), call('audience'), postgres, kafka]);
     assert.deepEqual(policy('delivery').ingress, calledBy(50054, 'gateway'));
     assert.deepEqual(policy('delivery').egress, [dns, call('account'), postgres, kafka, internet]);
     assert.deepEqual(policy('policy').ingress, calledBy(50055, 'gateway'));
     assert.deepEqual(policy('policy').egress, [dns, postgres]);
     assert.deepEqual(policy('decision').ingress, calledBy(50056, 'gateway'));
-    assert.deepEqual(policy('decision').egress, [dns, call('account'), postgres, { ports: tcp(6379) }, internet]);
+    assert.deepEqual(policy('decision').egress, [dns, call('account'), call('audience'), call('campaign'), postgres, { ports: tcp(6379) }, kafka, internet]);
     assert.deepEqual(policy('flow').ingress, calledBy(50057, 'gateway'));
     assert.deepEqual(policy('flow').egress, [dns, call('campaign'), postgres, kafka]);
   });

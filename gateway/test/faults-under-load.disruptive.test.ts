@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { consumers, SEND_PIPELINE } from '@herald/bus';
+import { consumers, QUESTION_PIPELINE } from '@herald/bus';
 import { FAULTS, formatFaultTable, runFaultDrill } from '@herald/testkit';
 
 // The fault drill of `npm run faults` in short form: a small steady load (sends and campaigns to a
@@ -25,7 +25,7 @@ test('faults one after another under load: for each, zero lost, zero duplicated,
     faults: FAULTS,
     holdMs: 2_000,
     calmMs: 1_000,
-    settle: [...SEND_PIPELINE, consumers.campaignEngagement, consumers.flowTriggers],
+    settle: [...QUESTION_PIPELINE, consumers.campaignEngagement, consumers.flowTriggers],
     limitMs: DRILL_LIMIT_MS,
     // Progress on the test's output: a failure shows how far the drill got.
     log: (line) => console.log(`# +${((Date.now() - started) / 1_000).toFixed(1)}s ${line}`),

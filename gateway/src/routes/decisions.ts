@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { invalidFields } from '@herald/errors';
 import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -12,7 +11,6 @@ import {
   holdForAnswer,
   MAX_WAIT_SECONDS,
   newQuestion,
-  pushQuestion,
   QuestionFields,
   questionOf,
   type QuestionRouteOptions,
@@ -68,36 +66,22 @@ export const decisionRoutes =
         schema: { tags: ['Decisions'], operationId: 'createDecision', summary: 'Open a decision for a person', body: DecisionBody, headers: IdempotencyHeaders, response: withErrors({ 200: DecisionRecord, 409: ErrorResponse }) },
       },
       async (request, reply) => {
-        const principal = principalOf(request);
         const { wait, timeoutSeconds = 30, idempotencyKey: bodyKey, requireReachable = false, ...body } = request.body;
         checkQuestion(body);
         const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key'], bodyKey);
-        const externalId = endUserOf(principal, body.externalId, 'open decisions');
-        const audience = body.audience ?? (externalId === undefined ? 'owner' : 'user');
-        if ((audience === 'user') !== (externalId !== undefined)) {
-          throw invalidFields('body', [
-            { field: 'audience', in: 'body', problem: externalId === undefined ? 'user needs an externalId' : 'must be user when an externalId is given' },
-          ]);
-        }
-        const counts = await countChannels(clients, principal.workspaceId, externalId ?? principal.ownerExternalId);
-        const reachability = audience === 'team' ? counts.team : counts.user;
-        const { question: created, duplicate } = await clients.decision.createQuestion({
-          ...newQuestion(principal, QuestionKind.QUESTION_KIND_DECISION, body),
-          audience,
-          externalId: externalId ?? (audience === 'owner' ? principal.ownerExternalId : ''),
+        // One call: the decision service applies the audience, bound-key and reachability rules, opens the decision and delivers it.
+        const { question: created, duplicate } = await clients.decision.openQuestion({
+          ...newQuestion(principalOf(request), QuestionKind.QUESTION_KIND_DECISION, body),
+          audience: body.audience ?? '',
+          externalId: body.externalId ?? '',
           toolName: body.toolName ?? '',
           toolTarget: body.toolTarget ?? '',
           parametersJson: body.parameters === undefined ? '' : JSON.stringify(body.parameters),
-          reachability,
-          lifetimeSeconds: body.expiresInSeconds ?? 3_600,
+          lifetimeSeconds: body.expiresInSeconds ?? 0,
           idempotencyKey: idempotencyKey ?? '',
           requireReachable,
         });
         const opened = questionOf({ question: created });
-        // A replay pushes nothing again. The team is every approver device of the workspace; anyone else is one external id's.
-        if (!duplicate) {
-          await pushQuestion({ clients, publicOrigin }, request, opened, { subscriberIds: [], externalIds: opened.externalId ? [opened.externalId] : [], tags: [], segmentId: '' });
-        }
         const read = async () => questionOf(await clients.decision.getQuestion(owned(request, opened.id)));
         const { question } = await holdForAnswer(waiters, reply, opened, wait ? timeoutSeconds : 0, read);
         return decisionRecord(question, publicOrigin, duplicate);
