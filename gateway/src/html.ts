@@ -11,6 +11,16 @@ export const PAGE_HEAD = `<!doctype html>
 <meta name="robots" content="noindex">
 `;
 
+/** The style of the sign-in pages (email link, single sign-on, passkeys): one centred column, a large primary button. */
+export const SIGN_IN_PAGE_STYLE = `  :root { color-scheme: light dark; }
+  body { margin: 0; min-height: 100vh; display: grid; place-items: center; padding: 1.25rem; box-sizing: border-box;
+         font: 1.0625rem/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+  main { width: 100%; max-width: 28rem; }
+  h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .75rem; }
+  button { font: inherit; font-weight: 600; min-height: 3rem; padding: .75rem 1rem; border: 0;
+           border-radius: .5rem; background: #1f6feb; color: #fff; cursor: pointer; }
+  button:focus-visible, input:focus-visible { outline: 3px solid CanvasText; outline-offset: 3px; }`;
+
 export const escapeHtml = (text: string): string =>
   text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char);
 
@@ -63,14 +73,8 @@ export function renderSignInPage({ heading, text, action, next }: SignInPage): s
       : '';
   return `${PAGE_HEAD}<title>${escapeHtml(heading)} · Herald</title>
 <style>
-  :root { color-scheme: light dark; }
-  body { margin: 0; min-height: 100vh; display: grid; place-items: center; padding: 1.25rem; box-sizing: border-box;
-         font: 1.0625rem/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
-  main { width: 100%; max-width: 28rem; }
-  h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .75rem; }
-  button { font: inherit; font-weight: 600; width: 100%; min-height: 3rem; padding: .75rem 1rem; border: 0;
-           border-radius: .5rem; background: #1f6feb; color: #fff; cursor: pointer; }
-  button:focus-visible { outline: 3px solid CanvasText; outline-offset: 3px; }
+${SIGN_IN_PAGE_STYLE}
+  button { width: 100%; }
 </style>
 </head>
 <body>

@@ -20,6 +20,7 @@ import { flowRoutes } from './flows.js';
 import { keyRoutes } from './keys.js';
 import { memberRoutes } from './members.js';
 import { notificationRoutes } from './notifications.js';
+import { passkeyPageRoutes, passkeyRoutes } from './passkeys.js';
 import { policyRoutes } from './policy.js';
 import { publicRoutes } from './public.js';
 import { segmentRoutes } from './segments.js';
@@ -61,6 +62,8 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(memberRoutes(clients), { prefix: API_PREFIX });
   await app.register(sessionRoutes(pages), { prefix: API_PREFIX });
   await app.register(signInRoutes(pages));
+  await app.register(passkeyRoutes(pages), { prefix: API_PREFIX });
+  await app.register(passkeyPageRoutes());
   await app.register(ssoConfigRoutes(pages), { prefix: API_PREFIX });
   await app.register(ssoSignInRoutes(pages));
   await app.register(browserSdkRoutes(pages));

@@ -11,7 +11,7 @@ import { acceptFormPosts, renderSignInPage, sendFormPage, type SignInPage } from
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
 import { Email, memberRecord, MemberRecord } from '../schemas/members.js';
 import { withErrors } from '../schemas/common.js';
-import { assertSameOrigin, clearSessionCookie, cookieIsSecure, sessionOf, setSessionCookie } from '../sessions.js';
+import { assertSameOrigin, clearSessionCookie, cookieIsSecure, limitSignInAttempts, sessionOf, setSessionCookie } from '../sessions.js';
 
 /**
  * Signing in by a single-use email link, and the signed-in member's own session:
@@ -54,7 +54,7 @@ export const signInRoutes =
     app.post('/sign-in/:token', { config: { access: { public: true } }, schema: { params: Token } }, async (request, reply) => {
       // Only this origin's page may post it: no other site signs a browser in (login CSRF).
       assertSameOrigin(request, config.publicOrigin);
-      await enforceRateLimit(limiter, reply, `sign-in-ip:${request.ip}`, config.signInIpRateLimitPerMinute);
+      await limitSignInAttempts(limiter, request, reply, config.signInIpRateLimitPerMinute);
       let signedIn;
       try {
         signedIn = await clients.account.consumeSignInLink({ token: request.params.token });
@@ -88,7 +88,7 @@ export const sessionRoutes =
       },
       async (request, reply) => {
         const email = request.body.email.trim().toLowerCase();
-        await enforceRateLimit(limiter, reply, `sign-in-ip:${request.ip}`, config.signInIpRateLimitPerMinute);
+        await limitSignInAttempts(limiter, request, reply, config.signInIpRateLimitPerMinute);
         // Hashed: the bucket's Redis key never holds the address.
         await enforceRateLimit(limiter, reply, `sign-in-address:${createHash('sha256').update(email).digest('base64url')}`, config.signInAddressRateLimitPerMinute);
         await clients.account.requestSignInLink({ email });

@@ -7,9 +7,9 @@ import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
 import { renderSignInPage, sendFormPage } from '../html.js';
-import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
+import type { RateLimiter } from '../rate-limit.js';
 import { Nullable, orNull, withErrors } from '../schemas/common.js';
-import { cookieIsSecure, cookieValue, setSessionCookie } from '../sessions.js';
+import { cookieIsSecure, cookieValue, limitSignInAttempts, setSessionCookie } from '../sessions.js';
 
 /**
  * OpenID Connect single sign-on, one provider per workspace:
@@ -136,7 +136,7 @@ export const ssoSignInRoutes =
       `${SSO_COOKIE_PATH}/callback`,
       { config: { access: { public: true } }, schema: { querystring: Callback } },
       async (request, reply) => {
-        await enforceRateLimit(limiter, reply, `sign-in-ip:${request.ip}`, config.signInIpRateLimitPerMinute);
+        await limitSignInAttempts(limiter, request, reply, config.signInIpRateLimitPerMinute);
         // An attempt is completed once, whatever the outcome: its cookie goes either way.
         void reply.header('cache-control', 'no-store').header('set-cookie', ssoCookie('', 'Max-Age=0'));
         const query = request.url.indexOf('?');
@@ -154,7 +154,7 @@ export const ssoSignInRoutes =
       `${SSO_COOKIE_PATH}/:workspaceId`,
       { config: { access: { public: true } }, schema: { params: Type.Object({ workspaceId: Type.String({ minLength: 1, maxLength: 64 }) }) } },
       async (request, reply) => {
-        await enforceRateLimit(limiter, reply, `sign-in-ip:${request.ip}`, config.signInIpRateLimitPerMinute);
+        await limitSignInAttempts(limiter, request, reply, config.signInIpRateLimitPerMinute);
         const { authorizationUrl, state, expiresAt } = await clients.account.startSsoSignIn({ workspaceId: request.params.workspaceId });
         return reply
           .header('cache-control', 'no-store')

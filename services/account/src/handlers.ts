@@ -10,6 +10,7 @@ import type { AccountConfig } from './config.js';
 import { memberHandlers } from './members.js';
 import { toApiKeyMessage, toIso, toPublicSiteMessage } from './messages.js';
 import { partnerHandlers } from './partner.js';
+import { passkeyHandlers } from './passkeys.js';
 import * as store from './store.js';
 import { secretHandlers } from './secrets.js';
 import { ssoHandlers } from './sso.js';
@@ -163,6 +164,7 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
       ...partnerHandlers(pool, { publicOrigin, enrollmentTtlSeconds }),
       ...secretHandlers(pool),
       ...memberHandlers(pool, mail, logger, config),
+      ...passkeyHandlers(pool, logger, config),
       ...ssoHandlers(pool, logger, config),
     },
     logger,

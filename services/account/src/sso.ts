@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 
 import type { Pool } from '@herald/db';
-import { hashSecret, isRole, newSecret, type Role } from '@herald/domain';
+import { hashSecret, isRole, type Role } from '@herald/domain';
 import { HeraldError, invalidFields } from '@herald/errors';
 import type { Logger } from '@herald/logging';
 import type {
@@ -19,7 +19,7 @@ import type {
 } from '@herald/proto/herald/account/v1/account';
 import * as oidc from 'openid-client';
 
-import { addMember, normaliseEmail, toMemberMessage, type MemberSettings } from './members.js';
+import { addMember, newSession, normaliseEmail, toMemberMessage, type MemberSettings } from './members.js';
 import * as store from './store.js';
 
 /**
@@ -234,13 +234,8 @@ export function ssoHandlers(pool: Pool, logger: Logger, settings: SsoSettings) {
         throw providerError(err);
       }
       const member = await memberFor(config, email, displayName);
-      const sessionId = newSecret();
-      const opened = await store.openSession(pool, member.id, {
-        idHash: hashSecret(sessionId),
-        csrfToken: newSecret(),
-        idleSeconds: settings.sessionIdleSeconds,
-        maxSeconds: settings.sessionMaxSeconds,
-      });
+      const { sessionId, session } = newSession(settings);
+      const opened = await store.openSession(pool, member.id, session);
       if (opened.state !== 'signed_in') throw new HeraldError('forbidden', `${email} is no longer a member of this workspace.`, { title: 'Not a member', hint: 'Ask an owner or admin to invite you.' });
       logger.info({ workspaceId: member.workspace_id, memberId: member.id }, 'member signed in by single sign-on');
       return { sessionId, member: toMemberMessage(opened.member), expiresAt: opened.expiresAt.toISOString() };

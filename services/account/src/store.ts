@@ -688,3 +688,108 @@ export async function findMemberByEmail(db: Queryable, workspaceId: string, emai
   const { rows } = await db.query<MemberRow>(`SELECT ${memberColumns} FROM members m WHERE m.workspace_id = $1 AND m.email = $2`, [workspaceId, email]);
   return rows[0];
 }
+
+// ---- Passkeys (WebAuthn credentials) and their challenges ----
+
+export interface PasskeyRow {
+  id: string;
+  member_id: string;
+  credential_id: string;
+  public_key: Buffer;
+  counter: string;
+  transports: string[];
+  device_type: 'singleDevice' | 'multiDevice';
+  backed_up: boolean;
+  name: string;
+  created_at: Date;
+  last_used_at: Date | null;
+}
+
+const passkeyColumns = 'p.id, p.member_id, p.credential_id, p.public_key, p.counter, p.transports, p.device_type, p.backed_up, p.name, p.created_at, p.last_used_at';
+
+export type ChallengePurpose = 'registration' | 'sign_in';
+
+/** Stores a challenge (and drops those that expired over an hour ago). */
+export async function createPasskeyChallenge(
+  db: Queryable,
+  challenge: { hash: Buffer; purpose: ChallengePurpose; sessionHash: Buffer | undefined; ttlSeconds: number },
+): Promise<void> {
+  await db.query(
+    `WITH purged AS (DELETE FROM passkey_challenges WHERE expires_at < now() - interval '1 hour')
+     INSERT INTO passkey_challenges (challenge_hash, purpose, session_hash, expires_at) VALUES ($1, $2, $3, now() + make_interval(secs => $4))`,
+    [challenge.hash, challenge.purpose, challenge.sessionHash ?? null, challenge.ttlSeconds],
+  );
+}
+
+/**
+ * Uses a challenge up: true when it existed for this purpose (and this session, for a
+ * registration), unused and unexpired. Used up whatever the verification that follows says.
+ */
+export async function consumePasskeyChallenge(db: Queryable, hash: Buffer, purpose: ChallengePurpose, sessionHash: Buffer | undefined): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE passkey_challenges SET used_at = now()
+      WHERE challenge_hash = $1 AND purpose = $2 AND session_hash IS NOT DISTINCT FROM $3 AND used_at IS NULL AND expires_at > now()`,
+    [hash, purpose, sessionHash ?? null],
+  );
+  return rowCount === 1;
+}
+
+/** The member's passkeys, oldest first. */
+export async function listPasskeys(db: Queryable, workspaceId: string, memberId: string): Promise<PasskeyRow[]> {
+  const { rows } = await db.query<PasskeyRow>(
+    `SELECT ${passkeyColumns} FROM passkeys p JOIN members m ON m.id = p.member_id
+      WHERE m.workspace_id = $1 AND p.member_id = $2 ORDER BY p.created_at, p.id`,
+    [workspaceId, memberId],
+  );
+  return rows;
+}
+
+/** undefined when the credential is registered already (to anyone). */
+export async function insertPasskey(
+  db: Queryable,
+  passkey: { id: string; memberId: string; credentialId: string; publicKey: Buffer; counter: number; transports: string[]; deviceType: string; backedUp: boolean; name: string },
+): Promise<PasskeyRow | undefined> {
+  const { rows } = await db.query<PasskeyRow>(
+    `INSERT INTO passkeys AS p (id, member_id, credential_id, public_key, counter, transports, device_type, backed_up, name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (credential_id) DO NOTHING RETURNING ${passkeyColumns}`,
+    [passkey.id, passkey.memberId, passkey.credentialId, passkey.publicKey, passkey.counter, passkey.transports, passkey.deviceType, passkey.backedUp, passkey.name],
+  );
+  return rows[0];
+}
+
+/** A credential that can sign in: its member is not removed. */
+export async function findPasskeyForSignIn(db: Queryable, credentialId: string): Promise<PasskeyRow | undefined> {
+  const { rows } = await db.query<PasskeyRow>(
+    `SELECT ${passkeyColumns} FROM passkeys p JOIN members m ON m.id = p.member_id WHERE p.credential_id = $1 AND m.status <> 'removed'`,
+    [credentialId],
+  );
+  return rows[0];
+}
+
+/**
+ * Records a verified use (the new counter, only if the stored one is still the one verified
+ * against, so two concurrent uses of one assertion cannot both pass) and opens a session, in one
+ * transaction. undefined: the counter moved meanwhile.
+ */
+export async function signInWithPasskey(pool: Pool, passkey: { id: string; counter: string; newCounter: number }, session: NewSession): Promise<SignInOutcome | undefined> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ member_id: string }>(
+      `UPDATE passkeys SET counter = $3, last_used_at = now() WHERE id = $1 AND counter = $2 RETURNING member_id`,
+      [passkey.id, passkey.counter, passkey.newCounter],
+    );
+    const used = rows[0];
+    if (!used) return undefined;
+    return openSession(client, used.member_id, session);
+  });
+}
+
+/** Deletes the member's passkey; undefined when it is not theirs (or not in the workspace). */
+export async function deletePasskey(db: Queryable, workspaceId: string, memberId: string, passkeyId: string): Promise<PasskeyRow | undefined> {
+  const { rows } = await db.query<PasskeyRow>(
+    `DELETE FROM passkeys p USING members m
+      WHERE m.id = p.member_id AND m.workspace_id = $1 AND p.member_id = $2 AND p.id = $3
+      RETURNING ${passkeyColumns}`,
+    [workspaceId, memberId, passkeyId],
+  );
+  return rows[0];
+}
