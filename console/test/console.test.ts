@@ -112,6 +112,9 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   // A draft campaign, made with the workspace's key, is on the overview.
   const draft = await call(harness.origin, `${SERVER_API}/campaigns`, { method: 'POST', key: harness.workspace.apiKey, body: { name: 'Spring sale', title: 'Spring sale', body: '20% off today' } });
   assert.equal(draft.status, 201, JSON.stringify(draft.body));
+  // A decision waiting for a person is on it too.
+  const decision = await call(harness.origin, `${SERVER_API}/decisions`, { method: 'POST', key: harness.workspace.apiKey, body: { question: 'Deploy release 4.2?', agentName: 'release-bot' } });
+  assert.equal(decision.status, 200, JSON.stringify(decision.body));
 
   const before = (await harness.mailpit.messagesTo(harness.ownerEmail)).length;
   await signInThroughConsole(page, harness, harness.ownerEmail, before);
@@ -120,6 +123,8 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   await page.getByRole('heading', { name: 'Recent campaigns' }).waitFor();
   assert.equal(await page.getByRole('row', { name: /Spring sale/ }).innerText(), 'Spring sale\tdraft\tNot started\t0\t0\t0\t–\t–');
   assert.deepEqual(await page.getByRole('definition').allTextContents(), ['0', '–', '–', '0']);
+  const waiting = await page.getByRole('table', { name: 'Pending decisions' }).getByRole('row', { name: /Deploy release 4\.2\?/ }).innerText();
+  assert.match(waiting, /^Deploy release 4\.2\?\trelease-bot\t/);
   assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Subscribers, Segments, Templates, API keys, Members');
   assert.deepEqual(await seriousViolations(page), []);
   await page.screenshot({ path: await screenshotPath('console-overview.png'), fullPage: true });

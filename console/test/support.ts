@@ -36,6 +36,7 @@ export async function startConsoleHarness(): Promise<ConsoleHarness> {
   try {
     stack = await startStack({
       gateways: 0,
+      decisions: true,
       env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>' },
       services: ['campaign'],
     });

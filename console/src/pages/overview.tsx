@@ -1,13 +1,14 @@
 import { type QueryClient, queryOptions, useQuery } from '@tanstack/react-query';
-import type { Campaign, Page, SubscriberCounts } from '@herald/sdk';
+import type { Campaign, Decision, Page, SubscriberCounts } from '@herald/sdk';
 
 import { api } from '../api.js';
+import { useCan } from '../session.js';
 import { ErrorNote, Table, When } from '../ui.js';
 
 /**
  * Today's sends and the delivery and click rates of the recent campaigns, from the campaign list's
- * counters; the subscribers' counts. Pending questions need an endpoint that lists them (the
- * decisions API answers one question by id), so the page says so instead of guessing.
+ * counters; the subscribers' counts; the decisions waiting for a person (GET
+ * /decisions?status=pending), for a role that may read them.
  */
 
 const RECENT = 20;
@@ -20,6 +21,12 @@ function isToday(at: string | null): boolean {
 
 const recentCampaigns = queryOptions({ queryKey: ['campaigns', 'recent'], queryFn: () => api<Page<Campaign>>('GET', `/campaigns?limit=${RECENT}`) });
 export const subscriberCounts = queryOptions({ queryKey: ['subscribers', 'count'], queryFn: () => api<SubscriberCounts>('GET', '/subscribers/count') });
+const pendingDecisions = queryOptions({
+  queryKey: ['decisions', 'pending'],
+  queryFn: () => api<Page<Decision>>('GET', `/decisions?status=pending&limit=${RECENT}`),
+  // A question waits for a person: the list is read again while the page is open.
+  refetchInterval: 15_000,
+});
 
 /** Starts the overview's calls (a cold load of the overview asks for them beside /me). */
 export function prefetchOverview(queryClient: QueryClient): void {
@@ -30,6 +37,8 @@ export function prefetchOverview(queryClient: QueryClient): void {
 export function OverviewPage() {
   const campaigns = useQuery(recentCampaigns);
   const subscribers = useQuery(subscriberCounts);
+  const mayReadDecisions = useCan()('decisions', 'GET');
+  const pending = useQuery({ ...pendingDecisions, enabled: mayReadDecisions });
   const recent = campaigns.data?.data ?? [];
   const today = recent.filter((campaign) => isToday(campaign.startedAt));
   const sum = (list: Campaign[], field: 'totalSent' | 'totalDelivered' | 'totalClicked') => list.reduce((total, campaign) => total + campaign[field], 0);
@@ -80,10 +89,30 @@ export function OverviewPage() {
           </Table>
         ) : null}
       </section>
-      <section aria-labelledby="questions">
-        <h2 id="questions">Pending questions</h2>
-        <p>Not shown yet: the API has no endpoint that lists a workspace's pending questions (the Decisions inbox will need one).</p>
-      </section>
+      {mayReadDecisions ? (
+        <section aria-labelledby="questions">
+          <h2 id="questions">Pending decisions</h2>
+          <ErrorNote error={pending.error} />
+          {pending.data && pending.data.data.length === 0 ? <p>Nothing is waiting for a person.</p> : null}
+          {pending.data && pending.data.data.length > 0 ? (
+            <Table caption="Pending decisions" columns={['Question', 'Asked by', 'For', 'Opened', 'Expires']}>
+              {pending.data.data.map((decision) => (
+                <tr key={decision.decisionId}>
+                  <th scope="row">{decision.question}</th>
+                  <td>{decision.agentName ?? '–'}</td>
+                  <td>{decision.externalId ?? decision.audience}</td>
+                  <td>
+                    <When at={decision.createdAt} never="–" />
+                  </td>
+                  <td>
+                    <When at={decision.expiresAt} never="–" />
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          ) : null}
+        </section>
+      ) : null}
     </>
   );
 }
