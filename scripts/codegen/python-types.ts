@@ -89,11 +89,13 @@ const NAMES: readonly Entry[] = [
   ['Question', 'body:ask', ['wait', 'timeoutSeconds', 'subscriberIds', 'externalIds', 'tags']],
   ['AskRequest', 'body:ask'],
   ['AskRecord', 'getAsk'],
+  ['AskPage', 'listAsks'],
   // A decision without its tool call and how the call waits: what authorize_then_decide takes.
   ['DecisionQuestion', 'body:createDecision', ['wait', 'timeoutSeconds', 'toolName', 'toolTarget', 'parameters']],
   ['DecisionRequest', 'body:createDecision'],
   ['Reachability', 'getDecision.reachability'],
   ['Decision', 'getDecision'],
+  ['DecisionPage', 'listDecisions'],
   ['PersonReachability', 'getReachability'],
   // ---- Webhooks ----
   ['WebhookSecret', 'getWebhookSecret'],

@@ -263,6 +263,7 @@ class AskTest(unittest.TestCase):
         withdrawn = herald.withdraw_ask(asked["correlationId"])
         self.assertEqual((withdrawn["status"], withdrawn["answered"]), ("withdrawn", False))
         self.assertEqual(raised(ConflictError, lambda: herald.withdraw_ask(asked["correlationId"])).code, "conflict")
+        self.assertEqual([record["correlationId"] for record in herald.list_asks(status="withdrawn", limit=1)["data"]], [asked["correlationId"]])
         self.assertEqual(raised(PermissionError, lambda: client("HERALD_PARTNER_KEY").ask({"question": "Sure?"})).code, "partner_decision_required")
 
 
@@ -292,6 +293,7 @@ class DecisionTest(unittest.TestCase):
         self.assertEqual(team["reachability"]["browserSubscriptions"], 2)
         cancelled = herald.cancel_decision(team["decisionId"])
         self.assertEqual((cancelled["status"], cancelled["approved"]), ("cancelled", False))
+        self.assertEqual([decision["decisionId"] for decision in herald.list_decisions(status="cancelled", limit=1)["data"]], [team["decisionId"]])
         raised(ConflictError, lambda: herald.create_decision({"question": "Hello?", "externalId": "nobody", "requireReachable": True}))
         self.assertEqual(
             herald.get_reachability(external_id="user-1"),

@@ -1,5 +1,6 @@
 import { APIConnectionError, errorFor, RequestTimeoutError, type ErrorBody } from './errors.js';
 import type {
+  AskQuery,
   AskRecord,
   AskRequest,
   AuthorizeRequest,
@@ -15,6 +16,7 @@ import type {
   CreateSegmentRequest,
   CreateTemplateRequest,
   Decision,
+  DecisionQuery,
   DecisionRequest,
   Enrollment,
   IdentitySecret,
@@ -402,6 +404,11 @@ export class Herald {
     return this.request('GET', `/ask/${segment(correlationId)}${query(params)}`, undefined, options);
   }
 
+  /** The workspace's questions, newest first; `status: 'pending'` for those waiting for a person. */
+  listAsks(params: AskQuery = {}, options?: RequestOptions): Promise<Page<AskRecord>> {
+    return this.request('GET', `/ask${query({ ...params })}`, undefined, options);
+  }
+
   withdrawAsk(correlationId: string, options?: RequestOptions): Promise<AskRecord> {
     return this.request('DELETE', `/ask/${segment(correlationId)}`, undefined, options);
   }
@@ -410,6 +417,11 @@ export class Herald {
 
   createDecision(decision: DecisionRequest, { idempotencyKey, ...options }: IdempotentOptions = {}): Promise<Decision> {
     return this.request('POST', '/decisions', decision, { ...options, headers: idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey } });
+  }
+
+  /** The workspace's decisions, newest first (a bound key: its end-user's); `status: 'pending'` is an approver's inbox. */
+  listDecisions(params: DecisionQuery = {}, options?: RequestOptions): Promise<Page<Decision>> {
+    return this.request('GET', `/decisions${query({ ...params })}`, undefined, options);
   }
 
   /** `wait: true` holds until the decision resolves or 55 s pass. */

@@ -110,9 +110,11 @@ export type SignInLinkRequest = RequestBody<'requestSignInLink'>;
 
 export type AskRequest = RequestBody<'ask'>;
 export type AskRecord = Success<'getAsk'>;
+export type AskQuery = QueryOf<'listAsks'>;
 export type QuestionType = AskRecord['type'];
 export type DecisionRequest = RequestBody<'createDecision'>;
 export type Decision = Success<'getDecision'>;
+export type DecisionQuery = QueryOf<'listDecisions'>;
 export type Reachability = Decision['reachability'];
 export type PersonReachability = Success<'getReachability'>;
 

@@ -378,6 +378,8 @@ test('ask: create without waiting, read, withdraw; the pending limit is a RateLi
   assert.deepEqual({ status: withdrawn.status, answered: withdrawn.answered }, { status: 'withdrawn', answered: false });
   const again = await rejection(ConflictError, herald.withdrawAsk(asked.correlationId));
   assert.equal(again.code, 'conflict');
+  const listed = await herald.listAsks({ status: 'withdrawn', limit: 1 });
+  assert.deepEqual([listed.data.map((record) => record.correlationId), listed.data[0]?.status], [[asked.correlationId], 'withdrawn']);
   await rejection(NotFoundError, client(audience.workspace.apiKey).getAsk(asked.correlationId));
 
   for (let index = 0; index < 25; index += 1) await herald.ask({ question: `Question ${index}?`, wait: false });
@@ -476,6 +478,8 @@ test('decisions: create with an Idempotency-Key, replay, read, answer, cancel, r
   assert.equal(other.reachability.browserSubscriptions, 2);
   const cancelled = await herald.cancelDecision(other.decisionId);
   assert.deepEqual({ status: cancelled.status, approved: cancelled.approved }, { status: 'cancelled', approved: false });
+  const inbox = await herald.listDecisions({ status: 'cancelled', limit: 1 });
+  assert.deepEqual(inbox.data.map((decision) => decision.decisionId), [other.decisionId]);
   const unreachable = await rejection(ConflictError, herald.createDecision({ question: 'Hello?', externalId: 'nobody', requireReachable: true }));
   assert.equal(unreachable.code, 'conflict');
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
-__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "Question", "AskRequest", "AskRecord", "DecisionQuestion", "DecisionRequest", "Reachability", "Decision", "PersonReachability", "WebhookSecret", "IdentitySecret"]
+__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "Question", "AskRequest", "AskRecord", "AskPage", "DecisionQuestion", "DecisionRequest", "Reachability", "Decision", "DecisionPage", "PersonReachability", "WebhookSecret", "IdentitySecret"]
 
 
 class Site(TypedDict):
@@ -669,6 +669,12 @@ class AskRecord(TypedDict):
     hint: NotRequired[str]
 
 
+class AskPage(TypedDict):
+    data: list[AskRecord]
+    hasMore: bool
+    nextCursor: str | None
+
+
 class DecisionQuestion(TypedDict, total=False):
     #: What the person is asked
     question: Required[str]
@@ -762,6 +768,12 @@ class Decision(TypedDict):
     idempotencyKey: str | None
     #: True when an idempotent replay returned the first decision
     duplicate: bool
+
+
+class DecisionPage(TypedDict):
+    data: list[Decision]
+    hasMore: bool
+    nextCursor: str | None
 
 
 class PersonReachability(TypedDict):

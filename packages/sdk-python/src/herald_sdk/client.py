@@ -15,6 +15,7 @@ from typing import Any, Mapping, TypeVar, cast
 
 from .errors import APIConnectionError, RequestTimeoutError, error_for
 from .types import (
+    AskPage,
     AskRecord,
     AskRequest,
     AuthorizeRequest,
@@ -32,6 +33,7 @@ from .types import (
     CreateSegmentRequest,
     CreateTemplateRequest,
     Decision,
+    DecisionPage,
     DecisionQuestion,
     DecisionRequest,
     Enrollment,
@@ -362,6 +364,10 @@ class Herald:
         """``wait``: seconds (0-55) to hold for an answer."""
         return cast(AskRecord, self.request("GET", f"/ask/{_segment(correlation_id)}{_query({'wait': wait})}", timeout=timeout))
 
+    def list_asks(self, *, status: str | None = None, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> AskPage:
+        """The workspace's questions, newest first; ``status="pending"`` for those waiting for a person."""
+        return cast(AskPage, self.request("GET", f"/ask{_query({'status': status, 'limit': limit, 'cursor': cursor})}", timeout=timeout))
+
     def withdraw_ask(self, correlation_id: str, *, timeout: float | None = None) -> AskRecord:
         return cast(AskRecord, self.request("DELETE", f"/ask/{_segment(correlation_id)}", timeout=timeout))
 
@@ -370,6 +376,10 @@ class Herald:
     def create_decision(self, decision: DecisionRequest, *, idempotency_key: str | None = None, timeout: float | None = None) -> Decision:
         headers = {} if idempotency_key is None else {"Idempotency-Key": idempotency_key}
         return cast(Decision, self.request("POST", "/decisions", decision, timeout=timeout, headers=headers))
+
+    def list_decisions(self, *, status: str | None = None, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> DecisionPage:
+        """The workspace's decisions, newest first (a bound key: its end-user's); ``status="pending"`` is an approver's inbox."""
+        return cast(DecisionPage, self.request("GET", f"/decisions{_query({'status': status, 'limit': limit, 'cursor': cursor})}", timeout=timeout))
 
     def get_decision(self, decision_id: str, *, wait: bool = False, timeout: float | None = None) -> Decision:
         """``wait``: hold until the decision resolves or 55 s pass."""
