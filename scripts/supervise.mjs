@@ -4,7 +4,8 @@
 // capped backoff, and the others keep running; Ctrl-C (or SIGTERM) drains them all.
 //
 // SUPERVISE_PORTS (comma-separated, in registry order) replaces the chart's ports: a second local
-// stack, or a test of this script.
+// stack, or a test of this script. Each process serves Prometheus metrics on its own port, from
+// METRICS_PORT (default 9464) on, in registry order; METRICS_PORT=0 serves none.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 
@@ -22,6 +23,8 @@ if (given && (given.length !== components.length || given.some((port) => !Number
 }
 const ports = Object.fromEntries(components.map((component, index) => [component.name, given?.[index] ?? component.port]));
 if (!given && process.env.PORT) ports.gateway = Number(process.env.PORT);
+const firstMetricsPort = Number(process.env.METRICS_PORT ?? 9464);
+const metricsPorts = Object.fromEntries(components.map((component, index) => [component.name, firstMetricsPort === 0 ? 0 : firstMetricsPort + index]));
 
 // Engagement tokens in pushes are signed by the delivery fleet and checked by the gateway: one
 // secret for both, made per run unless set (pushes shown before a restart then report nothing).
@@ -48,6 +51,7 @@ function start(component, restarts = 0) {
       HERALD_SERVICE: component.name,
       OTEL_SERVICE_NAME: `herald-${component.name}`,
       ...loopbackEnv(component, ports),
+      METRICS_PORT: String(metricsPorts[component.name]),
       ...localEnv[component.name],
     },
     stdio: 'inherit',
@@ -85,5 +89,8 @@ function stopAll(code) {
 }
 
 for (const component of components) start(component);
+if (firstMetricsPort !== 0) {
+  log(`Prometheus metrics: ${components.map((component) => `${component.name} http://127.0.0.1:${metricsPorts[component.name]}/metrics`).join(', ')}`);
+}
 process.on('SIGINT', () => stopAll(0));
 process.on('SIGTERM', () => stopAll(0));

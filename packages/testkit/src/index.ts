@@ -13,3 +13,4 @@ export * from './sending.js';
 export * from './webhook-receiver.js';
 export * from './within.js';
 export * from './mailpit.js';
+export * from './metrics.js';

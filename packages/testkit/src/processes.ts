@@ -79,7 +79,11 @@ export async function freePort(): Promise<number> {
 }
 
 export interface RunningProcess {
+  /** The component it runs ("gateway", "delivery", ...). */
+  name: string;
   child: ChildProcess;
+  /** Its Prometheus endpoint (METRICS_PORT: a free port unless the caller gave one). */
+  metricsUrl: string;
   /** Everything the process printed so far. */
   output(): string;
   /** Resolves with the exit code (or signal name) once the process has ended. */
@@ -112,9 +116,10 @@ export async function startProcess(
   ready: RegExp,
   timeoutMs = 60_000,
 ): Promise<RunningProcess> {
+  const metricsPort = env.METRICS_PORT ?? String(await freePort());
   const child = spawn(process.execPath, ['--import', '@herald/telemetry/register', '--import', PARENT_GUARD, entry], {
     cwd: repoRoot,
-    env: { ...process.env, LOG_LEVEL: 'info', HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, ...env },
+    env: { ...process.env, LOG_LEVEL: 'info', HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, METRICS_PORT: metricsPort, ...env },
     // Standard input: the pipe whose end tells the process that this one died (parent-guard.ts).
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -140,7 +145,9 @@ export async function startProcess(
     throw err;
   });
   return {
+    name,
     child,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     output: () => output,
     exited,
     async stop(signal = 'SIGTERM') {

@@ -31,6 +31,9 @@ export interface WorkTable {
 /** The SET of a finished row's last statement: it is no longer claimed. */
 export const RELEASED = 'claim = NULL, leased_until = NULL';
 
+/** What a claim also returns of each row for the loop's metrics (seconds since it was due); the loop removes it before `work`. */
+export const LATENESS_COLUMN = 'herald_lateness_s';
+
 const NAME = /^[a-z_][a-z0-9_]*$/;
 
 function checkTable({ table, key, due }: WorkTable): void {
@@ -49,7 +52,7 @@ export function claimStatement(work: WorkTable): string {
                        WHERE ${work.waiting} AND namespace = ${CURRENT_NAMESPACE_SQL} AND ${work.due} <= clock_timestamp()
                          AND (leased_until IS NULL OR leased_until <= clock_timestamp())
                        ORDER BY ${work.due} LIMIT $3 FOR UPDATE SKIP LOCKED)
-  RETURNING ${work.returning}`;
+  RETURNING ${work.returning}, extract(epoch FROM clock_timestamp() - ${work.due}) AS ${LATENESS_COLUMN}`;
 }
 
 /**

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { createWakeup, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
-import { claimStatement, nextClaimableInMs, type WorkTable } from './claims.js';
+import { claimStatement, LATENESS_COLUMN, nextClaimableInMs, type WorkTable } from './claims.js';
+import { workLoopMetrics } from './metrics.js';
 import { listenForWakeups } from './listen.js';
 
 export interface WorkLoopOptions<Row> {
@@ -82,7 +83,11 @@ export function startWorkLoop<Row>(options: WorkLoopOptions<Row>): WorkLoop {
           for (let room = free; room > 0 && !stopping; ) {
             const limit = Math.min(batchSize, room);
             const token = randomUUID();
-            const { rows } = await pool.query(claimSql, [token, leaseMs, limit]);
+            const { rows } = await pool.query<Record<string, unknown>>(claimSql, [token, leaseMs, limit]);
+            for (const row of rows) {
+              workLoopMetrics.lateness.record(Math.max(0, Number(row[LATENESS_COLUMN])), { loop: name });
+              delete row[LATENESS_COLUMN];
+            }
             if (rows.length > 0) dispatch(rows as Row[], token);
             room -= rows.length;
             claimedAll = rows.length === limit;
