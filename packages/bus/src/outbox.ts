@@ -6,6 +6,7 @@ import type { Logger } from '@herald/logging';
 import { currentTraceHeaders } from '@herald/telemetry';
 
 import { EVENT_ID_HEADER, type Bus } from './kafka.js';
+import { observeOutbox } from './metrics.js';
 
 /**
  * Transactional outbox. A service writes its state change and the event in one transaction
@@ -155,9 +156,11 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
   };
 
   const running = run();
+  const unobserve = observeOutbox(pool, schema);
   return {
     async stop() {
       stopping = true;
+      unobserve();
       poke();
       await running;
     },

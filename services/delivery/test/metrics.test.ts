@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
+import { consumers, topics } from '@herald/bus';
+
 import {
   call,
   createWorkspace,
   eventually,
+  requiredEnv,
   histogramsOf,
   metricValue,
   samplesOf,
@@ -15,11 +18,13 @@ import {
   type RunningProcess,
   type SendingHarness,
 } from '@herald/testkit';
+import { Kafka, logLevel } from 'kafkajs';
 
 // Every process serves Prometheus metrics on its own port; scraped over HTTP after driving the
 // behaviour through the public API, parsed with a real exposition parser.
 
 let harness: SendingHarness;
+const kafka = new Kafka({ clientId: 'metrics-test', brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING });
 
 before(async () => {
   harness = await startSendingHarness({ deliveryEnv: { PUSH_MAX_ATTEMPTS: '3' } });
@@ -88,4 +93,35 @@ test('pushes are counted by outcome and push-service origin, and timed', async (
   assert.equal(timed[0]?.count, 5);
   assert.equal(timed[0]?.buckets['60'], 5);
   assert.equal(metricValue(delivery, 'herald_delivery_push_in_flight', { origin }), 0);
+
+  // The 429's retry came off the work loop, after the Retry-After it asked for.
+  const retried = histogramsOf(delivery, 'herald_workloop_lateness', { loop: 'push retries' });
+  assert.equal(retried.length, 1);
+  assert.equal(retried[0]?.count, 1);
+  // One delivery job for four recipients, handled once; every partition it fetched from is caught up.
+  assert.equal(metricValue(delivery, 'herald_kafka_messages_total', { group: consumers.delivery.group, topic: topics.deliveryJobs.name, outcome: 'handled' }), 1);
+  const lags = samplesOf(delivery, 'herald_kafka_consumer_lag', { group: consumers.delivery.group, topic: topics.deliveryJobs.name });
+  assert.ok(lags.length >= 1, 'the partition of the job is reported');
+  assert.deepEqual(lags.map((series) => series.value), lags.map(() => 0));
+  // The results went out through the delivery schema's outbox, which is empty again.
+  assert.equal(metricValue(delivery, 'herald_outbox_rows', { schema: 'delivery' }), 0);
+  assert.equal(metricValue(delivery, 'herald_outbox_oldest_age', { schema: 'delivery' }), 0);
+});
+
+test('a message its consumer cannot handle is counted as dead-lettered, once, after its attempts', async () => {
+  const producer = kafka.producer();
+  await producer.connect();
+  try {
+    // Not a DeliveryResult: the audience service's consumer of the results fails on it every time.
+    await producer.send({ topic: harness.stack.topicPrefix + topics.deliveryResults.name, messages: [{ key: 'poison', value: Buffer.from([0xff, 0xff, 0xff]) }] });
+  } finally {
+    await producer.disconnect();
+  }
+  const labels = { group: consumers.audienceExpiry.group, topic: topics.deliveryResults.name };
+  const metricsUrl = processNamed('audience').metricsUrl;
+  const before = await scrapeMetrics(metricsUrl);
+  const handledBefore = metricValue(before, 'herald_kafka_messages_total', { ...labels, outcome: 'handled' });
+  const audience = await eventually('dead-lettered', () => scrapeMetrics(metricsUrl), (metrics) => metricValue(metrics, 'herald_kafka_messages_total', { ...labels, outcome: 'dead_lettered' }) > 0);
+  assert.equal(metricValue(audience, 'herald_kafka_messages_total', { ...labels, outcome: 'dead_lettered' }), 1);
+  assert.equal(metricValue(audience, 'herald_kafka_messages_total', { ...labels, outcome: 'handled' }), handledBefore);
 });
