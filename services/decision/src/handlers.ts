@@ -11,6 +11,7 @@ import type { DecisionConfig } from './config.js';
 import * as store from './store.js';
 import { isApproved, requestHash } from './rules.js';
 import type { AnswerTokens } from './tokens.js';
+import { countQuestion } from './metrics.js';
 import { reportResolution } from './webhooks.js';
 
 /** Open asks per workspace (the spec's limit); one more is refused. */
@@ -130,6 +131,7 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
           });
     if (!resolved) throw notOpen((await store.findQuestion(pool, row.id, {})) ?? row);
     logger.info({ workspaceId: resolved.workspace_id, questionId: resolved.id }, `question ${outcome}`);
+    countQuestion(outcome, resolved.kind);
     await wakeWaiters(resolved.id);
     return resolved;
   }
@@ -180,6 +182,7 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
           });
           if (!row) throw new Error('ask insert returned no row');
           logger.info({ workspaceId: row.workspace_id, questionId: row.id }, 'question asked');
+          countQuestion('opened', 'ask');
           return { question: view(row), duplicate: false };
         }
 
@@ -195,6 +198,7 @@ export function decisionHandlers(pool: Pool, tokens: AnswerTokens, config: Pick<
         const inserted = await store.insertQuestion(pool, question);
         if (inserted) {
           logger.info({ workspaceId: inserted.workspace_id, decisionId: inserted.id }, 'decision opened');
+          countQuestion('opened', 'decision');
           return { question: view(inserted), duplicate: false };
         }
         // The idempotency key was used before: the same request gets the first decision back.
