@@ -55,6 +55,14 @@ export function claimStatement(work: WorkTable): string {
   RETURNING ${work.returning}, extract(epoch FROM clock_timestamp() - ${work.due}) AS ${LATENESS_COLUMN}`;
 }
 
+/** How many rows of `work` are due and claimable now (none claims them yet): a loop's backlog. */
+export function dueCountStatement(work: WorkTable): string {
+  checkTable(work);
+  return `SELECT count(*)::int AS due FROM ${work.table}
+   WHERE ${work.waiting} AND namespace = ${CURRENT_NAMESPACE_SQL} AND ${work.due} <= clock_timestamp()
+     AND (leased_until IS NULL OR leased_until <= clock_timestamp())`;
+}
+
 /**
  * Milliseconds until the earliest waiting row can be claimed (its due time, or its lease's end),
  * or undefined when none waits. One index probe: rows behind a leased one are found by the next

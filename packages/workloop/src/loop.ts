@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { createWakeup, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
-import { claimStatement, LATENESS_COLUMN, nextClaimableInMs, type WorkTable } from './claims.js';
-import { workLoopMetrics } from './metrics.js';
+import { claimStatement, dueCountStatement, LATENESS_COLUMN, nextClaimableInMs, type WorkTable } from './claims.js';
+import { observeBacklog, workLoopMetrics } from './metrics.js';
 import { listenForWakeups } from './listen.js';
 
 export interface WorkLoopOptions<Row> {
@@ -114,10 +114,12 @@ export function startWorkLoop<Row>(options: WorkLoopOptions<Row>): WorkLoop {
   };
 
   const running = Promise.all([run(), options.channel ? listenForWakeups(pool, options.channel, wake, logger, whenStopped) : Promise.resolve()]);
+  const unobserve = observeBacklog(name, pool, dueCountStatement(table));
   return {
     wake,
     async stop() {
       stopping = true;
+      unobserve();
       stopped();
       wake();
       await running;

@@ -98,6 +98,8 @@ test('pushes are counted by outcome and push-service origin, and timed', async (
   const retried = histogramsOf(delivery, 'herald_workloop_lateness', { loop: 'push retries' });
   assert.equal(retried.length, 1);
   assert.equal(retried[0]?.count, 1);
+  // Nothing left due in any loop of the fleet.
+  assert.deepEqual(samplesOf(delivery, 'herald_workloop_due').map((series) => [series.labels.loop, series.value]), [['push retries', 0]]);
   // One delivery job for four recipients, handled once; every partition it fetched from is caught up.
   assert.equal(metricValue(delivery, 'herald_kafka_messages_total', { group: consumers.delivery.group, topic: topics.deliveryJobs.name, outcome: 'handled' }), 1);
   const lags = samplesOf(delivery, 'herald_kafka_consumer_lag', { group: consumers.delivery.group, topic: topics.deliveryJobs.name });
