@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createWakeup, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
-import { claimStatement, dueCountStatement, LATENESS_COLUMN, nextClaimableInMs, type WorkTable } from './claims.js';
+import { claimStatement, dueCountStatement, LAPSED_COLUMN, LATENESS_COLUMN, nextClaimableInMs, pickedKeyColumn, type WorkTable } from './claims.js';
 import { observeBacklog, workLoopMetrics } from './metrics.js';
 import { listenForWakeups } from './listen.js';
 
@@ -86,7 +86,8 @@ export function startWorkLoop<Row>(options: WorkLoopOptions<Row>): WorkLoop {
             const { rows } = await pool.query<Record<string, unknown>>(claimSql, [token, leaseMs, limit]);
             for (const row of rows) {
               workLoopMetrics.lateness.record(Math.max(0, Number(row[LATENESS_COLUMN])), { loop: name });
-              delete row[LATENESS_COLUMN];
+              if (row[LAPSED_COLUMN] === true) workLoopMetrics.claimsLost.add(1, { loop: name });
+              for (const column of [LATENESS_COLUMN, LAPSED_COLUMN, ...table.key.map((_, index) => pickedKeyColumn(index))]) delete row[column];
             }
             if (rows.length > 0) dispatch(rows as Row[], token);
             room -= rows.length;

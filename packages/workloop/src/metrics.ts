@@ -4,6 +4,10 @@ import { meter, secondsHistogram } from '@herald/telemetry';
 /** The work loop's metrics; the label `loop` is the loop's name (a constant of its user, never an id). */
 export const workLoopMetrics = {
   lateness: secondsHistogram('workloop', 'herald.workloop.lateness', 'How long after its due time a row was claimed for work'),
+  claimsLost: meter('workloop').createCounter('herald.workloop.claims.lost', {
+    description: "Rows claimed again because an earlier claim's lease ran out before its worker recorded an outcome",
+    unit: '{row}',
+  }),
 };
 
 const due = meter('workloop').createObservableGauge('herald.workloop.due', {
