@@ -116,3 +116,8 @@ test('questions opened, answered and cancelled; a waiting caller is held, then w
   assert.equal(metricValue(decision, 'herald_questions_total', { event: 'cancelled', kind: 'ask' }), 1);
   assert.equal(metricValue(decision, 'herald_questions_total', { event: 'opened', kind: 'decision' }), 0);
 });
+
+test('a METRICS_PORT that is not a port number stops the process at start, naming the variable', async () => {
+  await assert.rejects(stack.startService('policy', { METRICS_PORT: 'nine' }), /METRICS_PORT must be a port number \(0: off\), not "nine"/);
+  await assert.rejects(stack.startService('policy', { METRICS_PORT: '70000' }), /METRICS_PORT must be a port number \(0: off\), not "70000"/);
+});

@@ -37,6 +37,7 @@ if (process.env.OTEL_SDK_DISABLED !== 'true') {
   // ESM imports bypass require(); this loader hook lets the instrumentations patch them too.
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
+  process.env.OTEL_METRICS_EXPORTER ??= 'none';
   const endpoint = metricsEndpoint(process.env);
   const metricReaders: metrics.IMetricReader[] = [];
   if (endpoint) {
@@ -60,8 +61,10 @@ if (process.env.OTEL_SDK_DISABLED !== 'true') {
     // Not exporting: a span that is not sampled still carries a fresh trace id, at a fraction of
     // the cost of recording it.
     ...(exporting ? {} : { spanProcessors: [discardSpans], sampler: new tracing.AlwaysOffSampler() }),
-    // Given explicitly (possibly none): the SDK then builds no pipeline of its own from the environment.
-    metricReaders,
+    // Given explicitly, the SDK builds no pipeline of its own from the environment. With none (no
+    // endpoint, no OTLP), OTEL_METRICS_EXPORTER=none keeps it from making a meter provider at all:
+    // every instrument is then a no-op.
+    ...(metricReaders.length > 0 ? { metricReaders } : {}),
     instrumentations: [
       // The scrapes of the metrics endpoint are not requests of the component's own.
       new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => endpoint !== undefined && request.socket.localPort === endpoint.port }),
