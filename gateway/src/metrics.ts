@@ -46,3 +46,18 @@ export function observeWaiters(count: () => number): void {
     .createObservableGauge('herald.approvals.waiters', { description: 'Callers held open on this gateway for an answer', unit: '{caller}' })
     .addCallback((result) => result.observe(count()));
 }
+
+const redisDuration = secondsHistogram('gateway', 'herald.redis.command.duration', "Duration of the gateway's Redis commands (rate_limit: the sliding-log script every limited request runs), by outcome");
+
+/** Times one Redis command of the request path. */
+export async function timeRedis<T>(command: string, run: () => Promise<T>): Promise<T> {
+  const startedAt = performance.now();
+  let outcome = 'error';
+  try {
+    const result = await run();
+    outcome = 'ok';
+    return result;
+  } finally {
+    redisDuration.record((performance.now() - startedAt) / 1000, { command, outcome });
+  }
+}

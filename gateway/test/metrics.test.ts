@@ -53,6 +53,9 @@ test('refusals at the edge: authentication failures by reason, rate-limit reject
   assert.equal(metricValue(metrics, 'herald_authentication_failures_total', { reason: 'forbidden' }), 1);
   assert.equal(metricValue(metrics, 'herald_rate_limit_rejections_total', { plan: 'starter' }), 2);
   assert.equal(metricValue(metrics, 'herald_rate_limit_rejections_total', { plan: 'public' }), 0);
+  // Each request of a known key ran the rate-limit script in Redis once: the connector's and the 202.
+  const redis = histogramsOf(metrics, 'herald_redis_command_duration', { command: 'rate_limit' });
+  assert.deepEqual(redis.map((series) => [series.labels.outcome, series.count]), [['ok', 203]]);
 });
 
 test('/authorize verdicts are counted by verdict', async () => {
