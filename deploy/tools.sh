@@ -3,6 +3,8 @@
 #   helm, kubeconform   `go install` from the Go module proxy into .local/bin
 #   mailpit             the same way: the SMTP server (with an HTTP API) of the mail tests (deploy/lib/mailpit.sh)
 #   Kubernetes schemas  the JSON schemas inside the kubernetes-validate wheel (PyPI), for kubeconform
+#   promtool            Prometheus's rule tester, from Debian's prometheus package (apt-get download, unpacked:
+#                       nothing installed, no service), for the chart's alert rule tests
 #   CRD schemas         PodMonitor and PrometheusRule, from the Prometheus Operator's CRDs in its Go
 #                       module (the Go module proxy), for kubeconform (deploy/lib/crd-schemas.mjs)
 #   schemathesis        the OpenAPI fuzzer (PyPI), in a venv at .local/venv, for the gateway's schemathesis test
@@ -30,6 +32,10 @@ KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
 SCHEMATHESIS=schemathesis==4.32.5
 PROMETHEUS_OPERATOR_MODULE=github.com/prometheus-operator/prometheus-operator@v0.87.1
 CRD_SCHEMA_DIR="$LOCAL_DIR/crd-schemas"
+# Debian's package, whatever release the mirror has (Debian 12: 2.42; a pinned one would vanish
+# with its next security update): `go install` of promtool builds all of Prometheus (every service
+# discovery's SDK), which did not finish in 25 minutes on a 2-core machine.
+PROMETHEUS_DEB=prometheus
 
 SCHEMA_ROOT="$LOCAL_DIR/kubernetes-schemas"
 SCHEMA_GLOB="$SCHEMA_ROOT/v*-local-strict"
@@ -96,6 +102,26 @@ ensure_crd_schemas() {
   echo "$PROMETHEUS_OPERATOR_MODULE" >"$stamp"
 }
 
+ensure_promtool() {
+  local stamp="$BIN_DIR/.promtool.version" work
+  if [[ -x $BIN_DIR/promtool && -f $stamp ]]; then
+    log "promtool: $(cat "$stamp") already unpacked"
+    return 0
+  fi
+  log "promtool: apt-get download $PROMETHEUS_DEB"
+  work=$(mktemp -d)
+  # Downloaded into a folder the _apt user can write, or apt warns and falls back to root.
+  chmod 777 "$work"
+  (cd "$work" && apt-get download -q "$PROMETHEUS_DEB" >/dev/null 2>&1) ||
+    { apt-get update -q >/dev/null && (cd "$work" && apt-get download -q "$PROMETHEUS_DEB" >/dev/null); } ||
+    die "apt-get download $PROMETHEUS_DEB failed"
+  dpkg-deb -x "$work"/prometheus_*.deb "$work/unpacked" || die "could not unpack $PROMETHEUS_DEB"
+  mkdir -p "$BIN_DIR"
+  install -m 755 "$work/unpacked/usr/bin/promtool" "$BIN_DIR/promtool"
+  dpkg-deb -f "$work"/prometheus_*.deb Version >"$stamp"
+  rm -rf "$work"
+}
+
 # A venv of its own keeps schemathesis and its dependencies away from the machine's Python.
 ensure_schemathesis() {
   local venv="$LOCAL_DIR/venv" stamp="$LOCAL_DIR/venv/.schemathesis.version"
@@ -146,10 +172,11 @@ case "${1:-up}" in
     mailpit_build
     ensure_schemas
     ensure_crd_schemas
+    ensure_promtool
     ensure_schemathesis
     ensure_browsers
     ensure_agent_venvs
-    log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, $BIN_DIR/mailpit, schemas in $(schema_dir) and $CRD_SCHEMA_DIR, $LOCAL_DIR/venv/bin/schemathesis"
+    log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, $BIN_DIR/promtool, $BIN_DIR/mailpit, schemas in $(schema_dir) and $CRD_SCHEMA_DIR, $LOCAL_DIR/venv/bin/schemathesis"
     ;;
   env) cmd_env ;;
   *) die "usage: deploy/tools.sh [up|env]" ;;

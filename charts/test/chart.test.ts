@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 import { readComponents } from '@herald/components';
 import { Env } from '@herald/config';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 
 // The Helm chart, checked with the real tools: helm lint and template (values.schema.json
 // included), kubeconform against the Kubernetes JSON schemas, then facts of the rendered objects.
@@ -125,6 +125,7 @@ interface Result {
 
 let helm: string;
 let kubeconform: string;
+let promtool: string;
 let schemaDir: string;
 let crdSchemaDir: string;
 let helmHome: string;
@@ -159,12 +160,13 @@ before(async () => {
   const bin = exported.get('HERALD_TOOLS_BIN') ?? '';
   helm = join(bin, 'helm');
   kubeconform = join(bin, 'kubeconform');
+  promtool = join(bin, 'promtool');
   schemaDir = exported.get('KUBERNETES_SCHEMA_DIR') ?? '';
   crdSchemaDir = exported.get('CRD_SCHEMA_DIR') ?? '';
   const schemas = schemaDir === '' ? [] : await readdir(schemaDir).catch(() => []);
   const crdSchemas = crdSchemaDir === '' ? [] : await readdir(crdSchemaDir).catch(() => []);
-  if (!(await executable(helm)) || !(await executable(kubeconform)) || schemas.length === 0 || crdSchemas.length === 0) {
-    throw new Error('helm, kubeconform or the Kubernetes and CRD JSON schemas are missing under .local: run deploy/tools.sh (npm test runs it)');
+  if (!(await executable(helm)) || !(await executable(kubeconform)) || !(await executable(promtool)) || schemas.length === 0 || crdSchemas.length === 0) {
+    throw new Error('helm, kubeconform, promtool or the Kubernetes and CRD JSON schemas are missing under .local: run deploy/tools.sh (npm test runs it)');
   }
 });
 after(() => rm(helmHome, { recursive: true, force: true }));
@@ -817,7 +819,28 @@ describe('metrics: scrape annotations, PodMonitor, PrometheusRule and the dashbo
       assert.ok(['warning', 'critical'].includes(rule.labels.severity ?? ''), rule.alert);
     }
     const restarting = rules.find((rule) => rule.alert === 'HeraldComponentRestarting');
+    assert.ok(restarting);
     assert.match(restarting?.expr ?? '', new RegExp(`container=~"${[...COMPONENTS].sort().join('\\|')}"`));
+  });
+
+  test('promtool: each alert fires on the series that should raise it and stays quiet on the others (charts/test/alerts.promtool.yaml)', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'herald-rules-'));
+    try {
+      const groups = one<PrometheusRule>(objects, 'PrometheusRule', 'herald').spec.groups;
+      await writeFile(join(folder, 'herald-rules.yaml'), stringify({ groups }));
+      await writeFile(join(folder, 'alerts.promtool.yaml'), await readFile(join(root, 'charts/test/alerts.promtool.yaml'), 'utf8'));
+      const checked = await run(promtool, ['check', 'rules', join(folder, 'herald-rules.yaml')]);
+      assert.equal(checked.code, 0, checked.stdout + checked.stderr);
+      assert.match(checked.stdout, /SUCCESS: 7 rules found/);
+      const tested = await run(promtool, ['test', 'rules', join(folder, 'alerts.promtool.yaml')]);
+      assert.equal(tested.code, 0, tested.stdout + tested.stderr);
+      assert.match(tested.stdout, /SUCCESS/);
+      // Every alert has a test.
+      const tests = await readFile(join(folder, 'alerts.promtool.yaml'), 'utf8');
+      for (const { rules } of groups) for (const rule of rules) assert.match(tests, new RegExp(`alertname: ${rule.alert}$`, 'm'), rule.alert);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 
   test('the dashboard ConfigMap holds charts/herald/files/grafana/herald.json, for the Grafana sidecar', async () => {
