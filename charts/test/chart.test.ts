@@ -239,6 +239,14 @@ test('kubeconform refuses what Kubernetes would: the validation is real', async 
   assert.match(result.stdout, /Valid: 0, Invalid: 1, Errors: 0/);
 });
 
+test('charts/herald/README.md is what scripts/chart-readme.mjs makes of values.yaml: every value, its default and its comment', async () => {
+  const generated = await run(process.execPath, ['scripts/chart-readme.mjs', '--print']);
+  assert.equal(generated.code, 0, generated.stderr);
+  assert.equal(await readFile(join(chart, 'README.md'), 'utf8'), generated.stdout, 'the chart README drifted from values.yaml: run npm run generate');
+  assert.match(generated.stdout, /^\| `metrics\.port` \| `9464` \| 0: no endpoint \(and none of the objects below\)\. \|$/m);
+  assert.match(generated.stdout, /^\| `components\.gateway\.port` \| `8080` \| {2}\|$/m);
+});
+
 test('helm lint --strict accepts the chart with its defaults and with ci/production-values.yaml', async () => {
   for (const args of [[], ['--values', productionValues]]) {
     const result = await run(helm, ['lint', '--strict', chart, ...args]);
