@@ -16,6 +16,9 @@
 #                            next start recovers: PostgreSQL from its WAL, Kafka its logs; Redis,
 #                            which saves nothing here, starts empty); prints the pid killed, fails
 #                            when none runs
+#   deploy/infra.sh pid <postgres|redis|kafka|mailpit>
+#                            print the running server's pid; fails when none runs (a drill
+#                            compares it before and after a fault, to prove the fault bit)
 #
 # Change ports only while everything is stopped (the running servers keep their old ports).
 # shellcheck source-path=SCRIPTDIR
@@ -127,6 +130,16 @@ cmd_component() {
   esac
 }
 
+cmd_pid() {
+  case "$1" in
+    postgres) pg_pid ;;
+    redis) redis_pid ;;
+    kafka) kafka_pid ;;
+    mailpit) mailpit_pid ;;
+    *) die "unknown component '$1' (postgres, redis, kafka or mailpit)" ;;
+  esac || die "$1: not running"
+}
+
 # crash_running <name> <pid function> <pattern>: a crash of nothing is an error, so a drill whose
 # fault found no server fails instead of passing as a no-op.
 crash_running() {
@@ -142,6 +155,7 @@ case "${1:-}" in
   start) cmd_component start "${2:-}" ;;
   restart) cmd_component restart "${2:-}" ;;
   crash) cmd_component crash "${2:-}" ;;
+  pid) cmd_pid "${2:-}" ;;
   env) cmd_env ;;
   reset) cmd_reset ;;
   *)

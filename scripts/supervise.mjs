@@ -1,20 +1,27 @@
 // Runs every Herald process on this machine, as the component registry (the Helm chart's
 // `components`) lists them: the services on loopback gRPC at the chart's ports, the gateway on
 // http://localhost:8080 (PORT). Like the cluster, a process that exits is started again with a
-// capped backoff, and the others keep running; Ctrl-C (or SIGTERM) drains them all.
+// capped backoff, and the others keep running; Ctrl-C (or SIGTERM) drains them all. The processes
+// are started by @herald/launcher, as the test stacks and the benchmarks start theirs; each ends at
+// once if this supervisor is killed.
 //
 // SUPERVISE_PORTS (comma-separated, in registry order) replaces the chart's ports: a second local
 // stack, or a test of this script. Each process serves Prometheus metrics on its own port, from
 // METRICS_PORT (default 9464) on, in registry order; METRICS_PORT=0 serves none.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 
-import { loopbackEnv, readComponents, repositoryRoot } from '@herald/components';
+import { readComponents } from '@herald/components';
+import { launchComponent } from '@herald/launcher';
 
-const RESTART_FIRST_MS = 500;
-const RESTART_CAP_MS = 30_000;
-/** A process that ran this long before exiting was healthy: its next restart starts the backoff over. */
-const HEALTHY_AFTER_MS = 60_000;
+/**
+ * Restart n waits between half of and all of 0.5 s, 1 s, 2 s, ... 30 s (equal jitter: a process
+ * that keeps crashing is never started again at once).
+ */
+const RESTART = {
+  backoff: { baseMs: 500, capMs: 30_000, jitter: 'equal' },
+  /** A process that ran this long before exiting was healthy: its next restart starts the backoff over. */
+  healthyAfterMs: 60_000,
+};
 
 const components = readComponents();
 const given = process.env.SUPERVISE_PORTS ? process.env.SUPERVISE_PORTS.split(',').map(Number) : undefined;
@@ -39,58 +46,39 @@ const localEnv = {
 };
 
 const log = (message) => console.error(`[supervise] ${message}`);
-const running = new Map();
 let stopping = false;
 
-function start(component, restarts = 0) {
-  const startedAt = Date.now();
-  const child = spawn(process.execPath, ['--import', '@herald/telemetry/register', component.entry], {
-    cwd: repositoryRoot,
-    env: {
-      ...process.env,
-      HERALD_SERVICE: component.name,
-      OTEL_SERVICE_NAME: `herald-${component.name}`,
-      ...loopbackEnv(component, ports),
-      METRICS_PORT: String(metricsPorts[component.name]),
-      ...localEnv[component.name],
-    },
-    stdio: 'inherit',
-  });
-  running.set(component.name, child);
-  log(`${component.name} started (pid ${child.pid}, port ${ports[component.name]})`);
-  child.on('exit', (code, signal) => {
-    running.delete(component.name);
-    if (stopping) return;
-    const healthy = Date.now() - startedAt >= HEALTHY_AFTER_MS;
-    const attempt = healthy ? 0 : restarts;
-    const delayMs = Math.min(RESTART_CAP_MS, RESTART_FIRST_MS * 2 ** attempt);
-    log(`${component.name} exited (${signal ?? code}); restarting in ${delayMs} ms`);
-    setTimeout(() => {
-      if (!stopping) start(component, attempt + 1);
-    }, delayMs);
-  });
+const processes = await Promise.all(
+  components.map((component) =>
+    launchComponent(component, {
+      ports,
+      ready: 'none',
+      stdio: 'inherit',
+      env: { METRICS_PORT: String(metricsPorts[component.name]), ...localEnv[component.name] },
+      restart: RESTART,
+      onEvent(event) {
+        if (event.kind === 'started') log(`${component.name} started (pid ${event.pid}, port ${ports[component.name]})`);
+        else if (event.restartInMs !== undefined) log(`${component.name} exited (${event.code}); restarting in ${event.restartInMs} ms`);
+      },
+    }),
+  ),
+);
+
+if (firstMetricsPort !== 0) {
+  log(`Prometheus metrics: ${components.map((component) => `${component.name} http://127.0.0.1:${metricsPorts[component.name]}/metrics`).join(', ')}`);
 }
 
-function stopAll(code) {
+async function stopAll(code) {
   if (stopping) {
     // A second Ctrl-C: no more waiting.
-    for (const child of running.values()) child.kill('SIGKILL');
+    for (const running of processes) void running.stop('SIGKILL');
     return;
   }
   stopping = true;
   log('draining every process');
-  for (const child of running.values()) child.kill('SIGTERM');
-  const exitWhenDone = setInterval(() => {
-    if (running.size === 0) {
-      clearInterval(exitWhenDone);
-      process.exit(code);
-    }
-  }, 100);
+  await Promise.all(processes.map((running) => running.stop('SIGTERM')));
+  process.exit(code);
 }
 
-for (const component of components) start(component);
-if (firstMetricsPort !== 0) {
-  log(`Prometheus metrics: ${components.map((component) => `${component.name} http://127.0.0.1:${metricsPorts[component.name]}/metrics`).join(', ')}`);
-}
-process.on('SIGINT', () => stopAll(0));
-process.on('SIGTERM', () => stopAll(0));
+process.on('SIGINT', () => void stopAll(0));
+process.on('SIGTERM', () => void stopAll(0));

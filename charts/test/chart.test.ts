@@ -406,7 +406,6 @@ describe('the default values', () => {
     assert.deepEqual(env(objects, 'flow'), {
       ...grpc('flow'),
       ...kafka,
-      ACCOUNT_GRPC_URL: 'herald-account:50051',
       CAMPAIGN_GRPC_URL: 'herald-campaign:50053',
       FLOW_RUN_BATCH_SIZE: '500',
       FLOW_RUN_CONCURRENCY: '2000',
@@ -426,7 +425,15 @@ describe('the default values', () => {
     assert.deepEqual(env(objects, 'policy'), { ...grpc('policy'), POLICY_CACHE_SIZE: '10000' });
     assert.deepEqual(env(objects, 'decision'), {
       ...grpc('decision'),
+      ...kafka,
       ACCOUNT_GRPC_URL: 'herald-account:50051',
+      AUDIENCE_GRPC_URL: 'herald-audience:50052',
+      CAMPAIGN_GRPC_URL: 'herald-campaign:50053',
+      PUBLIC_ORIGIN: 'http://localhost:8080',
+      QUESTION_DELIVERY_RETRY_BASE_MS: '1000',
+      QUESTION_DELIVERY_RETRY_CAP_MS: '60000',
+      QUESTION_DELIVERY_POLL_MS: '1000',
+      QUESTION_DELIVERY_LEASE_MS: '30000',
       ASK_LIFETIME_SECONDS: '600',
       EXPIRY_SWEEP_MS: '1000',
       WEBHOOK_TIMEOUT_MS: '10000',
@@ -455,9 +462,9 @@ describe('the default values', () => {
         trustProxy: ['uniquelocal'],
       },
       campaign: { accountGrpcUrl: 'herald-account:50051', audienceGrpcUrl: 'herald-audience:50052' },
-      flow: { accountGrpcUrl: 'herald-account:50051', campaignGrpcUrl: 'herald-campaign:50053' },
+      flow: { campaignGrpcUrl: 'herald-campaign:50053' },
       delivery: { accountGrpcUrl: 'herald-account:50051' },
-      decision: { accountGrpcUrl: 'herald-account:50051' },
+      decision: { accountGrpcUrl: 'herald-account:50051', audienceGrpcUrl: 'herald-audience:50052', campaignGrpcUrl: 'herald-campaign:50053' },
     };
     for (const name of COMPONENTS) {
       const script = name === 'gateway' ? 'gateway/dist/src/config.js' : `services/${name}/dist/src/config.js`;
@@ -501,7 +508,7 @@ describe('the default values', () => {
     };
     const postgres = { ports: tcp(5432) };
     const kafka = { ports: tcp(9092) };
-    // Browser push services and webhook receivers: public addresses only.
+    // Browser push services, webhook receivers and OpenID providers: public addresses only.
     const internet = {
       ports: tcp(443),
       to: [
@@ -520,21 +527,22 @@ describe('the default values', () => {
     }
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }, scraped]);
     assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }, kafka]);
-    assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'flow', 'gateway'));
-    // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address.
-    assert.deepEqual(policy('account').egress, [dns, postgres, kafka, { ports: tcp(587, 465) }]);
-    assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'gateway'));
+    assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'gateway'));
+    // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address; the
+    // workspaces' OpenID providers (single sign-on).
+    assert.deepEqual(policy('account').egress, [dns, postgres, kafka, { ports: tcp(587, 465) }, internet]);
+    assert.deepEqual(policy('audience').ingress, calledBy(50052, 'campaign', 'decision', 'gateway'));
     assert.deepEqual(policy('audience').egress, [dns, postgres, kafka]);
-    assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'flow', 'gateway'));
+    assert.deepEqual(policy('campaign').ingress, calledBy(50053, 'decision', 'flow', 'gateway'));
     assert.deepEqual(policy('campaign').egress, [dns, call('account'), call('audience'), postgres, kafka]);
     assert.deepEqual(policy('delivery').ingress, calledBy(50054, 'gateway'));
     assert.deepEqual(policy('delivery').egress, [dns, call('account'), postgres, kafka, internet]);
     assert.deepEqual(policy('policy').ingress, calledBy(50055, 'gateway'));
     assert.deepEqual(policy('policy').egress, [dns, postgres]);
     assert.deepEqual(policy('decision').ingress, calledBy(50056, 'gateway'));
-    assert.deepEqual(policy('decision').egress, [dns, call('account'), postgres, { ports: tcp(6379) }, internet]);
+    assert.deepEqual(policy('decision').egress, [dns, call('account'), call('audience'), call('campaign'), postgres, { ports: tcp(6379) }, kafka, internet]);
     assert.deepEqual(policy('flow').ingress, calledBy(50057, 'gateway'));
-    assert.deepEqual(policy('flow').egress, [dns, call('account'), call('campaign'), postgres, kafka]);
+    assert.deepEqual(policy('flow').egress, [dns, call('campaign'), postgres, kafka]);
   });
 });
 
@@ -595,12 +603,14 @@ describe('ci/production-values.yaml', () => {
     assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080), from: namespace('ingress-nginx') }, { ports: tcp(9464) }]);
     const collector = { ports: tcp(4317, 4318), to: namespace('observability') };
     assert.deepEqual(policy('gateway').egress.slice(-3), [{ ports: tcp(6379), to: namespace('redis') }, { ports: tcp(9092), to: namespace('data') }, collector]);
-    assert.deepEqual(policy('account').egress.slice(-4), [
+    assert.deepEqual(policy('account').egress.slice(-5, -2), [
       { ports: tcp(5432), to: [{ ipBlock: { cidr: '10.20.0.0/24' } }] },
       { ports: tcp(9092), to: namespace('data') },
       { ports: tcp(587), to: [{ ipBlock: { cidr: '10.30.0.25/32' } }] },
-      collector,
     ]);
+    // The internet (OpenID providers) as the default values give it, then the collector.
+    assert.deepEqual(policy('account').egress.slice(-2).map((rule) => rule.ports), [tcp(443), collector.ports]);
+    assert.deepEqual(policy('account').egress.at(-1), collector);
   });
 });
 

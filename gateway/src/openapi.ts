@@ -242,7 +242,7 @@ export async function registerOpenApi(app: FastifyInstance, publicOrigin: string
             type: 'apiKey',
             in: 'cookie',
             name: 'herald_session',
-            description: "A signed-in member's session (POST /sign-in/links, then the emailed link); its role decides what it may call, and every state-changing request also needs the X-CSRF-Token header from GET /me",
+            description: "A signed-in member's session (POST /sign-in/links, then the emailed link; or POST /sign-in/passkey); its role decides what it may call, and every state-changing request also needs the X-CSRF-Token header from GET /me",
           },
         },
       },

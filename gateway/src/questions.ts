@@ -1,7 +1,7 @@
+import { ASK_EXPIRED_HINT, askStatusOf, askStillOpenHint, type QuestionStatus } from '@herald/domain';
 import { invalidFields } from '@herald/errors';
 import type { Principal } from '@herald/proto/herald/account/v1/account';
-import type { Targeting } from '@herald/proto/herald/audience/v1/audience';
-import type { CreateQuestionRequest, Question, QuestionKind } from '@herald/proto/herald/decision/v1/decision';
+import type { OpenQuestionRequest, Question, QuestionKind } from '@herald/proto/herald/decision/v1/decision';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
@@ -10,7 +10,7 @@ import type { ServiceClients } from './clients.js';
 import { orNull } from './schemas/common.js';
 import type { Waiters } from './waiters.js';
 
-/** What POST /ask and POST /decisions share: the question's fields, their checks, its push, and waiting for its answer. */
+/** What POST /ask and POST /decisions share: the question's fields, their checks, and waiting for its answer (the decision service opens and delivers it). */
 
 /** What the /ask, /decisions and answer-page routes are built from. */
 export interface QuestionRouteOptions {
@@ -47,20 +47,21 @@ interface QuestionInput {
   callbackUrl?: string;
 }
 
-/** A CreateQuestion request with what /ask and /decisions fill alike; each sets the rest. */
-export function newQuestion(principal: Principal, kind: QuestionKind, body: QuestionInput): CreateQuestionRequest {
+/** An OpenQuestion request with what /ask and /decisions fill alike; each sets the rest. */
+export function newQuestion(principal: Principal, kind: QuestionKind, body: QuestionInput): OpenQuestionRequest {
   return {
-    workspaceId: principal.workspaceId,
+    caller: principal,
     kind,
-    keyId: principal.keyId,
     type: body.type ?? 'confirm',
     question: body.question,
     options: body.options ?? [],
     context: body.context ?? '',
     placeholder: body.placeholder ?? '',
     agentName: body.agentName ?? '',
-    mode: principal.approvalMode,
     callbackUrl: body.callbackUrl ?? '',
+    subscriberIds: [],
+    externalIds: [],
+    tags: [],
     audience: '',
     externalId: '',
     toolName: '',
@@ -68,10 +69,6 @@ export function newQuestion(principal: Principal, kind: QuestionKind, body: Ques
     parametersJson: '',
     lifetimeSeconds: 0,
     idempotencyKey: '',
-    requestHash: '',
-    subscriberIds: [],
-    externalIds: [],
-    tags: [],
     requireReachable: false,
   };
 }
@@ -85,40 +82,6 @@ export function checkQuestion({ type = 'confirm', options }: QuestionInput): voi
 
 /** The answer page of a question (its token is signed by the decision service). */
 export const answerPageUrl = (publicOrigin: string, question: Question) => `${publicOrigin}/a/${question.answerToken}`;
-
-/**
- * Pushes a new question to the matching approver devices (subscribers with a verified external
- * id; the campaign service's QueueQuestion targets no one else) through the campaign service: the
- * answer page as its URL, Yes/No action buttons for a confirm question (the service worker posts
- * the action to answerUrl). Terminal approval mode pushes nothing. A push that cannot be queued
- * leaves the question answerable through its link, so it is logged, not failed.
- */
-export async function pushQuestion(
-  { clients, publicOrigin }: Pick<QuestionRouteOptions, 'clients' | 'publicOrigin'>,
-  request: FastifyRequest,
-  question: Question,
-  targeting: Omit<Targeting, 'verifiedOnly'>,
-): Promise<void> {
-  if (question.mode === 'terminal') return;
-  try {
-    await clients.campaign.queueQuestion({
-      workspaceId: question.workspaceId,
-      siteId: principalOf(request).siteId,
-      content: {
-        title: question.agentName ? `${question.agentName} asks` : 'A question for you',
-        body: question.question,
-        url: answerPageUrl(publicOrigin, question),
-        iconUrl: '',
-        imageUrl: '',
-        actions: question.type === 'confirm' ? [{ action: 'yes', title: 'Yes' }, { action: 'no', title: 'No' }] : [],
-        answerUrl: `${publicOrigin}/api/v1/answer/${question.answerToken}`,
-      },
-      targeting: { ...targeting, verifiedOnly: true },
-    });
-  } catch (err) {
-    request.log.warn({ err, questionId: question.id }, 'the question could not be pushed; it stays answerable through its link');
-  }
-}
 
 /** A confirm answer may be sent as a boolean; it is stored as yes | no. */
 export const answerText = (answer: string | boolean): string => (typeof answer === 'boolean' ? (answer ? 'yes' : 'no') : answer);
@@ -154,6 +117,25 @@ export async function holdForAnswer(
   return { question: record, timedOut: timedOut && record.status === 'pending' };
 }
 
+/** One page of a workspace's questions of one kind, newest first (GET /ask, GET /decisions). */
+export async function listQuestions(
+  clients: ServiceClients,
+  request: FastifyRequest,
+  kind: QuestionKind,
+  { status, limit, cursor }: { status?: QuestionStatus; limit: number; cursor?: string },
+): Promise<{ questions: Question[]; hasMore: boolean; nextCursor: string | null }> {
+  const principal = principalOf(request);
+  const { questions, nextCursor } = await clients.decision.listQuestions({
+    workspaceId: principal.workspaceId,
+    kind,
+    status: status ?? '',
+    externalIdScope: principal.boundExternalId,
+    limit,
+    cursor: cursor ?? '',
+  });
+  return { questions, hasMore: nextCursor !== '', nextCursor: orNull(nextCursor) };
+}
+
 /** The ask record. `timedOut`: this call waited and no answer came, though the question is still open. */
 export function askRecord(question: Question, publicOrigin: string, timedOut = false) {
   const pollUrl = `${publicOrigin}/api/v1/server/ask/${question.id}`;
@@ -166,25 +148,21 @@ export function askRecord(question: Question, publicOrigin: string, timedOut = f
     expiresInSeconds: question.expiresInSeconds,
     mode: question.mode,
   };
-  switch (question.status) {
+  const status = askStatusOf(question.status as QuestionStatus);
+  switch (status) {
     case 'answered':
-      return { ...base, status: 'answered' as const, answered: true, value: question.answer };
-    case 'cancelled':
-      return { ...base, status: 'withdrawn' as const, answered: false };
-    case 'expired':
-      return {
-        ...base,
-        status: 'timeout' as const,
-        answered: false,
-        hint: 'Nobody answered before the question expired; treat it as not approved. Ask again if it still matters.',
-      };
+      return { ...base, status, answered: true, value: question.answer };
+    case 'withdrawn':
+      return { ...base, status, answered: false };
+    case 'timeout':
+      return { ...base, status, answered: false, hint: ASK_EXPIRED_HINT };
     default:
-      if (!timedOut) return { ...base, status: 'pending' as const, answered: false };
+      if (!timedOut) return { ...base, status, answered: false };
       return {
         ...base,
         status: 'timeout' as const,
         answered: false,
-        hint: `No answer yet. The question stays open for ${question.expiresInSeconds} more seconds: wait again with GET ${pollUrl}?wait=${MAX_WAIT_SECONDS}, or withdraw it with DELETE.`,
+        hint: askStillOpenHint(question.expiresInSeconds, `wait again with GET ${pollUrl}?wait=${MAX_WAIT_SECONDS}, or withdraw it with DELETE`),
       };
   }
 }

@@ -4,6 +4,8 @@ import { HeraldError } from '@herald/errors';
 import type { Member } from '@herald/proto/herald/account/v1/account';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
+import { enforceRateLimit, type RateLimiter } from './rate-limit.js';
+
 /**
  * Members' sessions: the `herald_session` cookie (HttpOnly, SameSite=Lax, Path=/, Secure unless
  * the public origin is plain-HTTP loopback) whose value is the session id the account service
@@ -38,6 +40,11 @@ export function sessionOf(request: FastifyRequest): SessionContext {
   return request.session;
 }
 
+/** Counts a sign-in attempt (asking for a link, using one, a passkey ceremony) against the client IP's limit. */
+export async function limitSignInAttempts(limiter: RateLimiter, request: FastifyRequest, reply: FastifyReply, limitPerMinute: number): Promise<void> {
+  await enforceRateLimit(limiter, reply, `sign-in-ip:${request.ip}`, limitPerMinute);
+}
+
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** Secure is off only where a browser could not send it back: plain HTTP on loopback. */
@@ -46,17 +53,20 @@ export function cookieIsSecure(publicOrigin: string): boolean {
   return !(protocol === 'http:' && (LOOPBACK_HOSTS.has(hostname) || hostname.endsWith('.localhost')));
 }
 
-/** The session id in the Cookie header, if any (the first one of that name). */
-export function sessionCookie(request: FastifyRequest): string | undefined {
+/** A cookie's value in the Cookie header, if any (the first one of that name). */
+export function cookieValue(request: FastifyRequest, name: string): string | undefined {
   for (const part of (request.headers.cookie ?? '').split(';')) {
     const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === SESSION_COOKIE) {
+    if (at > 0 && part.slice(0, at).trim() === name) {
       const value = part.slice(at + 1).trim();
       return value === '' ? undefined : value;
     }
   }
   return undefined;
 }
+
+/** The session id in the Cookie header, if any. */
+export const sessionCookie = (request: FastifyRequest): string | undefined => cookieValue(request, SESSION_COOKIE);
 
 export function setSessionCookie(reply: FastifyReply, sessionId: string, expiresAt: string, secure: boolean): void {
   void reply.header(
@@ -75,12 +85,15 @@ const csrfRefused = (hint: string): HeraldError => new HeraldError('forbidden', 
 
 /**
  * A request that comes from this origin's pages: a browser's Sec-Fetch-Site (when sent) says
- * same-origin (or none: typed by the user), and its Origin (when sent) is the public origin.
+ * same-origin (or none: typed by the user), and its Origin (when sent) is the public origin. A
+ * form posted from a page whose Referrer-Policy is no-referrer (the sign-in link's) carries
+ * `Origin: null`: accepted only when Sec-Fetch-Site vouches for the same origin.
  */
 export function assertSameOrigin(request: FastifyRequest, publicOrigin: string): void {
   const site = request.headers['sec-fetch-site'];
   if (site !== undefined && site !== 'same-origin' && site !== 'none') throw csrfRefused('The request came from another site.');
   const origin = request.headers.origin;
+  if (origin === 'null' && site === 'same-origin') return;
   if (origin !== undefined && origin !== new URL(publicOrigin).origin) throw csrfRefused(`The request's Origin is not ${new URL(publicOrigin).origin}.`);
 }
 

@@ -347,8 +347,9 @@ test("another tenant's id in any path parameter is a 404, for every operation, a
     'POST /decisions/{decisionId}': { answer: 'yes' },
   };
   const document = (await call<{ paths: Record<string, Record<string, unknown>> }>(stack.gatewayUrl, '/openapi.json')).body;
+  // Session-only paths (/me/...: a key is 403 there) are swept with another workspace's member in passkeys.test.ts.
   const operations = Object.entries(document.paths).flatMap(([path, item]) =>
-    path.startsWith(SERVER_API) && path.includes('{') ? Object.keys(item).filter((method) => ['get', 'post', 'patch', 'delete'].includes(method)).map((method) => [method.toUpperCase(), path.slice(SERVER_API.length)] as const) : [],
+    path.startsWith(SERVER_API) && path.includes('{') && !path.startsWith(`${SERVER_API}/me/`) ? Object.keys(item).filter((method) => ['get', 'post', 'patch', 'delete'].includes(method)).map((method) => [method.toUpperCase(), path.slice(SERVER_API.length)] as const) : [],
   );
   // A resource added later fails here by name until this test makes one to point at.
   const parameters = new Set(operations.flatMap(([, path]) => [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1])));

@@ -12,19 +12,18 @@ import {
   SERVER_API,
   startMailpit,
   startStack,
-  type ApiResponse,
   type Mailpit,
   type RequestOptions,
   type Stack,
   type TestDatabase,
-  type TestWorkspace,
   within,
 } from '@herald/testkit';
 import type pg from 'pg';
 
+import { memberSessions, newAddress, ORIGIN, type Me, type MemberBody, type Session } from './member-sessions.js';
+
 // Members, sign-in by email link (read from a real Mailpit), sessions and roles, through HTTP.
 
-const ORIGIN = 'http://localhost:8080'; // the stack's PUBLIC_ORIGIN (links and the Origin check)
 const ADDRESS_LIMIT = 5;
 const gatewayEnv = { SIGN_IN_ADDRESS_RATE_LIMIT_PER_MINUTE: String(ADDRESS_LIMIT), SIGN_IN_IP_RATE_LIMIT_PER_MINUTE: '1000' };
 const testDatabaseUrl = process.env.DATABASE_URL;
@@ -54,73 +53,12 @@ after(async () => {
   await database.drop();
 });
 
-interface MemberBody {
-  id: string;
-  email: string;
-  displayName: string;
-  role: string;
-  status: string;
-  createdAt: string;
-  lastSignInAt: string | null;
-}
-interface Me {
-  member: MemberBody;
-  workspace: { id: string; name: string };
-  role: string;
-  csrfToken: string;
-}
-interface Session {
-  id: string;
-  csrf: string;
-}
-
-let addressCounter = 0;
-const newAddress = (who: string) => `${who}-${process.pid}-${(addressCounter += 1)}@example.test`;
 const tokenOf = (url: string) => new URL(url).pathname.replace('/sign-in/', '');
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
-
-/** A request with the session's cookie, and on a state change its CSRF token and this origin. */
-function withSession(session: Session, path: string, options: RequestOptions & { csrf?: string | null } = {}): Promise<ApiResponse<Record<string, unknown>>> {
-  const { csrf = session.csrf, ...rest } = options;
-  const headers: Record<string, string> = { cookie: `herald_session=${session.id}`, ...rest.headers };
-  if (csrf !== null && (rest.method ?? 'GET') !== 'GET') headers['x-csrf-token'] = csrf;
-  return call(stack.gatewayUrl, path, { ...rest, headers });
-}
-
-/** The sign-in link of the `index`th message to `address` (the mail's text, as a person reads it). */
-async function linkFromMail(address: string, index: number): Promise<string> {
-  const message = await mailpit.waitForMessage(address, { since: index });
-  assert.equal(message.from, 'no-reply@herald.test');
-  const link = /(http:\/\/localhost:8080\/sign-in\/[A-Za-z0-9_-]{43})\s/.exec(message.text)?.[1];
-  assert.ok(link, message.text);
-  return link;
-}
-
-/** Opens the link's page (GET never uses it up), then presses its button (the POST). */
-async function useLink(link: string, headers: Record<string, string> = {}): Promise<Response> {
-  const path = new URL(link).pathname;
-  const page = await fetch(`${stack.gatewayUrl}${path}`);
-  assert.equal(page.status, 200);
-  assert.match(await page.text(), new RegExp(`<form method="post" action="${path}"><button type="submit">Sign in</button></form>`));
-  return fetch(`${stack.gatewayUrl}${path}`, { method: 'POST', headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: '' });
-}
-
-async function signInWith(link: string): Promise<Session> {
-  const response = await useLink(link);
-  assert.equal(response.status, 200, await response.clone().text());
-  const cookie = response.headers.get('set-cookie') ?? '';
-  const id = /^herald_session=([A-Za-z0-9_-]{43}); /.exec(cookie)?.[1];
-  assert.ok(id, cookie);
-  const me = await withSession({ id, csrf: '' }, `${SERVER_API}/me`);
-  assert.equal(me.status, 200, JSON.stringify(me.body));
-  return { id, csrf: (me.body as unknown as Me).csrfToken };
-}
-
-async function firstOwner(workspace: TestWorkspace): Promise<{ session: Session; email: string; memberId: string }> {
-  const email = newAddress('owner');
-  const invited = await admin<{ memberId: string; signInUrl: string }>('member', 'invite', '--workspace', workspace.workspaceId, '--email', email, '--role', 'owner', '--name', 'Olive Owner');
-  return { session: await signInWith(invited.signInUrl), email, memberId: invited.memberId };
-}
+const { withSession, linkFromMail, useLink, signInWith, firstOwner } = memberSessions(
+  () => stack.gatewayUrl,
+  () => mailpit,
+);
 
 /** The owner invites `role`; the invitee signs in with the link of the invite mail. */
 async function invite(owner: Session, role: string): Promise<{ session: Session; member: MemberBody }> {
@@ -333,7 +271,13 @@ test('CSRF: a state change with a session needs the X-CSRF-Token and this origin
   const forged = await fetch(`${stack.gatewayUrl}${path}`, { method: 'POST', headers: { origin: 'https://evil.example' } });
   assert.equal(forged.status, 403);
   assert.equal(forged.headers.get('set-cookie'), null);
-  assert.equal((await useLink(link)).status, 200);
+  // `Origin: null` (what a no-referrer page's form sends) counts only when Sec-Fetch-Site says same-origin.
+  for (const headers of [{ origin: 'null' }, { origin: 'null', 'sec-fetch-site': 'cross-site' }]) {
+    const opaque = await fetch(`${stack.gatewayUrl}${path}`, { method: 'POST', headers });
+    assert.equal(opaque.status, 403);
+    assert.equal(opaque.headers.get('set-cookie'), null);
+  }
+  assert.equal((await useLink(link, { origin: 'null', 'sec-fetch-site': 'same-origin' })).status, 200);
   assert.equal((await useLink(invite)).status, 200, 'each link is its own');
 });
 

@@ -150,11 +150,11 @@ test("security: a full key or a member's session on server routes, the site key 
       type: 'apiKey',
       in: 'cookie',
       name: 'herald_session',
-      description: "A signed-in member's session (POST /sign-in/links, then the emailed link); its role decides what it may call, and every state-changing request also needs the X-CSRF-Token header from GET /me",
+      description: "A signed-in member's session (POST /sign-in/links, then the emailed link; or POST /sign-in/passkey); its role decides what it may call, and every state-changing request also needs the X-CSRF-Token header from GET /me",
     },
   });
   const siteKeyPaths = ['/api/v1/subscribe', '/api/v1/subscription-change', '/api/v1/unsubscribe', '/api/v1/sdk-config'];
-  const publicPaths = ['/api/v1/site/{siteSlug}', '/api/v1/events', '/api/v1/answer/{token}', '/api/v1/enroll/{token}', '/api/v1/server/sign-in/links'];
+  const publicPaths = ['/api/v1/site/{siteSlug}', '/api/v1/events', '/api/v1/answer/{token}', '/api/v1/enroll/{token}', '/api/v1/server/sign-in/links', '/api/v1/server/sign-in/passkey/options', '/api/v1/server/sign-in/passkey'];
   for (const { path, method, operation } of operations()) {
     const server = path.startsWith('/api/v1/server/') && !publicPaths.includes(path);
     const expected = server ? [{ apiKey: [] }, { session: [] }] : siteKeyPaths.includes(path) ? [{ siteKey: [] }] : [];

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { SEND_PIPELINE } from '@herald/bus';
+import { QUESTION_PIPELINE } from '@herald/bus';
 import {
   admin,
   call,
@@ -109,7 +109,7 @@ test('a decision is pushed to the end-user it addresses; a replay pushes nothing
   });
   const replay = await call(harness.stack.gatewayUrl, `${SERVER_API}/decisions`, { method: 'POST', key: audience.workspace.apiKey, body });
   assert.equal(replay.status, 200);
-  await waitForQuiet(harness.stack.topicPrefix, SEND_PIPELINE);
+  await waitForQuiet(harness.stack.topicPrefix, QUESTION_PIPELINE);
   assert.equal(pushedTo(bob.endpoint).length, 1);
   assert.deepEqual(pushedTo(alice.endpoint), []);
 });
@@ -132,6 +132,6 @@ test('in Terminal approval mode the question is stored and nothing is pushed', a
     body: { question: 'Terminal only?', wait: false },
   });
   assert.deepEqual([asked.status, asked.body.mode, asked.body.status], [200, 'terminal', 'pending']);
-  await waitForQuiet(harness.stack.topicPrefix, SEND_PIPELINE);
+  await waitForQuiet(harness.stack.topicPrefix, QUESTION_PIPELINE);
   assert.deepEqual(pushedTo(subscription.endpoint), []);
 });

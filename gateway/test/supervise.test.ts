@@ -77,7 +77,10 @@ test('every component of the registry runs; one that dies is restarted while the
   assert.equal((await identity()).status, 200);
 
   process.kill(pids.account as number, 'SIGKILL');
-  await eventually('account restarted', async () => output.includes('[supervise] account exited (SIGKILL); restarting in 500 ms') && pidOf('account') !== pids.account, Boolean, 20_000);
+  await eventually('account restarted', async () => output.includes('[supervise] account exited (SIGKILL); restarting in ') && pidOf('account') !== pids.account, Boolean, 20_000);
+  // The first restart waits between half of and all of 0.5 s (@herald/backoff, equal jitter).
+  const delay = Number(/\[supervise\] account exited \(SIGKILL\); restarting in (\d+) ms/.exec(output)?.[1]);
+  assert.ok(delay >= 250 && delay < 500, `restarted after ${delay} ms`);
   for (const [name, pid] of Object.entries(pids)) if (name !== 'account') assert.ok(alive(pid), `${name} kept running`);
   // Its replacement serves: a new key must be looked up in the account service.
   const { apiKey: newKey } = await createWorkspace();

@@ -30,6 +30,7 @@ import { admin, connectDatabase, createKafkaNamespace, SERVER_API, type TestWork
 import { atCleanup, infraEnv, intEnv, log, reportHead, runBench } from './lib/bench.js';
 import { getRequest, percentile, postRequest, runLoad, type LoadResult } from './lib/load.js';
 import { backgroundLoad, cpuSeconds, memoryOf, socketCount, type BenchProcess } from './lib/processes.js';
+import { loadFigures, recordRun, type Figure } from './lib/record.js';
 import { startHerald } from './lib/stack.js';
 import { UsageMonitor, type UsageReport } from './lib/usage.js';
 import { createKeys, deleteWorkspaceRows, KEY_BUDGET, keysNeeded, PLAN_LIMIT } from './lib/workspace.js';
@@ -707,6 +708,20 @@ function report({ latency, held, rows, idleBusy }: Results): number {
     `caveat: everything (this driver, both gateways, the services, PostgreSQL, Redis, Kafka) shares these ${cores} cores: the figures are one small box's, comparable with each other, not with a deployed fleet.`,
   );
   console.log(lines.join('\n'));
+  const recorded = recordRun(
+    'approval',
+    [
+      ...latency.flatMap((level): Figure[] => [
+        { name: `answer -> waiter p50, ${level.concurrency} in flight`, value: Number(level.wake.p50.toFixed(2)), unit: 'ms', better: 'lower' },
+        { name: `answer -> waiter p99, ${level.concurrency} in flight`, value: Number(level.wake.p99.toFixed(2)), unit: 'ms', better: 'lower' },
+      ]),
+      { name: 'waiters held by one gateway', value: held.count, unit: 'waiters', better: 'higher' },
+      ...rows.flatMap(({ name, measured }) => loadFigures(name, measured)),
+    ],
+    settings,
+    idleBusy,
+  );
+  if (recorded) log(`recorded in ${recorded}`);
   const errors = latency.reduce((sum, level) => sum + level.errors.total, 0) + held.errors.total + loadErrors + rateLimited;
   return errors > 0 ? 1 : 0;
 }

@@ -30,6 +30,7 @@ import { Agent, get } from 'node:https';
 import os from 'node:os';
 import { join } from 'node:path';
 
+import { TELEMETRY_ARGS } from '@herald/launcher';
 import { generateKeyPool, subscriptionFromPool, writeKeyPoolFile, type KeyPoolEntry, type PeerStats } from '@herald/push-peer';
 import { admin, call, connectDatabase, createKafkaNamespace, eventually, freePort, SERVER_API, type TestWorkspace } from '@herald/testkit';
 
@@ -37,6 +38,7 @@ import { atCleanup, elapsedSeconds, infraEnv, intEnv, log, runBench } from './li
 import { seedSubscribers, type Seeding } from './lib/copy.js';
 import { backgroundLoad, startProcess, type BenchProcess } from './lib/processes.js';
 import { summarizeProfileDir, type ProfiledProcess } from './lib/profile.js';
+import { recordRun, type Figure } from './lib/record.js';
 import { startHerald, type Herald } from './lib/stack.js';
 import { UsageMonitor, type UsageReport } from './lib/usage.js';
 import { deleteWorkspaceRows, type Db } from './lib/workspace.js';
@@ -279,7 +281,7 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
       services: ['account', 'audience', 'campaign', 'delivery'],
       env: { ...infra, LOG_LEVEL: 'warn', HERALD_NAMESPACE: namespace.prefix },
       processEnv: { delivery: { PUSH_CA_FILE: context.caFile }, gateway: { ALLOW_ANY_PUSH_SERVICE: 'true' } },
-      nodeArgs: () => ['--import', '@herald/telemetry/register', ...profArgs],
+      nodeArgs: () => [...TELEMETRY_ARGS, ...profArgs],
     });
     // One after the other: each joins the consumer group (and waits out the rebalance) before its port opens.
     for (let index = 1; index < replicas; index += 1) await herald.addReplica('delivery');
@@ -591,6 +593,20 @@ async function main(): Promise<number> {
   );
   console.log(lines.join('\n'));
   if (profileDir) console.log(await summarizeProfileDir(profileDir, Object.assign({}, ...results.map((result) => result.profiled)) as Record<string, ProfiledProcess>));
+  const recorded = recordRun(
+    'send',
+    results.flatMap((result): Figure[] => {
+      const cpuSeconds = result.usage.processes.reduce((sum, process) => sum + (process.cpuSeconds ?? 0), 0);
+      return [
+        ...(result.lastPushMs === null ? [] : [{ name: `last push accepted, ${result.replicas} delivery replicas`, value: result.lastPushMs / 1_000, unit: 's', better: 'lower' as const }]),
+        { name: `pushes/s overall, ${result.replicas} delivery replicas`, value: Math.round(result.overallRate), unit: '/s', better: 'higher' },
+        { name: `CPU per push (every process), ${result.replicas} delivery replicas`, value: Number(((cpuSeconds * 1_000) / Math.max(1, result.accepted)).toFixed(4)), unit: 'ms', better: 'lower' },
+      ];
+    }),
+    { ...settings, tuning: Object.fromEntries(TUNING.map(([variable, fallback]) => [variable, process.env[variable] ?? fallback])) },
+    idleBusy,
+  );
+  if (recorded) log(`recorded in ${recorded}`);
   log(`total ${seconds(elapsedSeconds() * 1_000)} before clean-up`);
   return results.every((result) => result.reachedAll && result.peer.accepted === result.sent && result.retries === 0) ? 0 : 1;
 }

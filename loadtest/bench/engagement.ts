@@ -19,6 +19,8 @@ import { call, connectDatabase, createKafkaNamespace, createWorkspace, SERVER_AP
 
 import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
 import { percentile, postRequest, runLoad } from './lib/load.js';
+import { backgroundLoad } from './lib/processes.js';
+import { loadFigures, recordRun } from './lib/record.js';
 import { startHerald } from './lib/stack.js';
 
 const settings = {
@@ -33,6 +35,7 @@ const ORIGIN = 'https://shop.example.test';
 
 async function main(): Promise<number> {
   const infra = await infraEnv();
+  const idleBusy = await backgroundLoad();
   const namespace = await createKafkaNamespace();
   atCleanup(() => namespace.remove());
   const secret = randomBytes(32).toString('base64url');
@@ -103,6 +106,17 @@ async function main(): Promise<number> {
   console.log(`  answer latency        p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms (${settings.connections} connections)`);
   console.log(`  report -> counter     p50 ${percentile(probeMs, 50).toFixed(1)} ms, p99 ${percentile(probeMs, 99).toFixed(1)} ms, max ${(probeMs.at(-1) ?? 0).toFixed(1)} ms (${settings.probes} probes)`);
   console.log(`  counted exactly once  ${ok ? 'yes' : 'NO'}: ${accepted.size} distinct reports accepted, ${counted} impressions counted`);
+  const recorded = recordRun(
+    'engagement',
+    [
+      ...loadFigures('accepted reports', result),
+      { name: 'report -> counter p99', value: Number(percentile(probeMs, 99).toFixed(1)), unit: 'ms', better: 'lower' },
+      { name: 'reports not counted exactly once', value: Math.abs(counted - accepted.size), unit: 'reports', better: 'lower' },
+    ],
+    settings,
+    idleBusy,
+  );
+  if (recorded) log(`recorded in ${recorded}`);
   await herald.stop();
   return ok ? 0 : 1;
 }

@@ -22,6 +22,8 @@ import { call, connectDatabase, createKafkaNamespace, createWorkspace, infrastru
 
 import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
 import { percentile } from './lib/load.js';
+import { backgroundLoad } from './lib/processes.js';
+import { recordRun } from './lib/record.js';
 import { startHerald } from './lib/stack.js';
 
 const settings = {
@@ -46,6 +48,7 @@ interface Tenant {
 await runBench(async () => {
   // Infrastructure the environment already names (deploy/infra.sh env exported) is used as it is.
   const infra = process.env.DATABASE_URL && process.env.REDIS_URL && process.env.KAFKA_BROKERS ? infrastructureEnv() : await infraEnv();
+  const idleBusy = await backgroundLoad();
   const namespace = await createKafkaNamespace();
   atCleanup(() => namespace.remove());
   const peer = await startPushPeer({ tls: true });
@@ -146,6 +149,18 @@ await runBench(async () => {
   console.log(`burst: every run recorded ${((now() - lastArrival) / 1_000).toFixed(1)} s after the last welcome push`);
   const stages = await burstStages(infra.DATABASE_URL ?? '', workspaceIds, burst.map(({ endpoint }) => ({ endpoint, at: peer.received(endpoint)[0]?.at ?? 0 })));
   for (const [label, sorted] of stages) report(label, sorted);
+  const recorded = recordRun(
+    'flow-trigger',
+    [
+      { name: 'idle: subscription -> welcome push p99', value: Math.round(percentile(idle, 99)), unit: 'ms', better: 'lower' },
+      { name: `burst of ${settings.burst}: subscription -> welcome push p50`, value: Math.round(percentile(underBurst, 50)), unit: 'ms', better: 'lower' },
+      { name: `burst of ${settings.burst}: subscription -> welcome push p99`, value: Math.round(percentile(underBurst, 99)), unit: 'ms', better: 'lower' },
+      { name: 'welcome pushes beyond one per subscriber', value: Math.abs(pushes - burst.length), unit: 'pushes', better: 'lower' },
+    ],
+    settings,
+    idleBusy,
+  );
+  if (recorded) log(`recorded in ${recorded}`);
   return pushes === burst.length ? 0 : 1;
 }, DRAIN_MS + 600_000);
 

@@ -15,7 +15,8 @@
 import { connectDatabase, createDatabase, createKafkaNamespace, freePort, infrastructureEnv } from '@herald/testkit';
 
 import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
-import { cpuSeconds, startProcess, type BenchProcess } from './lib/processes.js';
+import { backgroundLoad, cpuSeconds, startProcess, type BenchProcess } from './lib/processes.js';
+import { recordRun } from './lib/record.js';
 
 const items = intEnv('BENCH_ITEMS', 1_000_000);
 const settings = {
@@ -34,6 +35,7 @@ const FLOW_ID = 'flw_bench';
 await runBench(async () => {
   // Infrastructure the environment already names (deploy/infra.sh env exported) is used as it is.
   const infra = process.env.DATABASE_URL && process.env.REDIS_URL && process.env.KAFKA_BROKERS ? infrastructureEnv() : await infraEnv();
+  const idleBusy = await backgroundLoad();
   const database = await createDatabase();
   atCleanup(() => database.drop());
   const namespace = await createKafkaNamespace();
@@ -157,5 +159,18 @@ await runBench(async () => {
   }
   console.log(`lateness: p50 ${ms(result.p50)}, p99 ${ms(result.p99)}, max ${ms(result.max)}`);
   console.log(`fired ${result.distinct}, twice ${twice}, lost ${lost}`);
+  const recorded = recordRun(
+    'flow',
+    [
+      { name: 'fired/s, sustained', value: Math.round(result.fired / Math.max(0.001, result.seconds)), unit: '/s', better: 'higher' },
+      { name: 'lateness p50', value: Math.round(result.p50), unit: 'ms', better: 'lower' },
+      { name: 'lateness p99', value: Math.round(result.p99), unit: 'ms', better: 'lower' },
+      { name: 'fired twice', value: twice, unit: 'runs', better: 'lower' },
+      { name: 'lost', value: lost, unit: 'runs', better: 'lower' },
+    ],
+    settings,
+    idleBusy,
+  );
+  if (recorded) log(`recorded in ${recorded}`);
   return twice === 0 && lost === 0 && result.distinct === settings.items ? 0 : 1;
 }, HARD_DEADLINE_MS);

@@ -18,12 +18,14 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 
+import { TELEMETRY_ARGS } from '@herald/launcher';
 import { admin, freePort, type TestWorkspace } from '@herald/testkit';
 
 import { atCleanup, infraEnv, intEnv, log, reportHead, runBench } from './lib/bench.js';
 import { getRequest, runLoad, type LoadResult } from './lib/load.js';
 import { backgroundLoad, cpuSeconds, cpuSecondsByName, machineJiffies, startProcess, type BenchProcess, type Jiffies } from './lib/processes.js';
 import { summarizeProfileDir, type ProfiledProcess, type ProfileWindow } from './lib/profile.js';
+import { loadFigures, recordRun } from './lib/record.js';
 import { startHerald } from './lib/stack.js';
 import { createKeys, KEY_BUDGET, keysNeeded, PLAN_LIMIT } from './lib/workspace.js';
 
@@ -61,7 +63,7 @@ async function startIdentityStack(infra: Record<string, string>, { telemetry, pr
     services: ['account', 'audience'],
     env: { ...infra, LOG_LEVEL: 'warn', ...(telemetry ? {} : { OTEL_SDK_DISABLED: 'true' }) },
     // Profiles of the gateway and the account service only.
-    nodeArgs: (name) => ['--import', '@herald/telemetry/register', ...(name === 'audience' ? [] : profArgs)],
+    nodeArgs: (name) => [...TELEMETRY_ARGS, ...(name === 'audience' ? [] : profArgs)],
   });
   const { account, audience } = herald.services;
   if (!account || !audience) throw new Error('account and audience services were not started');
@@ -308,6 +310,8 @@ async function main(): Promise<number> {
     `caveat: everything (load generator, gateway, account service, PostgreSQL, Redis, Kafka) shares these ${os.availableParallelism()} cores, so the figures are CPU-bound on one small box and only comparable with each other, not with a deployed fleet.`,
   );
   console.log(lines.join('\n'));
+  const recorded = recordRun('identity', results.flatMap(({ name, measured }) => loadFigures(name, measured)), settings, idleBusy);
+  if (recorded) log(`recorded in ${recorded}`);
 
   if (profileDir) {
     const labels: NonNullable<ScenarioResult['pids']> = {};

@@ -22,6 +22,7 @@ import { atCleanup, elapsedSeconds, infraEnv, intEnv, log, reportHead, runBench 
 import { seedSubscribers } from './lib/copy.js';
 import { percentile } from './lib/load.js';
 import { backgroundLoad } from './lib/processes.js';
+import { recordRun, type Figure } from './lib/record.js';
 import { startHerald } from './lib/stack.js';
 import { createKeys, deleteWorkspaceRows, type Db } from './lib/workspace.js';
 
@@ -238,6 +239,16 @@ async function main(): Promise<number> {
   lines.push('');
   lines.push(`caveat: the gateway, the services, PostgreSQL, Kafka and this driver share these ${os.availableParallelism()} cores.`);
   console.log(lines.join('\n'));
+  const recorded = recordRun(
+    'segments',
+    results.flatMap((result): Figure[] => [
+      { name: `${result.name}: count p50`, value: Number(result.p50.toFixed(1)), unit: 'ms', better: 'lower' },
+      { name: `${result.name}: count p99`, value: Number(result.p99.toFixed(1)), unit: 'ms', better: 'lower' },
+    ]),
+    settings,
+    idleBusy,
+  );
+  if (recorded) log(`recorded in ${recorded}`);
   log(`total ${seconds(elapsedSeconds() * 1_000)} before clean-up`);
   return results.every((result) => result.p99 < TARGET_MS) ? 0 : 1;
 }

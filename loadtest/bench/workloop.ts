@@ -17,7 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { connectDatabase, createDatabase, freePort } from '@herald/testkit';
 
 import { atCleanup, infraEnv, intEnv, log, runBench } from './lib/bench.js';
-import { startProcess, type BenchProcess } from './lib/processes.js';
+import { backgroundLoad, startProcess, type BenchProcess } from './lib/processes.js';
+import { recordRun, type Figure } from './lib/record.js';
 
 const settings = {
   items: intEnv('BENCH_ITEMS', 1_000_000),
@@ -113,6 +114,7 @@ async function runMode(mode: string, databaseUrl: string): Promise<RunResult> {
 
 await runBench(async () => {
   await infraEnv();
+  const idleBusy = await backgroundLoad();
   const database = await createDatabase();
   atCleanup(() => database.drop());
   const results: RunResult[] = [];
@@ -127,5 +129,17 @@ await runBench(async () => {
     if (twice !== 0 || result.lost !== 0 || result.distinct !== settings.items) exitCode = 1;
   }
   console.log('loop: @herald/workloop (leased batch claims, no lock across work). baseline: due rows locked in a transaction while worked, polled every 250 ms.');
+  const recorded = recordRun(
+    'workloop',
+    results.flatMap((result): Figure[] => [
+      { name: `${result.mode}: fired/s/process`, value: Math.round(result.perProcess), unit: '/s', better: 'higher' },
+      { name: `${result.mode}: lateness p99`, value: Math.round(result.p99), unit: 'ms', better: 'lower' },
+      { name: `${result.mode}: fired twice`, value: result.fired - result.distinct, unit: 'items', better: 'lower' },
+      { name: `${result.mode}: lost`, value: result.lost, unit: 'items', better: 'lower' },
+    ]),
+    settings,
+    idleBusy,
+  );
+  if (recorded) log(`recorded in ${recorded}`);
   return exitCode;
 }, HARD_DEADLINE_MS);

@@ -17,7 +17,7 @@
 // work is using. Settings: FAULTS_HOLD_S (3, how long each fault lasts), FAULTS_CALM_S (2, load
 // without a fault between two), FAULTS_ROUND_MS (500), FAULTS_SUBSCRIBERS (4), PUSH_MAX_ATTEMPTS
 // (the delivery fleet's, 5 as shipped).
-import { consumers, SEND_PIPELINE } from '@herald/bus';
+import { consumers, QUESTION_PIPELINE } from '@herald/bus';
 import { FAULTS, formatFaultTable, runFaultDrill, type FaultName } from '@herald/testkit';
 
 import { infraEnv, intEnv, log, reportHead, runBench } from '../bench/lib/bench.js';
@@ -43,7 +43,7 @@ async function main(): Promise<number> {
     subscribers: intEnv('FAULTS_SUBSCRIBERS', 4),
     // Production's PUSH_MAX_ATTEMPTS unless told otherwise: the table shows what a deployment as shipped loses.
     ...(process.env.PUSH_MAX_ATTEMPTS ? { deliveryEnv: { PUSH_MAX_ATTEMPTS: process.env.PUSH_MAX_ATTEMPTS } } : {}),
-    settle: [...SEND_PIPELINE, consumers.campaignEngagement, consumers.flowTriggers],
+    settle: [...QUESTION_PIPELINE, consumers.campaignEngagement, consumers.flowTriggers],
     log,
   });
   const { totals } = report;

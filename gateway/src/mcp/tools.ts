@@ -1,4 +1,4 @@
-import type { Scope } from '@herald/domain';
+import { askStillOpenHint, type Scope } from '@herald/domain';
 import { errorBody, HeraldError, invalidFields } from '@herald/errors';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/server';
 import { Type, type Static, type TObject } from '@sinclair/typebox';
@@ -53,7 +53,7 @@ const CorrelationId = Type.String({ minLength: 1, maxLength: 64, description: 'T
 function forAgents(answer: RestAnswer): RestAnswer {
   const { body } = answer;
   if (body.status !== 'timeout' || typeof body.expiresInSeconds !== 'number' || body.expiresInSeconds <= 0) return answer;
-  const hint = `No answer yet. The question stays open for ${body.expiresInSeconds} more seconds: call wait_for_answer with this correlationId to keep waiting, or cancel_question if it no longer matters.`;
+  const hint = askStillOpenHint(body.expiresInSeconds, 'call wait_for_answer with this correlationId to keep waiting, or cancel_question if it no longer matters');
   return { ...answer, body: { ...body, hint } };
 }
 

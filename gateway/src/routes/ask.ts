@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { partnerDecisionRequired, questionStatusOfAsk } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
 import { Type } from '@sinclair/typebox';
@@ -9,17 +10,17 @@ import {
   askRecord,
   checkQuestion,
   holdForAnswer,
+  listQuestions,
   MAX_WAIT_SECONDS,
   newQuestion,
-  pushQuestion,
   QuestionFields,
   questionOf,
   type QuestionRouteOptions,
 } from '../questions.js';
-import { ErrorResponse, Targeting, withErrors } from '../schemas/common.js';
+import { ErrorResponse, PageOf, PageQuery, Targeting, withErrors } from '../schemas/common.js';
 import { AskRecord } from '../schemas/questions.js';
 
-/** POST /ask (a question that blocks on a person), GET /ask/{id}?wait, DELETE /ask/{id} (withdraw). */
+/** POST /ask (a question that blocks on a person), GET /ask (the list), GET /ask/{id}?wait, DELETE /ask/{id} (withdraw). */
 
 const AskBody = Type.Object(
   {
@@ -35,14 +36,19 @@ const PendingLimit = Type.Object({ error: Type.String() }, { additionalPropertie
 
 const Params = Type.Object({ correlationId: Type.String({ minLength: 1, maxLength: 64 }) });
 
-/** Partner workspaces reach people through POST /decisions (the spec's rule). */
+const ListQuery = Type.Object(
+  {
+    status: Type.Optional(
+      Type.Union([Type.Literal('pending'), Type.Literal('answered'), Type.Literal('timeout'), Type.Literal('withdrawn')], { description: 'Only questions in this state' }),
+    ),
+    ...PageQuery,
+  },
+  { additionalProperties: false },
+);
+
+/** Partner workspaces have no asks (the decision service refuses to open one): reading or withdrawing one says why. */
 async function refusePartner(request: FastifyRequest): Promise<void> {
-  if (principalOf(request).plan?.partner) {
-    throw new HeraldError('partner_decision_required', 'Partner workspaces cannot use /ask; open a decision with POST /decisions instead.', {
-      title: 'Use POST /decisions',
-      hint: 'POST /api/v1/server/decisions addresses the owner, the team or one of your end-users, and waits the same way.',
-    });
-  }
+  if (principalOf(request).plan?.partner) throw partnerDecisionRequired();
 }
 
 export const askRoutes =
@@ -58,7 +64,6 @@ export const askRoutes =
       '/ask',
       {
         config,
-        onRequest: refusePartner,
         schema: {
           tags: ['Ask'],
           operationId: 'ask',
@@ -74,8 +79,9 @@ export const askRoutes =
         checkQuestion(body);
         let created: Question;
         try {
+          // One call: the decision service opens the question (the partner rule too) and delivers it.
           created = questionOf(
-            await clients.decision.createQuestion({
+            await clients.decision.openQuestion({
               ...newQuestion(principal, QuestionKind.QUESTION_KIND_ASK, body),
               subscriberIds: body.subscriberIds ?? [],
               externalIds: body.externalIds ?? [],
@@ -86,12 +92,6 @@ export const askRoutes =
           if (err instanceof HeraldError && err.code === 'rate_limited') return reply.code(429).send({ error: err.message });
           throw err;
         }
-        await pushQuestion({ clients, publicOrigin }, request, created, {
-          subscriberIds: body.subscriberIds ?? [],
-          externalIds: body.externalIds ?? [],
-          tags: body.tags ?? [],
-          segmentId: '',
-        });
         const wait = body.wait === false ? 0 : (body.timeoutSeconds ?? 30);
         const { question, timedOut } = await holdForAnswer(waiters, reply, created, wait, read(request, created.id));
         return askRecord(question, publicOrigin, timedOut);
@@ -119,6 +119,26 @@ export const askRoutes =
         const current = read(request, request.params.correlationId);
         const { question, timedOut } = await holdForAnswer(waiters, reply, await current(), request.query.wait ?? 0, current);
         return askRecord(question, publicOrigin, timedOut);
+      },
+    );
+
+    app.get(
+      '/ask',
+      {
+        config,
+        onRequest: refusePartner,
+        schema: {
+          tags: ['Ask'],
+          operationId: 'listAsks',
+          summary: "The workspace's questions, newest first (status=pending: those waiting for a person)",
+          querystring: ListQuery,
+          response: withErrors({ 200: PageOf(AskRecord) }),
+        },
+      },
+      async (request) => {
+        const { status, limit, cursor } = request.query;
+        const page = await listQuestions(clients, request, QuestionKind.QUESTION_KIND_ASK, { status: status && questionStatusOfAsk(status), limit, cursor });
+        return { data: page.questions.map((question) => askRecord(question, publicOrigin)), hasMore: page.hasMore, nextCursor: page.nextCursor };
       },
     );
 

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { CONTENT_LIMITS, VARIABLE_NAME_PATTERN } from '@herald/domain';
 import type { Campaign } from '@herald/proto/herald/campaign/v1/campaign';
 import { Type } from '@sinclair/typebox';
 
@@ -52,8 +53,8 @@ const CampaignStats = Type.Object({
   clickRate: Type.Number({ description: 'totalClicked / totalDelivered, percent (0 when nothing was delivered)' }),
 });
 
-const Variables = Type.Record(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_.]{0,63}$' }), Type.String({ maxLength: 1_000 }), {
-  maxProperties: 50,
+const Variables = Type.Record(Type.String({ pattern: VARIABLE_NAME_PATTERN }), Type.String({ maxLength: CONTENT_LIMITS.variable }), {
+  maxProperties: CONTENT_LIMITS.variables,
   description: "Values for the template's (or the content's) {{placeholders}}",
 });
 
@@ -66,7 +67,7 @@ export const CreateCampaignBody = Type.Object(
     imageUrl: Type.Optional(Nullable(HttpUrl('Large image'))),
     actionUrl: Type.Optional(Nullable(ActionUrl)),
     scheduledAt: Type.Optional(Nullable(ScheduledAt)),
-    templateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Copy the content of this template (fields given here override it)' })),
+    templateId: Type.Optional(Type.String({ minLength: 1, maxLength: CONTENT_LIMITS.templateId, description: 'Copy the content of this template (fields given here override it)' })),
     variables: Type.Optional(Variables),
     throttlePerMinute: Type.Optional(Nullable(ThrottlePerMinute)),
     segmentId: Type.Optional(Nullable(SegmentId)),

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { invalidFields } from '@herald/errors';
 import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
@@ -10,19 +9,19 @@ import {
   checkQuestion,
   decisionRecord,
   holdForAnswer,
+  listQuestions,
   MAX_WAIT_SECONDS,
   newQuestion,
-  pushQuestion,
   QuestionFields,
   questionOf,
   type QuestionRouteOptions,
 } from '../questions.js';
 import { countChannels } from '../reachability.js';
-import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, Parameters, withErrors } from '../schemas/common.js';
+import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, PageOf, PageQuery, Parameters, withErrors } from '../schemas/common.js';
 import { DecisionRecord, ReachabilityCounts } from '../schemas/questions.js';
 import { ExternalId } from '../schemas/subscribers.js';
 
-/** /decisions (open, read and wait, answer, cancel) and GET /reachability. */
+/** /decisions (open, list, read and wait, answer, cancel) and GET /reachability. */
 
 const Audience = Type.Union([Type.Literal('user'), Type.Literal('owner'), Type.Literal('team')]);
 
@@ -43,6 +42,16 @@ const DecisionBody = Type.Object(
 );
 
 const Params = Type.Object({ decisionId: Type.String({ minLength: 1, maxLength: 64 }) });
+
+const ListQuery = Type.Object(
+  {
+    status: Type.Optional(
+      Type.Union([Type.Literal('pending'), Type.Literal('answered'), Type.Literal('expired'), Type.Literal('cancelled')], { description: 'Only decisions in this state' }),
+    ),
+    ...PageQuery,
+  },
+  { additionalProperties: false },
+);
 
 export const decisionRoutes =
   ({ clients, waiters, publicOrigin }: QuestionRouteOptions): FastifyPluginAsyncTypebox =>
@@ -68,39 +77,43 @@ export const decisionRoutes =
         schema: { tags: ['Decisions'], operationId: 'createDecision', summary: 'Open a decision for a person', body: DecisionBody, headers: IdempotencyHeaders, response: withErrors({ 200: DecisionRecord, 409: ErrorResponse }) },
       },
       async (request, reply) => {
-        const principal = principalOf(request);
         const { wait, timeoutSeconds = 30, idempotencyKey: bodyKey, requireReachable = false, ...body } = request.body;
         checkQuestion(body);
         const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key'], bodyKey);
-        const externalId = endUserOf(principal, body.externalId, 'open decisions');
-        const audience = body.audience ?? (externalId === undefined ? 'owner' : 'user');
-        if ((audience === 'user') !== (externalId !== undefined)) {
-          throw invalidFields('body', [
-            { field: 'audience', in: 'body', problem: externalId === undefined ? 'user needs an externalId' : 'must be user when an externalId is given' },
-          ]);
-        }
-        const counts = await countChannels(clients, principal.workspaceId, externalId ?? principal.ownerExternalId);
-        const reachability = audience === 'team' ? counts.team : counts.user;
-        const { question: created, duplicate } = await clients.decision.createQuestion({
-          ...newQuestion(principal, QuestionKind.QUESTION_KIND_DECISION, body),
-          audience,
-          externalId: externalId ?? (audience === 'owner' ? principal.ownerExternalId : ''),
+        // One call: the decision service applies the audience, bound-key and reachability rules, opens the decision and delivers it.
+        const { question: created, duplicate } = await clients.decision.openQuestion({
+          ...newQuestion(principalOf(request), QuestionKind.QUESTION_KIND_DECISION, body),
+          audience: body.audience ?? '',
+          externalId: body.externalId ?? '',
           toolName: body.toolName ?? '',
           toolTarget: body.toolTarget ?? '',
           parametersJson: body.parameters === undefined ? '' : JSON.stringify(body.parameters),
-          reachability,
-          lifetimeSeconds: body.expiresInSeconds ?? 3_600,
+          lifetimeSeconds: body.expiresInSeconds ?? 0,
           idempotencyKey: idempotencyKey ?? '',
           requireReachable,
         });
         const opened = questionOf({ question: created });
-        // A replay pushes nothing again. The team is every approver device of the workspace; anyone else is one external id's.
-        if (!duplicate) {
-          await pushQuestion({ clients, publicOrigin }, request, opened, { subscriberIds: [], externalIds: opened.externalId ? [opened.externalId] : [], tags: [], segmentId: '' });
-        }
         const read = async () => questionOf(await clients.decision.getQuestion(owned(request, opened.id)));
         const { question } = await holdForAnswer(waiters, reply, opened, wait ? timeoutSeconds : 0, read);
         return decisionRecord(question, publicOrigin, duplicate);
+      },
+    );
+
+    app.get(
+      '/decisions',
+      {
+        config,
+        schema: {
+          tags: ['Decisions'],
+          operationId: 'listDecisions',
+          summary: "The workspace's decisions, newest first (status=pending: an approver's inbox; a bound key sees its end-user's)",
+          querystring: ListQuery,
+          response: withErrors({ 200: PageOf(DecisionRecord) }),
+        },
+      },
+      async (request) => {
+        const page = await listQuestions(clients, request, QuestionKind.QUESTION_KIND_DECISION, request.query);
+        return { data: page.questions.map((question) => decisionRecord(question, publicOrigin)), hasMore: page.hasMore, nextCursor: page.nextCursor };
       },
     );
 

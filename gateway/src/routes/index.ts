@@ -12,6 +12,7 @@ import { answerPageRoutes } from './answer-page.js';
 import { askRoutes } from './ask.js';
 import { browserSdkRoutes } from './browser-sdk.js';
 import { campaignRoutes } from './campaigns.js';
+import { consoleRoutes, loadConsoleBuild } from './console.js';
 import { decisionRoutes } from './decisions.js';
 import { engagementRoutes } from './engagement.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
@@ -19,10 +20,12 @@ import { flowRoutes } from './flows.js';
 import { keyRoutes } from './keys.js';
 import { memberRoutes } from './members.js';
 import { notificationRoutes } from './notifications.js';
+import { passkeyPageRoutes, passkeyRoutes } from './passkeys.js';
 import { policyRoutes } from './policy.js';
 import { publicRoutes } from './public.js';
 import { segmentRoutes } from './segments.js';
 import { sessionRoutes, signInRoutes } from './sessions.js';
+import { ssoConfigRoutes, ssoSignInRoutes } from './sso.js';
 import { subscriberRoutes } from './subscribers.js';
 import { templateRoutes } from './templates.js';
 import { webhookRoutes } from './webhooks.js';
@@ -59,7 +62,12 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(memberRoutes(clients), { prefix: API_PREFIX });
   await app.register(sessionRoutes(pages), { prefix: API_PREFIX });
   await app.register(signInRoutes(pages));
+  await app.register(passkeyRoutes(pages), { prefix: API_PREFIX });
+  await app.register(passkeyPageRoutes());
+  await app.register(ssoConfigRoutes(pages), { prefix: API_PREFIX });
+  await app.register(ssoSignInRoutes(pages));
   await app.register(browserSdkRoutes(pages));
+  await app.register(consoleRoutes(loadConsoleBuild()));
   await app.register(
     mcpRoutes({
       publicOrigin: config.publicOrigin,

@@ -7,11 +7,11 @@ import { Type } from '@sinclair/typebox';
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import type { GatewayConfig } from '../config.js';
-import { acceptFormPosts, escapeHtml, PAGE_HEAD, sendFormPage } from '../html.js';
+import { acceptFormPosts, renderSignInPage, sendFormPage, type SignInPage } from '../html.js';
 import { enforceRateLimit, type RateLimiter } from '../rate-limit.js';
 import { Email, memberRecord, MemberRecord } from '../schemas/members.js';
 import { withErrors } from '../schemas/common.js';
-import { assertSameOrigin, clearSessionCookie, cookieIsSecure, sessionOf, setSessionCookie } from '../sessions.js';
+import { assertSameOrigin, clearSessionCookie, cookieIsSecure, limitSignInAttempts, sessionOf, setSessionCookie } from '../sessions.js';
 
 /**
  * Signing in by a single-use email link, and the signed-in member's own session:
@@ -30,41 +30,7 @@ export interface SessionRouteOptions {
 
 const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 100 }) });
 
-interface Page {
-  heading: string;
-  text: string;
-  /** Present while the link may be used: the button that posts it. */
-  action?: string;
-}
-
-function renderPage({ heading, text, action }: Page): string {
-  const form = action
-    ? `<form method="post" action="${escapeHtml(action)}"><button type="submit">Sign in</button></form>`
-    : '';
-  return `${PAGE_HEAD}<title>${escapeHtml(heading)} · Herald</title>
-<style>
-  :root { color-scheme: light dark; }
-  body { margin: 0; min-height: 100vh; display: grid; place-items: center; padding: 1.25rem; box-sizing: border-box;
-         font: 1.0625rem/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
-  main { width: 100%; max-width: 28rem; }
-  h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .75rem; }
-  button { font: inherit; font-weight: 600; width: 100%; min-height: 3rem; padding: .75rem 1rem; border: 0;
-           border-radius: .5rem; background: #1f6feb; color: #fff; cursor: pointer; }
-  button:focus-visible { outline: 3px solid CanvasText; outline-offset: 3px; }
-</style>
-</head>
-<body>
-<main>
-  <h1>${escapeHtml(heading)}</h1>
-  <p>${escapeHtml(text)}</p>
-  ${form}
-</main>
-</body>
-</html>
-`;
-}
-
-const unusable: Page = { heading: 'This sign-in link cannot be used', text: 'Sign-in links work once and for a short time. Ask for a new one.' };
+const unusable: SignInPage = { heading: 'This sign-in link cannot be used', text: 'Sign-in links work once and for a short time. Ask for a new one.' };
 
 const Me = Type.Object({
   member: MemberRecord,
@@ -79,24 +45,26 @@ export const signInRoutes =
     acceptFormPosts(app);
     const secure = cookieIsSecure(config.publicOrigin);
 
+    // Its post must carry this origin as Origin (the check below): a browser sends "null" from a
+    // page whose referrer policy is no-referrer, so this page keeps its referrer on this origin.
     app.get('/sign-in/:token', { config: { access: { public: true } }, schema: { params: Token } }, async (request, reply) =>
-      sendFormPage(reply, 200, renderPage({ heading: 'Sign in to Herald', text: 'Press the button to sign in. The link works once.', action: `/sign-in/${request.params.token}` })),
+      sendFormPage(reply, 200, renderSignInPage({ heading: 'Sign in to Herald', text: 'Press the button to sign in. The link works once.', action: `/sign-in/${request.params.token}` }), 'same-origin'),
     );
 
     app.post('/sign-in/:token', { config: { access: { public: true } }, schema: { params: Token } }, async (request, reply) => {
       // Only this origin's page may post it: no other site signs a browser in (login CSRF).
       assertSameOrigin(request, config.publicOrigin);
-      await enforceRateLimit(limiter, reply, `sign-in-ip:${request.ip}`, config.signInIpRateLimitPerMinute);
+      await limitSignInAttempts(limiter, request, reply, config.signInIpRateLimitPerMinute);
       let signedIn;
       try {
         signedIn = await clients.account.consumeSignInLink({ token: request.params.token });
       } catch (err) {
-        if (err instanceof HeraldError && err.code === 'not_found') return sendFormPage(reply, 404, renderPage(unusable));
+        if (err instanceof HeraldError && err.code === 'not_found') return sendFormPage(reply, 404, renderSignInPage(unusable));
         throw err;
       }
       if (!signedIn.member) throw new Error('account service returned no member');
       setSessionCookie(reply, signedIn.sessionId, signedIn.expiresAt, secure);
-      return sendFormPage(reply, 200, renderPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}. You can close this page.` }));
+      return sendFormPage(reply, 200, renderSignInPage({ heading: 'You are signed in', text: `Signed in as ${signedIn.member.email}.`, next: { href: '/console/', text: 'Open the Herald Console' } }));
     });
   };
 
@@ -120,7 +88,7 @@ export const sessionRoutes =
       },
       async (request, reply) => {
         const email = request.body.email.trim().toLowerCase();
-        await enforceRateLimit(limiter, reply, `sign-in-ip:${request.ip}`, config.signInIpRateLimitPerMinute);
+        await limitSignInAttempts(limiter, request, reply, config.signInIpRateLimitPerMinute);
         // Hashed: the bucket's Redis key never holds the address.
         await enforceRateLimit(limiter, reply, `sign-in-address:${createHash('sha256').update(email).digest('base64url')}`, config.signInAddressRateLimitPerMinute);
         await clients.account.requestSignInLink({ email });

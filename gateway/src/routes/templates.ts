@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { CONTENT_LIMITS } from '@herald/domain';
 import type { Template } from '@herald/proto/herald/campaign/v1/templates';
 import { Type } from '@sinclair/typebox';
 
@@ -34,7 +35,7 @@ const CreateBody = Type.Object(
   { additionalProperties: false },
 );
 const PatchBody = Type.Partial(CreateBody, { additionalProperties: false, minProperties: 1 });
-const Params = Type.Object({ templateId: Type.String({ minLength: 1, maxLength: 64 }) });
+const Params = Type.Object({ templateId: Type.String({ minLength: 1, maxLength: CONTENT_LIMITS.templateId }) });
 
 function toRecord(template: Template | undefined) {
   if (!template) throw new Error('campaign service returned no template');

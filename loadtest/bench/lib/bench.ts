@@ -1,14 +1,13 @@
 // What every benchmark script needs around its measurement: settings from the environment, a
 // timestamped log on stderr, the local infrastructure's environment, and a clean end whatever
 // happens (normal end, failure, Ctrl-C, SIGTERM, a hard deadline): every process started through
-// ./processes.js is stopped and every registered clean-up step runs, once.
+// @herald/launcher is stopped and every registered clean-up step runs, once.
 import { execFile } from 'node:child_process';
 import os from 'node:os';
 import { promisify } from 'node:util';
 
+import { killAllNow, stopAll } from '@herald/launcher';
 import { infrastructureEnv, repoRoot, requiredEnv } from '@herald/testkit';
-
-import { killAllNow, stopAll } from './processes.js';
 
 const run = promisify(execFile);
 

@@ -1,26 +1,17 @@
-// Child processes for the benchmark: start, wait until a port accepts, stop; CPU and memory use from /proc.
-// Free ports and the repository root come from @herald/testkit. Starting differs from testkit's
-// startProcess on purpose: readiness is a TCP connect, not a log line (the services run with
-// LOG_LEVEL=warn and print nothing), node arguments are the caller's (--cpu-prof), and every
-// process is tracked so that stopAll / killAllNow can end whatever is still running.
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
+// Child processes for the benchmark, started through @herald/launcher (the one launcher of npm start,
+// the test stacks and the benchmarks); CPU and memory use from /proc.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { connect } from 'node:net';
-import type { Readable } from 'node:stream';
 
-import { repoRoot } from '@herald/testkit';
+import { launch, type LaunchedProcess, type LaunchOptions } from '@herald/launcher';
 
-export interface BenchProcess {
-  name: string;
-  child: ChildProcessByStdio<null, Readable, Readable>;
-  pid: number | undefined;
-  /** Resolves with the exit code (or signal name) once the process has ended. */
-  exited: Promise<number | string>;
-  /** The last 64 KiB the process printed. */
-  output(): string;
-  /** SIGTERM, SIGKILL after `graceMs`; resolves with the exit code (or signal name). */
-  stop(graceMs?: number): Promise<number | string>;
-}
+export type BenchProcess = LaunchedProcess;
+
+/**
+ * How a benchmark's processes differ from a test's: readiness is a TCP connect, not a log line
+ * (the services run with LOG_LEVEL=warn and print nothing), the last 64 KiB of output are kept for
+ * error messages, and a stop that takes longer than 8 s ends in SIGKILL.
+ */
+export const BENCH_LAUNCH = { timeoutMs: 20_000, keepOutput: 65_536, stopGraceMs: 8_000 } satisfies Partial<LaunchOptions>;
 
 export interface StartOptions {
   name: string;
@@ -29,89 +20,16 @@ export interface StartOptions {
   /** Resolves once 127.0.0.1:`port` accepts connections. */
   port: number;
   env?: Record<string, string>;
+  /** Default none (a helper such as the push peer); Herald's processes pass TELEMETRY_ARGS. */
   nodeArgs?: string[];
   /** Arguments after the script. */
   args?: string[];
   timeoutMs?: number;
 }
 
-const running = new Set<BenchProcess>();
-
-function portAccepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/**
- * Spawns `node [nodeArgs] entry [args]` and resolves once 127.0.0.1:`port` accepts connections.
- * Output is kept (last 64 KiB) for error messages.
- */
-export async function startProcess({ name, entry, port, env = {}, nodeArgs = [], args = [], timeoutMs = 20_000 }: StartOptions): Promise<BenchProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, entry, ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const keep = (chunk: Buffer): void => {
-    output = (output + chunk.toString()).slice(-65_536);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code ?? -1)));
-  const proc: BenchProcess = {
-    name,
-    child,
-    pid: child.pid,
-    exited,
-    output: () => output,
-    async stop(graceMs = 8_000) {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-        await exited;
-        clearTimeout(timer);
-      }
-      running.delete(proc);
-      return exited;
-    },
-  };
-  running.add(proc);
-  let dead: number | string | null = null;
-  void exited.then((code) => {
-    dead = code;
-  });
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (dead !== null) {
-      running.delete(proc);
-      throw new Error(`${name} exited (${dead}) before it was ready:\n${output}`);
-    }
-    if (await portAccepts(port)) return proc;
-    if (Date.now() > deadline) {
-      await proc.stop(1_000);
-      throw new Error(`${name} did not listen on ${port} within ${timeoutMs} ms:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-/** Stops every process started here (SIGTERM, SIGKILL after the grace period). */
-export async function stopAll(graceMs = 8_000): Promise<void> {
-  await Promise.all([...running].map((proc) => proc.stop(graceMs)));
-}
-
-/** Last resort on exit: synchronous SIGKILL of anything still alive. */
-export function killAllNow(): void {
-  for (const proc of running) {
-    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill('SIGKILL');
-  }
+/** Spawns `node [nodeArgs] entry [args]` and resolves once 127.0.0.1:`port` accepts connections. */
+export function startProcess({ name, entry, port, env, nodeArgs = [], args, timeoutMs = BENCH_LAUNCH.timeoutMs }: StartOptions): Promise<BenchProcess> {
+  return launch({ ...BENCH_LAUNCH, name, entry, env, nodeArgs, args, ready: { port }, timeoutMs });
 }
 
 /** utime + stime in seconds from the text of /proc/<pid>/stat (fields 14 and 15, 1-based; 12 and 13 after "state"). */

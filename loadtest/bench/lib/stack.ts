@@ -1,13 +1,14 @@
 // Herald's own processes for a benchmark: services and a gateway (more on demand) on free ports, each started
-// through ./processes.js (ready when its port accepts, so LOG_LEVEL=warn is fine), wired to each
+// by @herald/launcher's launchComponent (ready when its port accepts, so LOG_LEVEL=warn is fine), wired to each
 // other as the component registry (the chart's `components`) says, like testkit's startStack, with
 // `--import @herald/telemetry/register` as in production.
 import { randomBytes } from 'node:crypto';
 
-import { loopbackEnv, readComponents, type Component } from '@herald/components';
+import { readComponents, type Component } from '@herald/components';
+import { launchComponent, TELEMETRY_ARGS } from '@herald/launcher';
 import { freePort, type ServiceName } from '@herald/testkit';
 
-import { startProcess, type BenchProcess } from './processes.js';
+import { BENCH_LAUNCH, type BenchProcess } from './processes.js';
 
 export type ProcessName = ServiceName | 'gateway';
 
@@ -37,9 +38,7 @@ export interface Herald {
   stop(): Promise<void>;
 }
 
-const TELEMETRY = ['--import', '@herald/telemetry/register'];
-
-export async function startHerald({ services, env: given, processEnv = {}, nodeArgs = () => TELEMETRY }: HeraldOptions): Promise<Herald> {
+export async function startHerald({ services, env: given, processEnv = {}, nodeArgs = () => [...TELEMETRY_ARGS] }: HeraldOptions): Promise<Herald> {
   // The delivery fleet signs engagement tokens that the gateway checks: one secret per stack.
   const env = { ENGAGEMENT_TOKEN_SECRET: randomBytes(32).toString('base64url'), ...given };
   const components = new Map(readComponents().map((component) => [component.name, component]));
@@ -53,14 +52,7 @@ export async function startHerald({ services, env: given, processEnv = {}, nodeA
   const instances: BenchProcess[] = [];
   // A replica listens on a port of its own; what calls it keeps the first instance's address.
   const start = async (name: ServiceName, port: number): Promise<BenchProcess> => {
-    const component = componentNamed(name);
-    const instance = await startProcess({
-      name,
-      entry: component.entry,
-      port,
-      nodeArgs: nodeArgs(name),
-      env: { ...env, ...loopbackEnv(component, { ...ports, [name]: port }), ...processEnv[name] },
-    });
+    const instance = await launchComponent(componentNamed(name), { ...BENCH_LAUNCH, ports, port, ready: 'port', nodeArgs: nodeArgs(name), env: { ...env, ...processEnv[name] } });
     instances.push(instance);
     return instance;
   };
@@ -68,14 +60,7 @@ export async function startHerald({ services, env: given, processEnv = {}, nodeA
   const gateways: BenchProcess[] = [];
   const startGateway = async (): Promise<{ port: number; process: BenchProcess }> => {
     const port = await freePort();
-    const component = componentNamed('gateway');
-    const gateway = await startProcess({
-      name: 'gateway',
-      entry: component.entry,
-      port,
-      nodeArgs: nodeArgs('gateway'),
-      env: { ...env, ...loopbackEnv(component, { ...ports, gateway: port }), HOST: '127.0.0.1', ...processEnv.gateway },
-    });
+    const gateway = await launchComponent(componentNamed('gateway'), { ...BENCH_LAUNCH, ports, port, ready: 'port', nodeArgs: nodeArgs('gateway'), env: { ...env, HOST: '127.0.0.1', ...processEnv.gateway } });
     gateways.push(gateway);
     return { port, process: gateway };
   };

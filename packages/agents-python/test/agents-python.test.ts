@@ -24,7 +24,7 @@ async function crewaiEnv(): Promise<Record<string, string>> {
 
 /** Each framework's test modules (in tests/), the modules mypy checks besides the shared ones, and the suite's own environment. */
 const SUITES = {
-  langgraph: { tests: ['test_gate', 'test_langgraph'], more: ['langgraph_agent'], env: async () => ({}) },
+  langgraph: { tests: ['test_gate', 'test_tools', 'test_langgraph'], more: ['langgraph_agent'], env: async () => ({}) },
   openai_agents: { tests: ['test_openai_agents'], more: [], env: async () => ({}) },
   crewai: { tests: ['test_crewai'], more: [], env: crewaiEnv },
 } satisfies Record<string, { tests: string[]; more: string[]; env(): Promise<Record<string, string>> }>;

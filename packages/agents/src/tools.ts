@@ -1,15 +1,20 @@
 import { ValidationError, type AskRecord, type Herald, type SendResult } from '@herald/sdk';
 import { z } from 'zod';
 
+import { askBounds, askFields, sendBounds, sendFields } from './fields.gen.js';
+
 /**
  * The two tools agents need, named and shaped as Herald's MCP tools (gateway/src/mcp/tools.ts), so
  * an agent behaves the same through MCP or a framework adapter. Each adapter wraps these in its
  * framework's own tool type; the calls go through the server SDK.
  */
 
-/** As the MCP tool: body and context together fit a notification's body. */
-const SEND_BODY_MAX = 2_048;
-const MAX_WAIT_MS = 55_000;
+/**
+ * The fields the API takes are bounded as the API bounds them (fields.gen.ts, generated from the
+ * OpenAPI document); as the MCP tool, body and context together fit a notification's body.
+ */
+const SEND_BODY_MAX = sendBounds.body.maxLength;
+const MAX_WAIT_MS = askBounds.timeoutSeconds.maximum * 1_000;
 
 export const SEND_NOTIFICATION = {
   name: 'send_notification',
@@ -18,14 +23,9 @@ export const SEND_NOTIFICATION = {
     'Returns {success, status: "queued", campaignId, sent, limits}. To get an answer, use ask_user instead.',
   inputSchema: z
     .object({
-      title: z.string().min(1).max(256).describe('The headline, e.g. "Deploy finished"'),
-      body: z.string().min(1).max(SEND_BODY_MAX).describe('The message'),
-      url: z
-        .string()
-        .max(2_048)
-        .regex(/^https?:\/\/\S+$/)
-        .optional()
-        .describe('http(s) link opened when the notification is tapped'),
+      title: sendFields.title.describe('The headline, e.g. "Deploy finished"'),
+      body: sendFields.body.describe('The message'),
+      url: sendFields.url.optional().describe('http(s) link opened when the notification is tapped'),
       context: z.string().min(1).max(2_000).optional().describe('More detail; appended to the body after a blank line (body and context together at most 2,048 characters)'),
     })
     .strict(),
@@ -40,12 +40,12 @@ export const ASK_USER = {
     'Result: {correlationId, status: "answered" | "pending" | "timeout" | "withdrawn", answered, value, liveUrl, ...}; value is the answer ("yes"/"no" for confirm).',
   inputSchema: z
     .object({
-      question: z.string().min(1).max(500).describe('What the person is asked'),
-      type: z.enum(['confirm', 'select', 'input']).optional().describe('confirm (default), select or input'),
-      options: z.array(z.string().min(1).max(200)).min(2).max(20).optional().describe('The choices (select only)'),
-      context: z.string().max(2_000).optional().describe('Background shown with the question'),
-      placeholder: z.string().max(200).optional().describe('Hint inside the text field (input)'),
-      agentName: z.string().min(1).max(100).optional().describe('Who is asking, shown to the person'),
+      question: askFields.question.describe('What the person is asked'),
+      type: askFields.type.optional().describe('confirm (default), select or input'),
+      options: askFields.options.optional().describe('The choices (select only)'),
+      context: askFields.context.optional().describe('Background shown with the question'),
+      placeholder: askFields.placeholder.optional().describe('Hint inside the text field (input)'),
+      agentName: askFields.agentName.optional().describe('Who is asking, shown to the person'),
       wait: z.boolean().optional().describe('false: return at once with status "pending" and the correlationId'),
       timeoutMs: z.number().int().min(1).max(MAX_WAIT_MS).optional().describe('How long to wait for the answer, in milliseconds (rounded up to whole seconds)'),
     })

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,6 +5,8 @@ import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 import { call, createWorkspace, eventually, freePort, SERVER_API, type TestWorkspace } from '@herald/testkit';
+
+export { browserPath } from '@herald/testkit';
 
 /**
  * What the real-browser tests share: a site of their own (a page using the SDK from Herald's
@@ -20,12 +21,6 @@ export async function artifactPath(name: string): Promise<string> {
   return `${artifactsDir}${name}`;
 }
 
-/** Debian's browser, installed by deploy/tools.sh; a missing one fails the test file by name. */
-export function browserPath(envName: string, fallback: string): string {
-  const path = process.env[envName] || fallback;
-  if (!existsSync(path)) throw new Error(`${path} is not installed: run deploy/tools.sh (it installs Debian's chromium and firefox-esr), or set ${envName}.`);
-  return path;
-}
 
 export interface TestSite {
   /**

@@ -1,3 +1,4 @@
+import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import type { Logger } from '@herald/logging';
 import { currentTraceHeaders, withTraceHeaders } from '@herald/telemetry';
 import { isBackingServiceDown } from '@herald/errors';
@@ -119,6 +120,16 @@ function outageAwareLog(logger: Logger) {
  */
 const RECONNECT_CAP_MS = 1_000;
 
+/** Before starting a consumer again after it crashed: up to 0.1 s, 0.2 s, ... 1 s (full jitter). */
+const CONSUMER_RESTART_BACKOFF: BackoffOptions = { baseMs: 100, capMs: RECONNECT_CAP_MS };
+/** A message whose handler found PostgreSQL, Redis or Kafka down waits up to 0.2 s, 0.4 s, ... 5 s (full jitter), as long as the outage lasts. */
+const OUTAGE_BACKOFF: BackoffOptions = { baseMs: 200, capMs: 5_000 };
+/**
+ * A message whose handler failed otherwise is tried again after 0.1 s, 0.2 s, 0.4 s, ... (equal
+ * jitter: its attempts are counted before the dead letter, so they must span some time).
+ */
+const HANDLER_BACKOFF: BackoffOptions = { baseMs: 100, capMs: 2_000, jitter: 'equal' };
+
 export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', sessionTimeoutMs = 30_000 }: KafkaBusOptions): Bus {
   const outage = outageAwareLog(logger);
   const kafka = new Kafka({
@@ -198,7 +209,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
             logger.warn({ err, groupId }, 'Kafka consumer could not start; retrying');
             startLater();
           });
-        }, Math.min(RECONNECT_CAP_MS, 100 * 2 ** (crashes - 1)));
+        }, backoffMs(crashes, CONSUMER_RESTART_BACKOFF));
       };
       const start = async (): Promise<void> => {
         const consumer = kafka.consumer({
@@ -264,7 +275,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
                   // order, heartbeating) rather than use up its attempts and land in the dead letters.
                   attempt -= 1;
                   outageRetries += 1;
-                  await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** Math.min(outageRetries, 6))));
+                  await new Promise((resolve) => setTimeout(resolve, backoffMs(outageRetries, OUTAGE_BACKOFF)));
                   await heartbeat();
                   continue;
                 }
@@ -286,7 +297,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
                   countMessage(groupId, incoming.topic, 'dead_lettered');
                   return;
                 }
-                await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 50 * 2 ** attempt)));
+                await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, HANDLER_BACKOFF)));
                 // Still alive: without this, a long run of retries would cost the partition.
                 await heartbeat();
               }

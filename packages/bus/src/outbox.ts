@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
+import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import { assertSchemaName, createWakeup, CURRENT_NAMESPACE_SQL, withTransaction, type MigrationSource, type Pool, type PoolClient, type Queryable } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { currentTraceHeaders } from '@herald/telemetry';
 
 import { EVENT_ID_HEADER, type Bus } from './kafka.js';
 import { observeOutbox } from './metrics.js';
+
+/** Between two tries of a relay that failed (the database or Kafka away): up to 0.2 s, 0.4 s, ... 10 s (full jitter). */
+const RELAY_BACKOFF: BackoffOptions = { baseMs: 200, capMs: 10_000 };
 
 /**
  * Transactional outbox. A service writes its state change and the event in one transaction
@@ -148,7 +152,7 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
         // A broken connection must not return to the pool holding the lock.
         client?.release(err as Error);
         client = undefined;
-        await sleep(Math.min(10_000, 100 * 2 ** failures));
+        await sleep(backoffMs(failures, RELAY_BACKOFF));
       } finally {
         client?.release();
       }

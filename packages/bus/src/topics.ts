@@ -1,6 +1,7 @@
 import { AccountEvent } from '@herald/proto/herald/account/v1/events';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
+import { DecisionEvent } from '@herald/proto/herald/decision/v1/events';
 import { DeliveryJob, DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
 import { EngagementEvent } from '@herald/proto/herald/engagement/v1/events';
 
@@ -88,6 +89,14 @@ export const topics = {
     key: 'notification id',
     producer: 'campaign',
   }),
+  decisionEvents: topic({
+    name: 'herald.decision.events',
+    partitions: 12,
+    messageType: 'herald.decision.v1.DecisionEvent',
+    message: DecisionEvent,
+    key: 'question id',
+    producer: 'decision',
+  }),
   deliveryJobs: topic({
     name: 'herald.delivery.jobs',
     partitions: 24,
@@ -121,6 +130,8 @@ export const consumers = {
   campaignResults: { group: 'herald-campaign-results', component: 'campaign', topics: [topics.deliveryResults] },
   /** Counts each notification's impressions, clicks and dismissals, once per subscriber each. */
   campaignEngagement: { group: 'herald-campaign-engagement', component: 'campaign', topics: [topics.engagementEvents] },
+  /** Records each opened question's deliveries (per channel and target), which the decision service then makes once each. */
+  questionDeliveries: { group: 'herald-decision-deliveries', component: 'decision', topics: [topics.decisionEvents] },
   /** The delivery fleet: encrypts and pushes each job's recipients. */
   delivery: { group: 'herald-delivery', component: 'delivery', topics: [topics.deliveryJobs] },
   /** Removes subscribers whose push service says they are gone. */
@@ -152,6 +163,9 @@ export const questionOfAnswerChannel = (namespace: string, channel: string): str
 
 /** The groups a send passes through after the campaign service queued it: its fan-out, then the delivery fleet. */
 export const SEND_PIPELINE: readonly ConsumerDeclaration[] = [consumers.campaignFanout, consumers.delivery];
+
+/** The groups an opened question passes through: its deliveries recorded, then (web push) the send pipeline. */
+export const QUESTION_PIPELINE: readonly ConsumerDeclaration[] = [consumers.questionDeliveries, ...SEND_PIPELINE];
 
 export const allTopics: readonly TopicInfo[] = Object.values(topics);
 

@@ -1,5 +1,7 @@
 import type { FieldProblem } from '@herald/errors';
 
+import { PLACEHOLDER_NAME } from './content.js';
+
 /**
  * `{{placeholders}}` in notification content (title, body, action URL). `{{name}}` or
  * `{{name|fallback}}`: names are letters, digits, `_` and `.`; a fallback is up to 200 characters
@@ -10,7 +12,7 @@ import type { FieldProblem } from '@herald/errors';
  * Every other name is a variable, filled when a campaign is created.
  */
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_.]{0,63})\s*(?:\|([^|{}]{0,200}))?\}\}/g;
+const PLACEHOLDER = new RegExp(`\\{\\{\\s*(${PLACEHOLDER_NAME})\\s*(?:\\|([^|{}]{0,200}))?\\}\\}`, 'g');
 
 const SUBSCRIBER_PREFIX = 'subscriber.';
 

@@ -7,7 +7,8 @@
 import { parseArgs } from 'node:util';
 
 import { readKeyPoolFile, type KeyPoolEntry } from './keypool.js';
-import { startPushPeer, type PeerMode, type PushPeerOptions } from './peer.js';
+import { startPushPeer } from './peer.js';
+import type { PeerMode, PushPeerOptions } from './types.js';
 
 const USAGE = `usage: node packages/push-peer/dist/src/cli.js [options]
   --mode verify|count              verify (default): full checks, decrypt, record; count: count 201s cheaply

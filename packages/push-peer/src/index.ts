@@ -1,17 +1,5 @@
-export {
-  startPushPeer,
-  type Attempt,
-  type CreateSubscriptionOptions,
-  type CreateSubscriptionsOptions,
-  type FaultRule,
-  type PeerMode,
-  type PeerStats,
-  type PeerSubscription,
-  type PushPeer,
-  type PushPeerOptions,
-  type ReceivedMessage,
-  type Urgency,
-} from './peer.js';
+export { startPushPeer } from './peer.js';
+export type * from './types.js';
 export {
   generateKeyPool,
   generateKeyPoolEntry,

@@ -98,6 +98,14 @@ export type CreatedKey = Success<'createKey'>;
 export type Enrollment = Success<'createEnrollment'>;
 export type Pairing = Success<'createPairing'>;
 
+// ---- Members and sessions (the console's calls; a key cannot make them) ----
+
+export type Me = Success<'getMe'>;
+export type Member = Item<'listMembers', 'data'>;
+export type Role = Member['role'];
+export type InviteMemberRequest = RequestBody<'inviteMember'>;
+export type SignInLinkRequest = RequestBody<'requestSignInLink'>;
+
 // ---- Questions: /ask and /decisions ----
 
 export type AskRequest = RequestBody<'ask'>;

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 
-import { repoRoot, requiredEnv } from './processes.js';
+import { repoRoot, requiredEnv } from './env.js';
 
 const run = promisify(execFile);
 

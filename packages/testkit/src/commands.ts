@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 
-import { repoRoot } from './processes.js';
+import { repoRoot } from './env.js';
 
 const run = promisify(execFile);
 

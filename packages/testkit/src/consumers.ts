@@ -1,7 +1,7 @@
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 
 import { connectDatabase } from './database.js';
-import { requiredEnv } from './processes.js';
+import { requiredEnv } from './env.js';
 
 /**
  * Positive evidence that the system has finished with what a test did, in place of "sleep, then

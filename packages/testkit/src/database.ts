@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import pg from 'pg';
 
-import { requiredEnv } from './processes.js';
+import { requiredEnv } from './env.js';
 
 /** A direct connection to the test database (or `url`), for assertions on stored state and for holding locks. */
 export async function connectDatabase(url = requiredEnv('DATABASE_URL')): Promise<pg.Client> {

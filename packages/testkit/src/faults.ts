@@ -6,7 +6,7 @@ import type { FaultRule, PushSubscriptionJSON } from '@herald/push-peer';
 import { waitForQuiet, type ConsumedTopics } from './consumers.js';
 import { connectDatabase } from './database.js';
 import { call, SERVER_API, type ApiResponse, type RequestOptions } from './http.js';
-import { infraComponent } from './infra.js';
+import { infraComponent, type InfraComponent } from './infra.js';
 import type { RunningProcess } from './processes.js';
 import { eventually, seedAudience, startSendingHarness, type Audience, type SendingHarness } from './sending.js';
 import { within } from './within.js';
@@ -23,7 +23,21 @@ import { within } from './within.js';
  * Kafka through deploy/infra.sh: only against infrastructure nothing else is using).
  */
 
-export const FAULTS = ['delivery-kill', 'campaign-kill', 'flow-kill', 'gateway-kill', 'postgres-restart', 'kafka-restart', 'redis-restart', 'push-429', 'push-503', 'push-reset'] as const;
+export const FAULTS = [
+  'delivery-kill',
+  'campaign-kill',
+  'flow-kill',
+  'gateway-kill',
+  'postgres-restart',
+  'postgres-crash',
+  'kafka-restart',
+  'kafka-crash',
+  'redis-restart',
+  'redis-crash',
+  'push-429',
+  'push-503',
+  'push-reset',
+] as const;
 export type FaultName = (typeof FAULTS)[number];
 
 export interface FaultDrillOptions {
@@ -69,8 +83,10 @@ export interface FaultRow {
   lost: number;
   /** Pushes made twice, reports counted twice, answers applied twice. */
   duplicated: number;
-  /** Broken promises: an unexpected status, a hang, a process that died by itself. */
+  /** Broken promises: an unexpected status, a hang, a process that died by itself, a fault that did not bite. */
   problems: string[];
+  /** What shows the fault happened and Herald met it (a new pid, what requests or pushes saw); undefined for `none`. */
+  proof?: string;
 }
 
 export interface FaultDrillReport {
@@ -94,6 +110,8 @@ export interface FaultDrillReport {
 
 /** gRPC deadlines are 5 s; an answer later than this is a hang. */
 const REQUEST_DEADLINE_MS = 7_000;
+/** A request answered this late was held up by the fault (they take milliseconds otherwise). */
+const HELD_MS = 1_000;
 /**
  * The welcome flow of the flow site: a push at once, a delay, a second push. Each subscription
  * made during the load starts one run, whose two pushes are counted per subscriber.
@@ -231,6 +249,10 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
   const { apiKey } = audience.workspace;
   const runProblems: string[] = [];
   const calm: FaultRow = { fault: 'none', requests: 0, errors: {}, recoveryMs: undefined, lost: 0, duplicated: 0, problems: [] };
+  /** The lowest X-RateLimit-Limit a keyed request saw, per row: below the plan's while a gateway limits on its own share (Redis gone). */
+  const lowestLimit = new Map<FaultRow, number>();
+  /** Requests per row that were held a second or more before their answer (a dependency gone, waited for). */
+  const held = new Map<FaultRow, number>();
   const windows: Array<{ row: FaultRow; start: number; end: number }> = [];
   const rowAt = (at: number): FaultRow => windows.find((window) => at >= window.start && at <= window.end)?.row ?? calm;
   /** Gateways the load goes through (a killed one leaves the pool at once, as a load balancer's health check would take it out). */
@@ -256,6 +278,10 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     }
     // An error belongs to the moment it happened (a waiter started before a fault fails during it).
     const failedIn = rowAt(Date.now());
+    // A long poll (a longer deadline) is held on purpose.
+    if (deadline <= REQUEST_DEADLINE_MS && Date.now() - at >= HELD_MS) held.set(failedIn, (held.get(failedIn) ?? 0) + 1);
+    const limit = Number(response?.headers.get('x-ratelimit-limit') ?? Number.NaN);
+    if (init.key !== undefined && Number.isFinite(limit)) lowestLimit.set(failedIn, Math.min(limit, lowestLimit.get(failedIn) ?? Infinity));
     if (typeof outcome !== 'number' || outcome >= 300) countInto(failedIn.errors, String(outcome));
     const { code, message } = (response?.body ?? {}) as { code?: unknown; message?: unknown };
     const expected =
@@ -550,51 +576,105 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     return counts;
   }
 
-  async function killService(name: string, env: Record<string, string>): Promise<void> {
-    const victim = stack.services.find((running) => !isDown(running) && running.output().includes(`${name} service serving`));
-    if (!victim) throw new Error(`no running ${name} service to kill`);
+  /** Kills one process with SIGKILL; its pid and how it ended, as the fault's proof. */
+  async function kill(victim: RunningProcess): Promise<string> {
     killed.add(victim);
     victim.child.kill('SIGKILL');
     await victim.exited;
+    if (victim.child.signalCode !== 'SIGKILL') throw new Error(`pid ${victim.child.pid} ended by ${victim.child.signalCode ?? `exit ${victim.child.exitCode}`}, not SIGKILL`);
+    return `pid ${victim.child.pid} SIGKILLed`;
+  }
+
+  async function killService(name: string, env: Record<string, string>): Promise<string> {
+    const victim = stack.services.find((running) => !isDown(running) && running.output().includes(`${name} service serving`));
+    if (!victim) throw new Error(`no running ${name} service to kill`);
+    const killedPid = await kill(victim);
     await sleep(settings.holdMs);
     const starting = Date.now();
     // Like the gateway's: a replacement that misses its 20 s to get ready on a machine this busy gets a second try, as an orchestrator would.
     await stack.startService(name, env, { replacing: true }).catch(() => stack.startService(name, env, { replacing: true }));
     settings.log(`  ${name} replacement ready in ${Date.now() - starting} ms`);
+    const replacement = stack.services.findLast((running) => !isDown(running) && running.output().includes(`${name} service serving`));
+    return `${killedPid}, replaced by pid ${replacement?.child.pid ?? '?'}`;
   }
 
-  async function killGateway(): Promise<void> {
+  async function killGateway(): Promise<string> {
     const victim = stack.gateways.find((running, index) => index > 0 && !isDown(running));
     const url = victim ? stack.gatewayUrls[stack.gateways.indexOf(victim)] : undefined;
     if (!victim || !url) throw new Error('no second gateway to kill');
-    killed.add(victim);
     gatewayDown = true;
-    victim.child.kill('SIGKILL');
+    const killing = kill(victim);
     pool.splice(pool.indexOf(url), 1);
-    await victim.exited;
+    const killedPid = await killing;
     await sleep(settings.holdMs);
     // On a machine this busy a gateway may miss its 20 s to get ready: a second try, as an orchestrator would.
     const replacement = await stack.addGateway(GATEWAY_ENV).catch(() => stack.addGateway(GATEWAY_ENV));
     stack.gatewayUrls.push(replacement);
     pool.push(replacement);
+    return killedPid;
   }
 
-  async function restartServer(component: 'postgres' | 'redis' | 'kafka'): Promise<void> {
-    // Slow pushes while it stops: some are in flight when it goes, and their outcome must be recorded once it is back.
+  /**
+   * Stops PostgreSQL, Kafka or Redis cleanly (`restart`) or with SIGKILL (`crash`: PostgreSQL
+   * recovers from its WAL, Kafka its logs, Redis starts empty), and starts it again. A server that
+   * was not running, or is the same process afterwards, is no fault: it throws.
+   */
+  async function bounceServer(component: InfraComponent, how: 'restart' | 'crash'): Promise<string> {
+    const before = await infraComponent('pid', component);
+    // Slow pushes while it goes: some are in flight then, and their outcome must be recorded once it is back.
     peer.respondWith({ delayMs: 1_000 });
-    await infraComponent('stop', component);
+    await infraComponent(how === 'crash' ? 'crash' : 'stop', component);
     await sleep(settings.holdMs);
     peer.respondWith(null);
     await infraComponent('start', component);
+    const after = await infraComponent('pid', component);
+    if (after === before) throw new Error(`${component} is still pid ${before}: the ${how} did not happen`);
+    return `pid ${before} -> ${after}`;
   }
 
-  async function pushServiceFailing(rule: FaultRule): Promise<void> {
+  async function pushServiceFailing(rule: FaultRule): Promise<string> {
     peer.respondWith(rule);
     await sleep(settings.holdMs);
     peer.respondWith(null);
+    return 'push service failing';
   }
 
-  const inject: Record<FaultName, () => Promise<void>> = {
+  /**
+   * Why the fault bit, beyond its process being gone: what Herald's clients or the push service
+   * saw while it lasted. Undefined when nothing did, which fails the row.
+   */
+  function sawIt(fault: FaultName, row: FaultRow): string | undefined {
+    const errors = (...keys: string[]) => keys.reduce((sum, key) => sum + (row.errors[key] ?? 0), 0);
+    const failedRequests = errors('503', '500', 'timeout', 'network');
+    const heldRequests = held.get(row) ?? 0;
+    switch (fault) {
+      case 'delivery-kill': {
+        // The pushes it held were dropped by the peer when their sender died.
+        const dropped = peer.attempts().filter((attempt) => attempt.status === 'aborted' && rowAt(attempt.at) === row).length;
+        return dropped > 0 ? `${dropped} pushes in flight dropped` : undefined;
+      }
+      case 'flow-kill':
+        // No client talks to the flow service: its runs wait, which the flow recovery measures.
+        return 'no flow process serving';
+      case 'redis-restart':
+      case 'redis-crash': {
+        // The gateways limit on their own share of each plan's limit while Redis is gone.
+        const lowest = lowestLimit.get(row);
+        const usual = lowestLimit.get(calm);
+        return lowest !== undefined && usual !== undefined && lowest < usual ? `rate limited per replica (limit ${lowest} instead of ${usual})` : undefined;
+      }
+      case 'push-429':
+        return errors('push 429') > 0 ? `${errors('push 429')} pushes answered 429` : undefined;
+      case 'push-503':
+        return errors('push 503') > 0 ? `${errors('push 503')} pushes answered 503` : undefined;
+      case 'push-reset':
+        return errors('push reset') > 0 ? `${errors('push reset')} pushes reset` : undefined;
+      default:
+        return failedRequests + heldRequests > 0 ? `${failedRequests} requests refused or cut off, ${heldRequests} held` : undefined;
+    }
+  }
+
+  const inject: Record<FaultName, () => Promise<string>> = {
     'delivery-kill': async () => {
       // Pushes held 3 s, and the kill a second into that: it lands with pushes in flight (the peer
       // drops them, their sender gone) and none answered since the hold began. A push accepted
@@ -603,7 +683,7 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
       peer.respondWith({ delayMs: 3_000 });
       await sleep(1_000);
       try {
-        await killService('delivery', {});
+        return await killService('delivery', {});
       } finally {
         peer.respondWith(null);
       }
@@ -611,9 +691,12 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     'campaign-kill': () => killService('campaign', { CAMPAIGN_TIMER_POLL_MS: '100' }),
     'flow-kill': () => killService('flow', {}),
     'gateway-kill': () => killGateway(),
-    'postgres-restart': () => restartServer('postgres'),
-    'kafka-restart': () => restartServer('kafka'),
-    'redis-restart': () => restartServer('redis'),
+    'postgres-restart': () => bounceServer('postgres', 'restart'),
+    'postgres-crash': () => bounceServer('postgres', 'crash'),
+    'kafka-restart': () => bounceServer('kafka', 'restart'),
+    'kafka-crash': () => bounceServer('kafka', 'crash'),
+    'redis-restart': () => bounceServer('redis', 'restart'),
+    'redis-crash': () => bounceServer('redis', 'crash'),
     'push-429': () => pushServiceFailing({ status: 429, retryAfter: 1 }),
     'push-503': () => pushServiceFailing({ status: 503 }),
     'push-reset': () => pushServiceFailing({ resetStream: true }),
@@ -629,8 +712,9 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
       rows.push(row);
       settings.log(`fault: ${fault}`);
       let injected = true;
+      let gone: string | undefined;
       try {
-        await settings.step(`injecting ${fault}`, STEP_LIMIT_MS + settings.holdMs, inject[fault]());
+        gone = await settings.step(`injecting ${fault}`, STEP_LIMIT_MS + settings.holdMs, inject[fault]());
       } catch (err) {
         injected = false;
         row.problems.push(`injecting the fault failed: ${(err as Error).message}`);
@@ -648,6 +732,12 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
       // What the delivery fleet met at the push service meanwhile (it retries those).
       for (const attempt of peer.attempts()) {
         if (attempt.at >= window.start && attempt.at <= window.end && attempt.status !== 201) countInto(row.errors, `push ${attempt.status}`);
+      }
+      if (gone !== undefined) {
+        // Every fault proves it bit: the process it took is gone, and someone met its absence.
+        const seen = sawIt(fault, row);
+        row.proof = `${gone}; ${seen ?? 'nothing saw it'}`;
+        if (seen === undefined) row.problems.push(`the fault did not bite: ${gone}, but no request or push met it`);
       }
       settings.log(`  ${row.requests} requests, recovered in ${row.recoveryMs ?? '-'} ms`);
       // Faults piled on a Herald that did not come back would only add waits: the rest is skipped, and the drill fails naming this one.
@@ -840,7 +930,7 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
 
 /** The drill's table: fault, requests during it, errors by status, recovery time, lost, duplicated. */
 export function formatFaultTable(report: FaultDrillReport): string {
-  const header = ['fault', 'requests', 'errors by status', 'recovery', 'lost', 'duplicated'];
+  const header = ['fault', 'requests', 'errors by status', 'recovery', 'lost', 'duplicated', 'proof it bit'];
   const lines = report.rows.map((row) => [
     row.fault,
     String(row.requests),
@@ -851,6 +941,7 @@ export function formatFaultTable(report: FaultDrillReport): string {
     row.recoveryMs === undefined ? '-' : `${(row.recoveryMs / 1_000).toFixed(1)} s`,
     String(row.lost),
     String(row.duplicated),
+    row.proof ?? '-',
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)));
   const render = (cells: string[]) => `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`;

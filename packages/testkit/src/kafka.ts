@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 
-import { repoRoot, requiredEnv } from './processes.js';
+import { repoRoot, requiredEnv } from './env.js';
 
 const kafkaAdmin = () => new Kafka({ clientId: 'herald-testkit', brokers: requiredEnv('KAFKA_BROKERS').split(','), logLevel: logLevel.NOTHING }).admin();
 

@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { freePort, repoRoot } from './processes.js';
+import { repoRoot } from './env.js';
+import { freePort } from './processes.js';
 
 /**
  * Mailpit for a test: the real SMTP server deploy/tools.sh builds into .local/bin (or

@@ -3,9 +3,11 @@ import { getMetricsFromIterator, type PromData, type PromHistogramData, type Pro
 /**
  * Scrapes a process's /metrics over HTTP and parses the Prometheus text exposition with a real
  * parser (prom2javascript: families by TYPE, histograms grouped per label set and checked, their
- * count against the +Inf bucket); a status other than 200 throws.
+ * count against the +Inf bucket); a status other than 200 throws, and so does a process started
+ * without a metrics endpoint (`metricsUrl` undefined).
  */
-export async function scrapeMetrics(metricsUrl: string): Promise<PromMetrics> {
+export async function scrapeMetrics(metricsUrl: string | undefined): Promise<PromMetrics> {
+  if (metricsUrl === undefined) throw new Error('the process was started without a METRICS_PORT: it serves no metrics');
   const response = await fetch(metricsUrl);
   const text = await response.text();
   if (response.status !== 200) throw new Error(`${metricsUrl} answered ${response.status}: ${text}`);

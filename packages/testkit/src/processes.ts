@@ -1,32 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-import { chartValuesPath, loopbackEnv, readComponents, type Component } from '@herald/components';
+import { chartValuesPath, readComponents, type Component } from '@herald/components';
+import { launch, launchComponent, type LaunchedProcess } from '@herald/launcher';
 
+import { infrastructureEnv } from './env.js';
 import { createKafkaNamespace } from './kafka.js';
 
-/** Starting Herald's real processes for a test, each on free ports, and stopping them. */
-
-export const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
-
-export function requiredEnv(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run the tests with "npm test", which starts the infrastructure`);
-  return value;
-}
-
-export function infrastructureEnv(): Record<string, string> {
-  return {
-    DATABASE_URL: requiredEnv('DATABASE_URL'),
-    REDIS_URL: requiredEnv('REDIS_URL'),
-    KAFKA_BROKERS: requiredEnv('KAFKA_BROKERS'),
-  };
-}
+/** Starting Herald's real processes for a test (through @herald/launcher), each on free ports, and stopping them. */
 
 /**
  * Ports for test processes come from below the kernel's ephemeral range (32768 and up here), at
@@ -78,21 +62,8 @@ export async function freePort(): Promise<number> {
   throw new Error(`no free port between ${PORT_RANGE.low} and ${PORT_RANGE.high}`);
 }
 
-export interface RunningProcess {
-  /** The component it runs ("gateway", "delivery", ...). */
-  name: string;
-  child: ChildProcess;
-  /** Its Prometheus endpoint (METRICS_PORT: a free port unless the caller gave one). */
-  metricsUrl: string;
-  /** Everything the process printed so far. */
-  output(): string;
-  /** Resolves with the exit code (or signal name) once the process has ended. */
-  exited: Promise<number | string>;
-  /** SIGTERM (or `signal`), then waits for the exit. */
-  stop(signal?: NodeJS.Signals): Promise<number | string>;
-}
-
-const PARENT_GUARD = new URL('./parent-guard.js', import.meta.url).href;
+/** A process a test started (@herald/launcher's handle: its child, output, exit, stop). */
+export type RunningProcess = LaunchedProcess;
 
 /** Whether a process with this pid exists (signal 0 asks without signalling). */
 export function isAlive(pid: number): boolean {
@@ -105,56 +76,11 @@ export function isAlive(pid: number): boolean {
 }
 
 /**
- * Starts one of Herald's processes and resolves once its output matches `ready`. The limit is a
- * safety net, not a speed check: on 2 cores running four test files at once a service's start
- * (Node, its migrations) took over 20 s.
+ * Starts one of Herald's processes, logging at info, and resolves once its output matches `ready`.
+ * Its metrics endpoint is on a free port unless `env` names one (`metricsUrl`).
  */
-export async function startProcess(
-  name: string,
-  entry: string,
-  env: Record<string, string>,
-  ready: RegExp,
-  timeoutMs = 60_000,
-): Promise<RunningProcess> {
-  const metricsPort = env.METRICS_PORT ?? String(await freePort());
-  const child = spawn(process.execPath, ['--import', '@herald/telemetry/register', '--import', PARENT_GUARD, entry], {
-    cwd: repoRoot,
-    env: { ...process.env, LOG_LEVEL: 'info', HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, METRICS_PORT: metricsPort, ...env },
-    // Standard input: the pipe whose end tells the process that this one died (parent-guard.ts).
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const exited = new Promise<number | string>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code ?? -1)));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not become ready in ${timeoutMs} ms:\n${output}`)), timeoutMs);
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString();
-      if (ready.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited (${code}) before it was ready:\n${output}`));
-    });
-  }).catch(async (err: unknown) => {
-    child.kill('SIGKILL');
-    throw err;
-  });
-  return {
-    name,
-    child,
-    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
-    output: () => output,
-    exited,
-    async stop(signal = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
-    },
-  };
+export async function startProcess(name: string, entry: string, env: Record<string, string>, ready: RegExp, timeoutMs?: number): Promise<RunningProcess> {
+  return launch({ name, entry, env: { LOG_LEVEL: 'info', METRICS_PORT: String(await freePort()), ...env }, ready, timeoutMs });
 }
 
 export interface Stack {
@@ -233,16 +159,10 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
     return component;
   };
   // A replica listens on a port of its own; what calls it keeps the first instance's address.
-  const launch = async (name: string, extra: Record<string, string>, port = ports[name] as number): Promise<RunningProcess> => {
-    const component = componentNamed(name);
-    return startProcess(
-      name,
-      component.entry,
-      { ...infra, ...loopbackEnv(component, { ...ports, [name]: port }), ...(name === 'delivery' ? deliveryEnv : {}), ...extra },
-      component.protocol === 'http' ? /Server listening/ : new RegExp(`${name} service serving`),
-    );
-  };
-  const started = await Promise.allSettled([...components.keys()].filter((name) => wanted.has(name)).map((name) => launch(name, {})));
+  // Each process serves its metrics on a free port of its own (RunningProcess.metricsUrl).
+  const start = async (name: string, extra: Record<string, string>, port = ports[name] as number): Promise<RunningProcess> =>
+    launchComponent(componentNamed(name), { ports, port, ready: 'log', env: { LOG_LEVEL: 'info', METRICS_PORT: String(await freePort()), ...infra, ...(name === 'delivery' ? deliveryEnv : {}), ...extra } });
+  const started = await Promise.allSettled([...components.keys()].filter((name) => wanted.has(name)).map((name) => start(name, {})));
   const services = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const gatewayProcesses: RunningProcess[] = [];
   // A stack that cannot start stops what it did start: left running, its processes would keep the
@@ -256,7 +176,7 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
   if (failed) await abandon(failed.reason);
   const addGateway = async (extra: Record<string, string> = {}, chosen?: number): Promise<string> => {
     const port = chosen ?? (await freePort());
-    gatewayProcesses.push(await launch('gateway', extra, port));
+    gatewayProcesses.push(await start('gateway', extra, port));
     return `http://127.0.0.1:${port}`;
   };
   const gatewayUrls: string[] = [];
@@ -274,7 +194,7 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
     engagementTokenSecret: infra.ENGAGEMENT_TOKEN_SECRET,
     addGateway,
     async startService(name, extra = {}, { replacing = false } = {}) {
-      const running = await launch(name, extra, replacing ? ports[name] : await freePort());
+      const running = await start(name, extra, replacing ? ports[name] : await freePort());
       services.push(running);
       return running;
     },

@@ -1,6 +1,7 @@
+import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import { assertSchemaName, CURRENT_NAMESPACE_SQL, withTransaction, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
-import { backoffMs, RELEASED, retryWhileUnreachable, startWorkLoop } from '@herald/workloop';
+import { RELEASED, retryWhileUnreachable, startWorkLoop } from '@herald/workloop';
 
 import { resolveWebhookTarget, WebhookUrlRefused } from './address.js';
 import { channelOf } from './queue.js';
@@ -22,7 +23,11 @@ export interface WebhookDispatcherOptions {
   timeoutMs?: number;
   /** Attempts in all, the first included, before a message is failed. */
   maxAttempts?: number;
-  /** Retry n waits @herald/workloop's backoff: up to min(retryCapMs, retryBaseMs * 2^(n-1)) (full jitter), at least Retry-After (capped at retryCapMs). */
+  /**
+   * Retry n waits @herald/backoff's backoff with equal jitter: between half of and all of
+   * min(retryCapMs, retryBaseMs * 2^(n-1)), at least Retry-After (capped at retryCapMs). The
+   * attempts are counted, so they must span a real stretch of time (at least half the schedule).
+   */
   retryBaseMs?: number;
   retryCapMs?: number;
   /** Messages in flight at once per dispatcher. */
@@ -66,7 +71,7 @@ export function startWebhookDispatcher(options: WebhookDispatcherOptions): { sto
   assertSchemaName(schema);
   const timeoutMs = options.timeoutMs ?? WEBHOOK_DEFAULTS.timeoutMs;
   const maxAttempts = options.maxAttempts ?? WEBHOOK_DEFAULTS.maxAttempts;
-  const backoff = { baseMs: options.retryBaseMs ?? WEBHOOK_DEFAULTS.retryBaseMs, capMs: options.retryCapMs ?? WEBHOOK_DEFAULTS.retryCapMs };
+  const backoff: BackoffOptions = { baseMs: options.retryBaseMs ?? WEBHOOK_DEFAULTS.retryBaseMs, capMs: options.retryCapMs ?? WEBHOOK_DEFAULTS.retryCapMs, jitter: 'equal' };
   const leaseMs = options.leaseMs ?? timeoutMs + 60_000;
   const retentionMs = options.retentionMs ?? WEBHOOK_DEFAULTS.retentionMs;
   if (leaseMs <= timeoutMs) throw new Error('leaseMs must exceed timeoutMs, or a slow attempt could be claimed twice');

@@ -1,4 +1,4 @@
-export * from './backoff.js';
+export * from './unreachable.js';
 export * from './claims.js';
 export * from './listen.js';
 export * from './loop.js';

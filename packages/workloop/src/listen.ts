@@ -1,11 +1,15 @@
+import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import type { Pool, PoolClient } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
 /**
  * Holds one connection LISTENing on `channel` and calls `onNotify` for each NOTIFY, and once
  * (re)connected, since anything committed while no one listened is waiting. A lost connection
- * (a database restart) logs one warning and is replaced with capped backoff until `stopped`.
+ * (a database restart) logs one warning and is replaced, backing off, until `stopped`.
  */
+/** Between two tries to listen again: up to 0.5 s, 1 s, ... 30 s (full jitter); due work is still found by polling meanwhile. */
+const RELISTEN_BACKOFF: BackoffOptions = { baseMs: 500, capMs: 30_000 };
+
 export async function listenForWakeups(pool: Pool, channel: string, onNotify: () => void, logger: Logger, stopped: Promise<void>): Promise<void> {
   let stopping = false;
   void stopped.then(() => (stopping = true));
@@ -38,7 +42,7 @@ export async function listenForWakeups(pool: Pool, channel: string, onNotify: ()
     if (failure && !stopping) {
       if (failures === 0) logger.warn({ err: failure, channel }, 'lost the LISTEN connection; reconnecting (due work is still found by polling)');
       failures += 1;
-      await Promise.race([new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 250 * 2 ** Math.min(failures, 7)))), stopped]);
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, backoffMs(failures, RELISTEN_BACKOFF))), stopped]);
     }
   }
 }

@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
 
+import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import { createWakeup, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
 import { claimStatement, dueCountStatement, LAPSED_COLUMN, LATENESS_COLUMN, nextClaimableInMs, pickedKeyColumn, type WorkTable } from './claims.js';
 import { observeBacklog, workLoopMetrics } from './metrics.js';
 import { listenForWakeups } from './listen.js';
+
+/** Between two tries to claim while the database fails: up to 0.2 s, 0.4 s, ... 10 s (full jitter). */
+const CLAIM_BACKOFF: BackoffOptions = { baseMs: 200, capMs: 10_000 };
 
 export interface WorkLoopOptions<Row> {
   /** Names the loop in logs. */
@@ -108,7 +112,7 @@ export function startWorkLoop<Row>(options: WorkLoopOptions<Row>): WorkLoop {
       } catch (err) {
         if (failures === 0) logger.warn({ err, loop: name }, 'work loop cannot claim; retrying with backoff');
         failures += 1;
-        await sleep(Math.min(10_000, 100 * 2 ** Math.min(failures, 7)));
+        await sleep(backoffMs(failures, CLAIM_BACKOFF));
       }
     }
     await Promise.all(inFlight);

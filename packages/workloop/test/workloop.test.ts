@@ -7,7 +7,7 @@ import { createPool, type Pool } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { createDatabase, type TestDatabase } from '@herald/testkit';
 
-import { backoffMs, claimStatement, LAPSED_COLUMN, RELEASED, startWorkLoop, type WorkTable } from '../src/index.js';
+import { claimStatement, LAPSED_COLUMN, RELEASED, startWorkLoop, type WorkTable } from '../src/index.js';
 
 // The work loop against a real PostgreSQL, in a database of this file's own.
 
@@ -205,36 +205,4 @@ test('an idle loop wakes when the next row falls due, not a poll later', async (
 test('claim statements refuse what is not a plain, schema-qualified name', () => {
   assert.throws(() => claimStatement({ ...table, table: 'items' }), /items: a work table is schema-qualified/);
   assert.throws(() => claimStatement({ ...table, due: 'due_at; DROP TABLE x' }), /is not a plain column name/);
-});
-
-test('backoff: equal jitter in [c/2, c), c = min(cap, base*2^(n-1)), exponential, capped', () => {
-  const options = { baseMs: 1000, capMs: 60_000 };
-  assert.equal(backoffMs(1, { ...options, random: () => 0 }), 500);
-  assert.equal(backoffMs(1, { ...options, random: () => 0.999999 }), 999);
-  assert.equal(backoffMs(3, { ...options, random: () => 0.5 }), 3000);
-  assert.equal(backoffMs(4, { ...options, random: () => 0.999999 }), 7999);
-  assert.equal(backoffMs(20, { ...options, random: () => 0.999999 }), 59_999);
-  assert.equal(backoffMs(5000, { ...options, random: () => 0.5 }), 45_000);
-  for (let attempt = 1; attempt <= 12; attempt++) {
-    const ceiling = Math.min(60_000, 1000 * 2 ** (attempt - 1));
-    let low = Infinity;
-    let high = -Infinity;
-    for (let i = 0; i < 2000; i++) {
-      const delay = backoffMs(attempt, options);
-      assert.ok(Number.isInteger(delay) && delay >= ceiling / 2 && delay < ceiling, `attempt ${attempt}: ${delay}`);
-      low = Math.min(low, delay);
-      high = Math.max(high, delay);
-    }
-    assert.ok(low < ceiling * 0.55 && high > ceiling * 0.95, `attempt ${attempt} spreads over the upper half: ${low}..${high}`);
-  }
-  assert.throws(() => backoffMs(0, options), RangeError);
-});
-
-test('backoff never goes below Retry-After, and never above the cap even for a longer Retry-After', () => {
-  const options = { baseMs: 1000, capMs: 60_000 };
-  assert.equal(backoffMs(1, { ...options, random: () => 0.9 }, 5000), 5000);
-  assert.equal(backoffMs(10, { ...options, random: () => 0.5 }, 5000), 45_000);
-  assert.equal(backoffMs(10, { ...options, random: () => 0.99 }, 3_600_000), 60_000);
-  assert.equal(backoffMs(2, { ...options, random: () => 0 }, 1500.2), 1501);
-  for (let i = 0; i < 1000; i++) assert.ok(backoffMs(1 + (i % 8), options, 7000) >= 7000);
 });

@@ -12,6 +12,8 @@ export function memberSettings(env: Env) {
     sessionIdleSeconds: env.integer('SESSION_IDLE_SECONDS', 12 * 3_600, { min: 1, max: 30 * 86_400 }),
     /** ...and this long after sign-in whatever happens. */
     sessionMaxSeconds: env.integer('SESSION_MAX_SECONDS', 7 * 86_400, { min: 1, max: 90 * 86_400 }),
+    /** How long a passkey challenge (registration or sign-in options) can be answered; tests shorten it. */
+    passkeyChallengeTtlSeconds: env.integer('PASSKEY_CHALLENGE_TTL_SECONDS', 300, { min: 1, max: 3_600 }),
   };
 }
 
@@ -27,6 +29,8 @@ export function readConfig(env: Env) {
     /** How long an enrollment link (POST /enroll) can be used; tests shorten it. */
     enrollmentTtlSeconds: env.integer('ENROLLMENT_TTL_SECONDS', 900, { min: 1, max: 86_400 }),
     ...memberSettings(env),
+    /** Single sign-on: whether an http issuer on loopback is allowed (tests, local development); otherwise https only. */
+    ssoAllowLoopbackHttp: env.boolean('SSO_ALLOW_LOOPBACK_HTTP', false),
     ...mailConfig(env),
   };
 }

@@ -10,8 +10,10 @@ import type { AccountConfig } from './config.js';
 import { memberHandlers } from './members.js';
 import { toApiKeyMessage, toIso, toPublicSiteMessage } from './messages.js';
 import { partnerHandlers } from './partner.js';
+import { passkeyHandlers } from './passkeys.js';
 import * as store from './store.js';
 import { secretHandlers } from './secrets.js';
+import { ssoHandlers } from './sso.js';
 
 function toPlanMessage(name: PlanName): Plan {
   const facts = planFacts(name);
@@ -162,6 +164,8 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
       ...partnerHandlers(pool, { publicOrigin, enrollmentTtlSeconds }),
       ...secretHandlers(pool),
       ...memberHandlers(pool, mail, logger, config),
+      ...passkeyHandlers(pool, logger, config),
+      ...ssoHandlers(pool, logger, config),
     },
     logger,
   );

@@ -56,6 +56,12 @@ export function toMemberMessage(member: store.MemberRow): Member {
 
 const signInUrl = (publicOrigin: string, token: string): string => `${publicOrigin}/sign-in/${token}`;
 
+/** A new session's id (the cookie's value, never stored) and the row a sign-in stores for it. */
+export function newSession({ sessionIdleSeconds, sessionMaxSeconds }: MemberSettings): { sessionId: string; session: store.NewSession } {
+  const sessionId = newSecret();
+  return { sessionId, session: { idHash: hashSecret(sessionId), csrfToken: newSecret(), idleSeconds: sessionIdleSeconds, maxSeconds: sessionMaxSeconds } };
+}
+
 /** A fresh single-use sign-in link for the member. */
 export async function issueSignInLink(pool: Pool, memberId: string, { publicOrigin, signInLinkTtlSeconds }: MemberSettings): Promise<{ url: string; expiresAt: Date }> {
   const token = newSecret();
@@ -141,14 +147,8 @@ export function memberHandlers(pool: Pool, mail: MailSender, logger: Logger, set
     },
 
     async consumeSignInLink({ token }: ConsumeSignInLinkRequest): Promise<ConsumeSignInLinkResponse> {
-      const sessionId = newSecret();
-      const csrfToken = newSecret();
-      const outcome = await store.consumeSignInLink(pool, hashSecret(token), {
-        idHash: hashSecret(sessionId),
-        csrfToken,
-        idleSeconds: settings.sessionIdleSeconds,
-        maxSeconds: settings.sessionMaxSeconds,
-      });
+      const { sessionId, session } = newSession(settings);
+      const outcome = await store.consumeSignInLink(pool, hashSecret(token), session);
       if (outcome?.state !== 'signed_in') throw badLink();
       return { sessionId, member: toMemberMessage(outcome.member), expiresAt: outcome.expiresAt.toISOString() };
     },

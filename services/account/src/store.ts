@@ -509,7 +509,7 @@ export type SignInOutcome = { state: 'signed_in'; member: MemberRow; expiresAt: 
 export async function consumeSignInLink(
   pool: Pool,
   tokenHash: Buffer,
-  session: { idHash: Buffer; csrfToken: string; idleSeconds: number; maxSeconds: number },
+  session: NewSession,
 ): Promise<SignInOutcome | undefined> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query<{ member_id: string }>(
@@ -522,19 +522,35 @@ export async function consumeSignInLink(
       if (current[0] === undefined) return undefined;
       return { state: current[0].used ? 'used' : 'expired' };
     }
-    const { rows: members } = await client.query<MemberRow>(
-      `UPDATE members m SET status = 'active', last_sign_in_at = now() WHERE m.id = $1 AND m.status <> 'removed' RETURNING ${memberColumns}`,
-      [claimed.member_id],
-    );
-    const member = members[0];
-    if (!member) return { state: 'refused' };
-    const { rows: sessions } = await client.query<{ expires_at: Date }>(
-      `INSERT INTO member_sessions (id_hash, member_id, csrf_token, idle_expires_at, expires_at)
-       VALUES ($1, $2, $3, now() + make_interval(secs => $4), now() + make_interval(secs => $5)) RETURNING expires_at`,
-      [session.idHash, member.id, session.csrfToken, session.idleSeconds, session.maxSeconds],
-    );
-    return { state: 'signed_in', member, expiresAt: sessions[0]!.expires_at };
+    return openSession(client, claimed.member_id, session);
   });
+}
+
+/** What opening a session needs: its id and CSRF token (fresh), and its lifetimes. */
+export interface NewSession {
+  idHash: Buffer;
+  csrfToken: string;
+  idleSeconds: number;
+  maxSeconds: number;
+}
+
+/**
+ * Signs a member in, whatever proved who they are (an email link, single sign-on): the member
+ * becomes active (an invite accepted) and a new session opens. `refused`: the member was removed.
+ */
+export async function openSession(db: Queryable, memberId: string, session: NewSession): Promise<{ state: 'signed_in'; member: MemberRow; expiresAt: Date } | { state: 'refused' }> {
+  const { rows: members } = await db.query<MemberRow>(
+    `UPDATE members m SET status = 'active', last_sign_in_at = now() WHERE m.id = $1 AND m.status <> 'removed' RETURNING ${memberColumns}`,
+    [memberId],
+  );
+  const member = members[0];
+  if (!member) return { state: 'refused' };
+  const { rows: sessions } = await db.query<{ expires_at: Date }>(
+    `INSERT INTO member_sessions (id_hash, member_id, csrf_token, idle_expires_at, expires_at)
+     VALUES ($1, $2, $3, now() + make_interval(secs => $4), now() + make_interval(secs => $5)) RETURNING expires_at`,
+    [session.idHash, member.id, session.csrfToken, session.idleSeconds, session.maxSeconds],
+  );
+  return { state: 'signed_in', member, expiresAt: sessions[0]!.expires_at };
 }
 
 export interface SessionRow {
@@ -597,4 +613,183 @@ export async function revokeSessions(db: Queryable, workspaceId: string, memberI
     [workspaceId, memberId, idHash ?? null],
   );
   return rows[0]?.live ?? 0;
+}
+
+// ---- Single sign-on (OpenID Connect) ----
+
+export interface SsoConfigRow {
+  workspace_id: string;
+  issuer: string;
+  client_id: string;
+  client_secret: string;
+  allowed_domains: string[];
+  auto_provision_role: Role | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const ssoConfigColumns = 'workspace_id, issuer, client_id, client_secret, allowed_domains, auto_provision_role, created_at, updated_at';
+
+export async function findSsoConfig(db: Queryable, workspaceId: string): Promise<SsoConfigRow | undefined> {
+  const { rows } = await db.query<SsoConfigRow>(`SELECT ${ssoConfigColumns} FROM sso_configs WHERE workspace_id = $1`, [workspaceId]);
+  return rows[0];
+}
+
+/** Creates or replaces the workspace's configuration; an empty `clientSecret` keeps the stored one. */
+export async function upsertSsoConfig(
+  db: Queryable,
+  config: { workspaceId: string; issuer: string; clientId: string; clientSecret: string; allowedDomains: string[]; autoProvisionRole: Role | null },
+): Promise<{ row: SsoConfigRow; created: boolean }> {
+  const { rows } = await db.query<SsoConfigRow & { created: boolean }>(
+    `INSERT INTO sso_configs AS c (workspace_id, issuer, client_id, client_secret, allowed_domains, auto_provision_role)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (workspace_id) DO UPDATE SET issuer = EXCLUDED.issuer, client_id = EXCLUDED.client_id,
+       client_secret = COALESCE(NULLIF(EXCLUDED.client_secret, ''), c.client_secret), allowed_domains = EXCLUDED.allowed_domains,
+       auto_provision_role = EXCLUDED.auto_provision_role, updated_at = now()
+     RETURNING ${ssoConfigColumns}, (xmax = 0) AS created`,
+    [config.workspaceId, config.issuer, config.clientId, config.clientSecret, config.allowedDomains, config.autoProvisionRole],
+  );
+  const { created, ...row } = rows[0]!;
+  return { row, created };
+}
+
+export async function deleteSsoConfig(db: Queryable, workspaceId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM sso_configs WHERE workspace_id = $1`, [workspaceId]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** A new sign-in attempt; attempts that ended over a day ago go (a bounded batch each time). */
+export async function insertSsoAttempt(
+  db: Queryable,
+  attempt: { stateHash: Buffer; workspaceId: string; nonce: string; codeVerifier: string; ttlSeconds: number },
+): Promise<Date> {
+  const { rows } = await db.query<{ expires_at: Date }>(
+    `WITH old AS (
+       DELETE FROM sso_attempts WHERE state_hash IN (SELECT state_hash FROM sso_attempts WHERE expires_at < now() - interval '1 day' LIMIT 100)
+     )
+     INSERT INTO sso_attempts (state_hash, workspace_id, nonce, code_verifier, expires_at)
+     VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5)) RETURNING expires_at`,
+    [attempt.stateHash, attempt.workspaceId, attempt.nonce, attempt.codeVerifier, attempt.ttlSeconds],
+  );
+  return rows[0]!.expires_at;
+}
+
+/** Uses an attempt up (one caller wins); undefined when unknown, used or expired. */
+export async function claimSsoAttempt(db: Queryable, stateHash: Buffer): Promise<{ workspace_id: string; nonce: string; code_verifier: string } | undefined> {
+  const { rows } = await db.query<{ workspace_id: string; nonce: string; code_verifier: string }>(
+    `UPDATE sso_attempts SET used_at = now() WHERE state_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING workspace_id, nonce, code_verifier`,
+    [stateHash],
+  );
+  return rows[0];
+}
+
+/** The workspace's member with this (normalised) address, removed ones included. */
+export async function findMemberByEmail(db: Queryable, workspaceId: string, email: string): Promise<MemberRow | undefined> {
+  const { rows } = await db.query<MemberRow>(`SELECT ${memberColumns} FROM members m WHERE m.workspace_id = $1 AND m.email = $2`, [workspaceId, email]);
+  return rows[0];
+}
+
+// ---- Passkeys (WebAuthn credentials) and their challenges ----
+
+export interface PasskeyRow {
+  id: string;
+  member_id: string;
+  credential_id: string;
+  public_key: Buffer;
+  counter: string;
+  transports: string[];
+  device_type: 'singleDevice' | 'multiDevice';
+  backed_up: boolean;
+  name: string;
+  created_at: Date;
+  last_used_at: Date | null;
+}
+
+const passkeyColumns = 'p.id, p.member_id, p.credential_id, p.public_key, p.counter, p.transports, p.device_type, p.backed_up, p.name, p.created_at, p.last_used_at';
+
+export type ChallengePurpose = 'registration' | 'sign_in';
+
+/** Stores a challenge (and drops those that expired over an hour ago). */
+export async function createPasskeyChallenge(
+  db: Queryable,
+  challenge: { hash: Buffer; purpose: ChallengePurpose; sessionHash: Buffer | undefined; ttlSeconds: number },
+): Promise<void> {
+  await db.query(
+    `WITH purged AS (DELETE FROM passkey_challenges WHERE expires_at < now() - interval '1 hour')
+     INSERT INTO passkey_challenges (challenge_hash, purpose, session_hash, expires_at) VALUES ($1, $2, $3, now() + make_interval(secs => $4))`,
+    [challenge.hash, challenge.purpose, challenge.sessionHash ?? null, challenge.ttlSeconds],
+  );
+}
+
+/**
+ * Uses a challenge up: true when it existed for this purpose (and this session, for a
+ * registration), unused and unexpired. Used up whatever the verification that follows says.
+ */
+export async function consumePasskeyChallenge(db: Queryable, hash: Buffer, purpose: ChallengePurpose, sessionHash: Buffer | undefined): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE passkey_challenges SET used_at = now()
+      WHERE challenge_hash = $1 AND purpose = $2 AND session_hash IS NOT DISTINCT FROM $3 AND used_at IS NULL AND expires_at > now()`,
+    [hash, purpose, sessionHash ?? null],
+  );
+  return rowCount === 1;
+}
+
+/** The member's passkeys, oldest first. */
+export async function listPasskeys(db: Queryable, workspaceId: string, memberId: string): Promise<PasskeyRow[]> {
+  const { rows } = await db.query<PasskeyRow>(
+    `SELECT ${passkeyColumns} FROM passkeys p JOIN members m ON m.id = p.member_id
+      WHERE m.workspace_id = $1 AND p.member_id = $2 ORDER BY p.created_at, p.id`,
+    [workspaceId, memberId],
+  );
+  return rows;
+}
+
+/** undefined when the credential is registered already (to anyone). */
+export async function insertPasskey(
+  db: Queryable,
+  passkey: { id: string; memberId: string; credentialId: string; publicKey: Buffer; counter: number; transports: string[]; deviceType: string; backedUp: boolean; name: string },
+): Promise<PasskeyRow | undefined> {
+  const { rows } = await db.query<PasskeyRow>(
+    `INSERT INTO passkeys AS p (id, member_id, credential_id, public_key, counter, transports, device_type, backed_up, name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (credential_id) DO NOTHING RETURNING ${passkeyColumns}`,
+    [passkey.id, passkey.memberId, passkey.credentialId, passkey.publicKey, passkey.counter, passkey.transports, passkey.deviceType, passkey.backedUp, passkey.name],
+  );
+  return rows[0];
+}
+
+/** A credential that can sign in: its member is not removed. */
+export async function findPasskeyForSignIn(db: Queryable, credentialId: string): Promise<PasskeyRow | undefined> {
+  const { rows } = await db.query<PasskeyRow>(
+    `SELECT ${passkeyColumns} FROM passkeys p JOIN members m ON m.id = p.member_id WHERE p.credential_id = $1 AND m.status <> 'removed'`,
+    [credentialId],
+  );
+  return rows[0];
+}
+
+/**
+ * Records a verified use (the new counter, only if the stored one is still the one verified
+ * against, so two concurrent uses of one assertion cannot both pass) and opens a session, in one
+ * transaction. undefined: the counter moved meanwhile.
+ */
+export async function signInWithPasskey(pool: Pool, passkey: { id: string; counter: string; newCounter: number }, session: NewSession): Promise<SignInOutcome | undefined> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ member_id: string }>(
+      `UPDATE passkeys SET counter = $3, last_used_at = now() WHERE id = $1 AND counter = $2 RETURNING member_id`,
+      [passkey.id, passkey.counter, passkey.newCounter],
+    );
+    const used = rows[0];
+    if (!used) return undefined;
+    return openSession(client, used.member_id, session);
+  });
+}
+
+/** Deletes the member's passkey; undefined when it is not theirs (or not in the workspace). */
+export async function deletePasskey(db: Queryable, workspaceId: string, memberId: string, passkeyId: string): Promise<PasskeyRow | undefined> {
+  const { rows } = await db.query<PasskeyRow>(
+    `DELETE FROM passkeys p USING members m
+      WHERE m.id = p.member_id AND m.workspace_id = $1 AND p.member_id = $2 AND p.id = $3
+      RETURNING ${passkeyColumns}`,
+    [workspaceId, memberId, passkeyId],
+  );
+  return rows[0];
 }

@@ -12,6 +12,7 @@ import {
   type SendRequest,
   type SendResponse,
 } from '@herald/proto/herald/campaign/v1/campaign';
+import { allowances } from './allowance.js';
 import { campaignManagement, type CampaignDeps } from './campaigns.js';
 import { deliveryJobs, type DeliveryJobs } from './fanout.js';
 import { assertFits } from './payload.js';
@@ -22,7 +23,7 @@ import * as store from './store.js';
 class DuplicateSend extends Error {}
 
 /** The fingerprint a replayed Idempotency-Key must match: the content and the targeting. */
-function requestHash(request: SendRequest): string {
+function requestHash(request: Pick<SendRequest, 'content' | 'targeting'>): string {
   return createHash('sha256').update(JSON.stringify([request.content, request.targeting])).digest('hex');
 }
 
@@ -58,6 +59,7 @@ interface Reach {
 
 export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: { batchSize: number; ttlSeconds: number }) {
   const { pool, audience, logger } = deps;
+  const allowanceOf = allowances(deps.account);
 
   /**
    * Who a notification reaches. A targeting by ids alone (a flow's push to its subscriber, a
@@ -94,7 +96,7 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
         hint: 'Use a new idempotency key for a different notification.',
       });
     }
-    const limit = Number(request.monthlyAllowance);
+    const limit = await allowanceOf(request.workspaceId);
     const used = await store.usedThisMonth(pool, request.workspaceId);
     return { notificationId: record.notification_id, sent: record.sent, remaining: String(Math.max(0, limit - used)), limit: String(limit), duplicate: true };
   }
@@ -118,7 +120,7 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
         const reached = await reach(request.workspaceId, targeting, jobs.personalized);
         const targeted = reached.targeted;
         if (targeted === 0) throw new HeraldError('invalid_request', 'No subscribers found matching criteria', { title: 'No subscribers found matching criteria' });
-        const limit = Number(request.monthlyAllowance);
+        const limit = await allowanceOf(request.workspaceId);
 
         let used: number;
         try {
@@ -155,6 +157,10 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
       async queueQuestion(request) {
         const content = request.content;
         if (!content) throw new HeraldError('invalid_request', 'content is required');
+        // The decision service's keys (question, channel, target), kept apart from API keys' own (key id '').
+        const key = request.idempotencyKey;
+        const first = key ? await store.findSendRecord(pool, request.workspaceId, '', key) : undefined;
+        if (first) return { notificationId: first.notification_id, targeted: first.sent };
         const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
         assertFits(notificationId, content);
         // A question reaches approver devices only (verified external ids), whatever the caller
@@ -166,7 +172,20 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
         const targeted = reached.targeted;
         if (targeted === 0) return { notificationId: '', targeted: '0' };
         // A question to a person is not a marketing send: no allowance is reserved for it.
-        await withTransaction(pool, (tx) => queue(tx, notification, jobs, reached));
+        try {
+          await withTransaction(pool, async (tx) => {
+            // The key first: a concurrent call with the same key waits here for this one, then replays it.
+            if (key && !(await store.claimIdempotencyKey(tx, { workspaceId: request.workspaceId, keyId: '', key, requestHash: requestHash(request), notificationId, sent: targeted }))) {
+              throw new DuplicateSend();
+            }
+            await queue(tx, notification, jobs, reached);
+          });
+        } catch (err) {
+          if (!(err instanceof DuplicateSend)) throw err;
+          const record = await store.findSendRecord(pool, request.workspaceId, '', key);
+          if (!record) throw new Error('idempotency record vanished after a conflict');
+          return { notificationId: record.notification_id, targeted: record.sent };
+        }
         logger.info({ notificationId, targeted }, 'question notification queued');
         return { notificationId, targeted: String(targeted) };
       },

@@ -1,14 +1,17 @@
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
-import { answerChannel } from '@herald/bus';
+import { answerChannel, consumers, createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
 import { createLogger } from '@herald/logging';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
+import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { DecisionServiceService } from '@herald/proto/herald/decision/v1/decision';
 import { dispatcherSettings, startWebhookDispatcher, webhookMigrations } from '@herald/webhooks';
 import { Redis } from 'ioredis';
 
 import { readConfig } from './config.js';
+import { recordOpenedDeliveries, startDeliveries } from './deliveries.js';
 import { decisionHandlers, type WakeWaiters } from './handlers.js';
 import { migrationsDir, SCHEMA } from './store.js';
 import { AnswerTokens } from './tokens.js';
@@ -18,8 +21,22 @@ const config = loadConfig(readConfig);
 const logger = createLogger('decision');
 const tokens = new AnswerTokens(config.answerTokenSecret);
 const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.databasePoolSize, namespace: config.namespace, applicationName: 'herald-decision', logger });
-await migrate(pool, SCHEMA, [{ track: 'service', dir: migrationsDir }, webhookMigrations], logger);
+await migrate(pool, SCHEMA, [{ track: 'service', dir: migrationsDir }, webhookMigrations, outboxMigrations], logger);
 const account = createClient(AccountServiceClient, config.accountGrpcUrl);
+const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);
+const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
+const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-decision`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
+const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
+const deliveries = startDeliveries({
+  pool,
+  logger,
+  campaign,
+  tokens,
+  publicOrigin: config.publicOrigin,
+  retry: { baseMs: config.deliveryRetryBaseMs, capMs: config.deliveryRetryCapMs },
+  pollMs: config.deliveryPollMs,
+  leaseMs: config.deliveryLeaseMs,
+});
 const dispatcher = startWebhookDispatcher({
   pool,
   schema: SCHEMA,
@@ -36,14 +53,22 @@ const wakeWaiters: WakeWaiters = async (questionId) => {
   // The message is when it was sent: the gateways measure the wake-up's latency from it.
   await redis.publish(answerChannel(config.namespace, questionId), String(Date.now())).catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'));
 };
-const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger)]]);
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience })]]);
 logger.info({ port: server.port }, 'decision service serving');
+// Joining the consumer group can wait for a rebalance; serving does not wait for it (events stay in Kafka meanwhile).
+const opened = bus.subscribe({ consumer: consumers.questionDeliveries, concurrency: 4, handle: recordOpenedDeliveries(pool) }).catch((err: unknown) => {
+  logger.fatal({ err }, 'cannot consume decision events');
+  process.exit(1);
+});
 
 drainOnSignal(
   async () => {
-    await server.drain(config.shutdownGraceMs);
-    await Promise.all([dispatcher.stop(), expiryReports.stop()]);
+    await Promise.all([server.drain(config.shutdownGraceMs), opened.then((subscription) => subscription.stop())]);
+    await Promise.all([dispatcher.stop(), expiryReports.stop(), deliveries.stop(), relay.stop()]);
+    await bus.close();
     account.close();
+    audience.close();
+    campaign.close();
     redis.disconnect();
     await pool.end();
   },

@@ -13,7 +13,25 @@ export function isApproved(row: { status: string; type: string; answer: string |
  * What makes two requests to open a decision "the same" for an idempotent replay: what the
  * caller asked, not how it waits nor what the service found (reachability, the approval mode).
  */
-export function requestHash(request: CreateQuestionRequest): string {
+export function requestHash(
+  request: Pick<
+    CreateQuestionRequest,
+    | 'type'
+    | 'question'
+    | 'options'
+    | 'context'
+    | 'placeholder'
+    | 'agentName'
+    | 'audience'
+    | 'externalId'
+    | 'callbackUrl'
+    | 'toolName'
+    | 'toolTarget'
+    | 'parametersJson'
+    | 'lifetimeSeconds'
+    | 'requireReachable'
+  >,
+): string {
   const asked = [
     request.type,
     request.question,

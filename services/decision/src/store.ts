@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 
-import type { Queryable } from '@herald/db';
+import { CREATED_US_SQL, type PagePosition, type Queryable } from '@herald/db';
 import { RELEASED, type WorkTable } from '@herald/workloop';
 
 /** Every SQL statement of the decision service. Each query is scoped by workspace id or by a question id from a verified token. */
@@ -34,6 +34,10 @@ export interface QuestionRow {
   parameters: Record<string, unknown> | null;
   reachability: ReachabilityJson | null;
   callback_url: string | null;
+  /** The site of the key that opened it (web push goes to its approver devices); null before migration 004. */
+  site_id: string | null;
+  /** Asks: the approver devices to push to. */
+  target: AskTarget | null;
   idempotency_key: string | null;
   request_hash: string | null;
   status: 'pending' | 'answered' | 'cancelled';
@@ -50,9 +54,16 @@ export interface QuestionRow {
 const COLUMNS = `*, (status = 'pending' AND expires_at <= clock_timestamp()) AS expired,
   GREATEST(0, CEIL(EXTRACT(EPOCH FROM expires_at - clock_timestamp())))::int AS expires_in_seconds`;
 
+export interface AskTarget {
+  subscriberIds: string[];
+  externalIds: string[];
+  tags: string[];
+}
+
 export interface NewQuestion {
   id: string;
   workspaceId: string;
+  siteId: string | null;
   kind: Kind;
   keyId: string;
   type: string;
@@ -68,7 +79,7 @@ export interface NewQuestion {
   toolTarget: string | null;
   parameters: Record<string, unknown> | null;
   reachability: ReachabilityJson | null;
-  target: { subscriberIds: string[]; externalIds: string[]; tags: string[] } | null;
+  target: AskTarget | null;
   callbackUrl: string | null;
   idempotencyKey: string | null;
   requestHash: string | null;
@@ -79,8 +90,8 @@ export interface NewQuestion {
 export async function insertQuestion(db: Queryable, q: NewQuestion): Promise<QuestionRow | undefined> {
   const { rows } = await db.query<QuestionRow>(
     `INSERT INTO questions (id, workspace_id, kind, key_id, type, question, options, context, placeholder, agent_name, mode, audience,
-       external_id, tool_name, tool_target, parameters, reachability, target, callback_url, idempotency_key, request_hash, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, now() + make_interval(secs => $22))
+       external_id, tool_name, tool_target, parameters, reachability, target, callback_url, idempotency_key, request_hash, expires_at, site_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, now() + make_interval(secs => $22), $23)
      ON CONFLICT (workspace_id, kind, key_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -106,6 +117,7 @@ export async function insertQuestion(db: Queryable, q: NewQuestion): Promise<Que
       q.idempotencyKey,
       q.requestHash,
       q.lifetimeSeconds,
+      q.siteId,
     ],
   );
   return rows[0];
@@ -157,6 +169,35 @@ function scoped(scope: Scope, first: number): { where: string; params: string[] 
   return { where: clauses.map((clause) => ` AND ${clause}`).join(''), params };
 }
 
+/** What a list may narrow to: a stored state, or `expired` and `pending` as read (by expires_at). */
+export type ListedStatus = 'pending' | 'answered' | 'cancelled' | 'expired';
+
+const LISTED_STATUS: Record<ListedStatus, string> = {
+  pending: "status = 'pending' AND expires_at > clock_timestamp()",
+  expired: "status = 'pending' AND expires_at <= clock_timestamp()",
+  answered: "status = 'answered'",
+  cancelled: "status = 'cancelled'",
+};
+
+/** A page of a workspace's questions of one kind, newest first, after `after`. */
+export async function listQuestions(
+  db: Queryable,
+  scope: Required<Pick<Scope, 'workspaceId' | 'kind'>> & Pick<Scope, 'externalId'>,
+  status: ListedStatus | undefined,
+  after: PagePosition | undefined,
+  limit: number,
+): Promise<Array<QuestionRow & { created_us: string }>> {
+  const { where, params } = scoped(scope, 4);
+  const { rows } = await db.query<QuestionRow & { created_us: string }>(
+    `SELECT ${COLUMNS}, ${CREATED_US_SQL} AS created_us FROM questions
+      WHERE ($1::bigint IS NULL OR (created_at, id) < (timestamptz 'epoch' + $1::bigint * interval '1 microsecond', $2))${where}
+        ${status ? `AND ${LISTED_STATUS[status]}` : ''}
+      ORDER BY created_at DESC, id DESC LIMIT $3`,
+    [after?.createdUs ?? null, after?.id ?? '', limit, ...params],
+  );
+  return rows;
+}
+
 export async function findQuestion(db: Queryable, id: string, scope: Scope): Promise<QuestionRow | undefined> {
   const { where, params } = scoped(scope, 2);
   const { rows } = await db.query<QuestionRow>(`SELECT ${COLUMNS} FROM questions WHERE id = $1${where}`, [id, ...params]);
@@ -204,4 +245,62 @@ export async function recordCancel(db: Queryable, id: string): Promise<QuestionR
     [id],
   );
   return rows[0];
+}
+
+/** A question's delivery on one channel to one target (question_deliveries). */
+export interface DeliveryKey {
+  question_id: string;
+  channel: string;
+  target: string;
+}
+
+export interface ClaimedDelivery extends DeliveryKey {
+  attempts: number;
+}
+
+/** Woken (at commit) when deliveries are recorded, so the delivery loop makes them at once. */
+export const DELIVERIES_CHANNEL = 'decision_question_deliveries';
+
+/** The delivery loop's work table: pending deliveries by due time; a claim counts an attempt. */
+export const DUE_DELIVERIES: WorkTable = {
+  table: `${SCHEMA}.question_deliveries`,
+  key: ['question_id', 'channel', 'target'],
+  due: 'due_at',
+  waiting: "state = 'pending'",
+  returning: 'question_id, channel, target, attempts',
+  onClaim: 'attempts = attempts + 1',
+};
+
+/** Records a question's deliveries (those already recorded, by a redelivered event, stay as they are). */
+export async function insertDeliveries(db: Queryable, questionId: string, deliveries: Array<{ channel: string; target: string }>): Promise<void> {
+  if (deliveries.length === 0) return;
+  await db.query(
+    `INSERT INTO question_deliveries (question_id, channel, target)
+     SELECT $1, channel, target FROM unnest($2::text[], $3::text[]) AS d (channel, target)
+     ON CONFLICT DO NOTHING`,
+    [questionId, deliveries.map((delivery) => delivery.channel), deliveries.map((delivery) => delivery.target)],
+  );
+  await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
+}
+
+/** How a claimed delivery ended: made (delivered, with what the channel answered), not needed (skipped), refused for good (failed), or to be tried again at `retryAt`. */
+export type DeliveryOutcome =
+  | { state: 'delivered'; result: string; reached: number }
+  | { state: 'skipped' | 'failed'; error: string }
+  | { state: 'pending'; error: string; retryAt: Date };
+
+/** Records a claimed delivery's outcome while the claim holds (a lost claim changes nothing). */
+export async function recordDelivery(db: Queryable, key: DeliveryKey, claim: string, outcome: DeliveryOutcome): Promise<void> {
+  const params = [key.question_id, key.channel, key.target, claim];
+  const where = 'WHERE question_id = $1 AND channel = $2 AND target = $3 AND claim = $4';
+  if (outcome.state === 'delivered') {
+    await db.query(
+      `UPDATE question_deliveries SET state = 'delivered', result = $5, reached = $6, last_error = NULL, finished_at = clock_timestamp(), ${RELEASED} ${where}`,
+      [...params, outcome.result, outcome.reached],
+    );
+  } else if (outcome.state === 'pending') {
+    await db.query(`UPDATE question_deliveries SET last_error = $5, due_at = $6, ${RELEASED} ${where}`, [...params, outcome.error, outcome.retryAt]);
+  } else {
+    await db.query(`UPDATE question_deliveries SET state = $5, last_error = $6, finished_at = clock_timestamp(), ${RELEASED} ${where}`, [...params, outcome.state, outcome.error]);
+  }
 }

@@ -1,4 +1,5 @@
 import { withTransaction, type Pool, type PoolClient } from '@herald/db';
+import { askStatusOf } from '@herald/domain';
 import type { Logger } from '@herald/logging';
 import { startWorkLoop, type WorkLoop } from '@herald/workloop';
 import { enqueueWebhook } from '@herald/webhooks';
@@ -15,7 +16,7 @@ import * as store from './store.js';
  */
 function event(row: store.QuestionRow, outcome: 'answered' | 'cancelled' | 'expired') {
   if (row.kind === 'ask') {
-    const status = outcome === 'answered' ? 'answered' : outcome === 'cancelled' ? 'withdrawn' : 'timeout';
+    const status = askStatusOf(outcome);
     return {
       type: `ask.${outcome === 'cancelled' ? 'withdrawn' : outcome}`,
       data: {

@@ -20,7 +20,7 @@ export function readConfig(env: Env) {
     /** Extra CA certificate (PEM file) to trust, e.g. a local test push service. */
     pushCaFile: env.optionalString('PUSH_CA_FILE'),
     retryPollMs: env.integer('RETRY_POLL_MS', 250, { min: 10, max: 60_000 }),
-    /** Exponential backoff with full jitter: the first retry waits up to this, doubling up to the cap. */
+    /** Exponential backoff with equal jitter: the first retry waits half of this to all of it, doubling up to the cap. */
     retryBaseMs: env.integer('PUSH_RETRY_BASE_MS', 1_000, { min: 1, max: 600_000 }),
     retryCapMs: env.integer('PUSH_RETRY_CAP_MS', 600_000, { min: 1, max: 86_400_000 }),
   };

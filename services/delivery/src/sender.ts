@@ -1,6 +1,6 @@
+import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import { withEngagementToken, type EngagementTokens } from '@herald/domain';
 import { classifyResponse, encrypt, PushNetworkError, type PushClient, type Urgency, type VapidKeys, type VapidSigner } from '@herald/webpush';
-import { backoffMs, type BackoffOptions } from '@herald/workloop';
 import type { Logger } from '@herald/logging';
 
 import { countAttempt, timePush } from './metrics.js';
@@ -22,17 +22,23 @@ const finalStatus = { sent: 'delivered', expired: 'expired', failed: 'failed' } 
  * salt), sign (cached per key and origin), send, and
  * classify the answer. A push service that answered 429 is paced: until its Retry-After passes,
  * pushes to that origin are not attempted but scheduled after it.
+ *
+ * Retries keep half of each step of the backoff (equal jitter): PUSH_MAX_ATTEMPTS attempts then
+ * span at least half of the schedule, so a push service away for a few seconds cannot use them all up.
  */
 export class Sender {
   private readonly pausedUntil = new Map<string, number>();
+  private readonly backoff: BackoffOptions;
 
   constructor(
     private readonly client: PushClient,
     private readonly signer: VapidSigner,
     private readonly engagementTokens: EngagementTokens,
-    private readonly backoff: BackoffOptions,
+    retry: { baseMs: number; capMs: number },
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.backoff = { ...retry, jitter: 'equal' };
+  }
 
   async attempt(request: PushRequest, vapid: VapidKeys): Promise<Attempt> {
     const origin = new URL(request.endpoint).origin;

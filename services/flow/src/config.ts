@@ -8,7 +8,6 @@ export function readConfig(env: Env) {
     ...pieces.grpcServer(env, 50057),
     ...pieces.shutdown(env),
     campaignGrpcUrl: env.string('CAMPAIGN_GRPC_URL', '127.0.0.1:50053'),
-    accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
     /** Longest sleep of the run loop between looks for due runs (NOTIFY wakes it sooner). */
     runPollMs: env.integer('FLOW_RUN_POLL_MS', 1_000, { min: 50, max: 60_000 }),
     /** Due runs claimed at once (one claim statement; their outcomes recorded together, every 200 ms while sends are slow). */

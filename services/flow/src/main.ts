@@ -3,7 +3,6 @@ import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
 import { createLogger } from '@herald/logging';
-import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { TemplateServiceClient } from '@herald/proto/herald/campaign/v1/templates';
 import { FlowServiceService } from '@herald/proto/herald/flow/v1/flow';
@@ -21,10 +20,9 @@ const pool = createPool({ url: config.databaseUrl, schema: SCHEMA, max: config.d
 await migrate(pool, SCHEMA, [outboxMigrations, { track: 'service', dir: migrationsDir }], logger);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-flow`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
-const account = createClient(AccountServiceClient, config.accountGrpcUrl);
 const templates = createClient(TemplateServiceClient, config.campaignGrpcUrl);
 // Timers first: due runs need no Kafka, and joining a consumer group can take a session timeout.
-const runs = startRunLoop({ pool, logger, campaign, account, pollMs: config.runPollMs, leaseMs: config.runLeaseMs, batchSize: config.runBatchSize, concurrency: config.runConcurrency, retentionDays: config.runRetentionDays, pruneEveryMs: config.runPruneEveryMs });
+const runs = startRunLoop({ pool, logger, campaign, pollMs: config.runPollMs, leaseMs: config.runLeaseMs, batchSize: config.runBatchSize, concurrency: config.runConcurrency, retentionDays: config.runRetentionDays, pruneEveryMs: config.runPruneEveryMs });
 const subscriptions = await Promise.all([
   bus.subscribe({ consumer: consumers.flowTriggers, concurrency: config.triggerConcurrency, handle: audienceTriggers(pool, logger) }),
   bus.subscribe({ consumer: consumers.flowEngagementTriggers, concurrency: config.triggerConcurrency, handle: engagementTriggers(pool, logger) }),
@@ -39,7 +37,6 @@ drainOnSignal(
     await runs.stop();
     await bus.close();
     campaign.close();
-    account.close();
     templates.close();
     await pool.end();
   },

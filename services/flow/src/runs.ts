@@ -1,26 +1,27 @@
+import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import type { Pool } from '@herald/db';
 import { HeraldError } from '@herald/errors';
 import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
-import type { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
-import { backoffMs, retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
+import { retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
 
 import { delayMs, type Step } from './steps.js';
 import * as store from './store.js';
 
 /** Runs worked at once per batch (their sends in flight): enough to keep the campaign service busy, not flooded. */
 const SENDS_PER_BATCH = 32;
-/** How long a workspace's allowance is reused before asking the account service again. */
-const FACTS_TTL_MS = 5_000;
-/** Entries a cache keeps before it starts over (versions and allowances are cheap to read again). */
+/** Entries a cache keeps before it starts over (versions are cheap to read again). */
 const CACHE_LIMIT = 10_000;
 /** Finished runs deleted per statement. */
 const PRUNE_BATCH = 2_000;
 /** How long one pruning may hold up the loop's claims; what is left goes next time. */
 const PRUNE_BUDGET_MS = 1_000;
-/** A send that failed for now (an error, a deadline) is tried again 2.5 to 5 s later. */
-const SEND_RETRY = { baseMs: 5_000, capMs: 5_000 };
+/**
+ * A send that failed for now (an error, a deadline) is tried again 2.5 to 5 s later (equal jitter:
+ * its retries are not counted, and never come at once after a failure).
+ */
+const SEND_RETRY: BackoffOptions = { baseMs: 5_000, capMs: 5_000, jitter: 'equal' };
 /** How long a worked run's outcome may wait to be recorded with others of its batch. */
 const RECORD_EVERY_MS = 200;
 
@@ -35,7 +36,6 @@ export interface RunDeps {
   pool: Pool;
   logger: Logger;
   campaign: PromiseClient<CampaignServiceClient>;
-  account: PromiseClient<AccountServiceClient>;
 }
 
 /** Why a run ends early: the subscriber cannot be reached any more (cancelled), or a refusal that retrying will not change (failed). */
@@ -58,10 +58,9 @@ class RunEnded extends Error {
 export function startRunLoop(
   deps: RunDeps & { pollMs?: number; leaseMs: number; batchSize: number; concurrency: number; retentionDays: number; pruneEveryMs: number },
 ): WorkLoop {
-  const { pool, logger, campaign, account } = deps;
+  const { pool, logger, campaign } = deps;
   // Versions never change once written: each is read once per process.
   const versions = new Map<string, Promise<Step[] | undefined>>();
-  const allowances = new Map<string, { limit: Promise<number>; at: number }>();
 
   function stepsOf(run: store.ClaimedRun): Promise<Step[] | undefined> {
     const key = `${run.flow_id}/${run.version}`;
@@ -71,18 +70,6 @@ export function startRunLoop(
       steps.catch(() => versions.delete(key));
     }
     return steps;
-  }
-
-  function allowanceOf(workspaceId: string): Promise<number> {
-    const cached = allowances.get(workspaceId);
-    if (cached && Date.now() - cached.at < FACTS_TTL_MS) return cached.limit;
-    const limit = account.getSendingFacts({ workspaceId }).then((facts) => {
-      if (!facts.plan?.active) throw new RunEnded('failed', 'subscription_required: this workspace has no active plan');
-      return Number(facts.plan.monthlyNotificationAllowance);
-    });
-    remember(allowances, workspaceId, { limit, at: Date.now() });
-    limit.catch(() => allowances.delete(workspaceId));
-    return limit;
   }
 
   async function send(run: store.ClaimedRun, index: number, step: Extract<Step, { stepType: 'send_notification' }>): Promise<string> {
@@ -105,7 +92,8 @@ export function startRunLoop(
         idempotencyKey: `flow:${run.id}:${index}`,
         // No API key: the flow service's own idempotency keys, apart from every key's.
         keyId: '',
-        monthlyAllowance: String(await allowanceOf(run.workspace_id)),
+        // The campaign service reads the plan's allowance itself.
+        monthlyAllowance: '0',
       });
       return response.notificationId;
     } catch (err) {

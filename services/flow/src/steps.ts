@@ -1,4 +1,4 @@
-import { fillPlaceholders } from '@herald/domain';
+import { CONTENT_LIMITS as LIMITS, HTTP_URL_PATTERN, VARIABLE_NAME_PATTERN, fillPlaceholders } from '@herald/domain';
 import { invalidFields, type FieldProblem } from '@herald/errors';
 import type { Template } from '@herald/proto/herald/campaign/v1/templates';
 import type { StepInput } from '@herald/proto/herald/flow/v1/flow';
@@ -37,9 +37,9 @@ export type Step =
   | { id: string; stepType: 'delay'; config: { delay: { value: number; unit: DelayUnit } } }
   | { id: string; stepType: 'exit'; config: Record<string, never> };
 
-const LIMITS = { title: 256, body: 2_048, url: 2_048, templateId: 64, variables: 50, variable: 1_000 } as const;
-const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_.]{0,63}$/;
-const HTTP_URL = /^https?:\/\/\S+$/;
+// The content's bounds are the API's (the gateway's route schemas take them from @herald/domain too).
+const VARIABLE_NAME = new RegExp(VARIABLE_NAME_PATTERN);
+const HTTP_URL = new RegExp(HTTP_URL_PATTERN);
 
 type Json = unknown;
 const isObject = (value: Json): value is Record<string, Json> => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 
-import { call, connectDatabase, eventually, seedAudience, startSendingHarness, subscribeBrowser, type Audience, type SendingHarness, type Subscribed } from '@herald/testkit';
+import { admin, call, connectDatabase, eventually, seedAudience, startSendingHarness, subscribeBrowser, type Audience, type SendingHarness, type Subscribed } from '@herald/testkit';
 
 import { delay, exit, flowApi, publishSubscribed as publish, send, type FlowRecord, type RunRecord, type Step } from './helpers.js';
 
@@ -164,6 +164,27 @@ test('a send refused for good (the monthly allowance spent) ends the run as fail
   );
   await eventually('the allowed push', async () => titlesTo(subscriber), (titles) => titles.length === 1);
   assert.deepEqual(titlesTo(subscriber), ['The last one allowed']);
+});
+
+test("a workspace whose plan ends mid-run: the next send is refused by the campaign service, which reads the plan itself, and the run fails saying why", async () => {
+  const audience = await emptyAudience();
+  // Past the 5 s the campaign service reuses a workspace's plan for.
+  const flow = await activeFlow(audience, [send('While subscribed'), delay(6), send('After the plan ended')]);
+  const subscriber = await subscribe(audience);
+  await runWhen(audience, flow.id, 'the run waiting', (run) => run.state === 'waiting');
+  await admin('workspace', 'set-plan', '--workspace', audience.workspace.workspaceId, '--plan', 'none');
+  // Without a plan the API answers the workspace nothing: the run's state is read from its table
+  // until it ends, then through the API once the plan is back.
+  const db = await connectDatabase();
+  try {
+    await eventually('the run ended', async () => (await db.query<{ state: string }>('SELECT state FROM flow.flow_runs WHERE flow_id = $1', [flow.id])).rows, (rows) => rows[0]?.state === 'failed');
+  } finally {
+    await db.end();
+  }
+  await admin('workspace', 'set-plan', '--workspace', audience.workspace.workspaceId, '--plan', 'growth');
+  const run = await runWhen(audience, flow.id, 'the run failed', (found) => found.state === 'failed');
+  assert.deepEqual([run.endReason, run.notificationIds.length], ['subscription_required: This workspace has no active plan.', 1]);
+  assert.deepEqual(titlesTo(subscriber), ['While subscribed']);
 });
 
 test('an unsubscription mid-run ends the run: no further sends', async () => {

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable, Mapping
 
 from herald_sdk import Herald
 from herald_sdk.types import AskRecord, AskRequest, SendRequest, SendResult
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._generated import AskContext, AskOptions, AskPlaceholder, AskQuestion, AskType, SendBody, SendTitle, SendUrl
+
 SEND_NOTIFICATION = "send_notification"
 ASK_USER = "ask_user"
-
-#: What the server's /send takes as a body; context is appended to it after a blank line.
-_BODY_MAX = 2_048
 
 SEND_NOTIFICATION_DESCRIPTION = (
     "Send a push notification to the person: their phone app and the browsers subscribed to this workspace. "
@@ -31,24 +30,28 @@ ASK_USER_DESCRIPTION = (
 
 
 class SendNotificationArguments(BaseModel):
+    """The fields /send takes, bounded as the API bounds them (_generated.py), and context."""
+
     model_config = ConfigDict(extra="forbid")
 
-    title: str = Field(min_length=1, max_length=200, description='The headline, e.g. "Deploy finished"')
-    body: str = Field(min_length=1, max_length=_BODY_MAX, description="The message")
-    url: str | None = Field(default=None, max_length=2_048, pattern=r"^https?://", description="http(s) link opened when the notification is tapped")
+    title: SendTitle = Field(description='The headline, e.g. "Deploy finished"')
+    body: SendBody = Field(description="The message")
+    url: SendUrl | None = Field(default=None, description="http(s) link opened when the notification is tapped")
     context: str | None = Field(
         default=None, min_length=1, max_length=2_000, description="More detail; appended to the body after a blank line (body and context together at most 2,048 characters)"
     )
 
 
 class AskUserArguments(BaseModel):
+    """The fields of /ask a question is made of, bounded as the API bounds them (_generated.py)."""
+
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=500, description="What the person is asked")
-    type: Literal["confirm", "select", "input"] | None = Field(default=None, description="confirm (default), select or input")
-    options: list[str] | None = Field(default=None, min_length=2, max_length=20, description="The choices (select only)")
-    context: str | None = Field(default=None, max_length=2_000, description="Background shown with the question")
-    placeholder: str | None = Field(default=None, max_length=200, description="Hint inside the text field (input)")
+    question: AskQuestion = Field(description="What the person is asked")
+    type: AskType | None = Field(default=None, description="confirm (default), select or input")
+    options: AskOptions | None = Field(default=None, description="The choices (select only)")
+    context: AskContext | None = Field(default=None, description="Background shown with the question")
+    placeholder: AskPlaceholder | None = Field(default=None, description="Hint inside the text field (input)")
 
 
 def send_notification(herald: Herald, arguments: SendNotificationArguments) -> SendResult:

@@ -454,6 +454,168 @@ export interface RotateIdentitySecretResponse {
   previousSecretExpiresAt: string;
 }
 
+export interface SsoConfig {
+  workspaceId: string;
+  issuer: string;
+  clientId: string;
+  /** Lower case; empty: any domain (for members that exist). */
+  allowedDomains: string[];
+  /** The role an unknown address of an allowed domain is made a member with; empty: not provisioned. */
+  autoProvisionRole: string;
+  /** Where the provider sends the browser back ({PUBLIC_ORIGIN}/sign-in/sso/callback). */
+  redirectUri: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface GetSsoConfigRequest {
+  workspaceId: string;
+}
+
+export interface GetSsoConfigResponse {
+  config?: SsoConfig | undefined;
+}
+
+export interface PutSsoConfigRequest {
+  workspaceId: string;
+  issuer: string;
+  clientId: string;
+  /** Empty: keep the stored secret (INVALID_ARGUMENT when there is none). */
+  clientSecret: string;
+  allowedDomains: string[];
+  autoProvisionRole: string;
+}
+
+export interface PutSsoConfigResponse {
+  config?:
+    | SsoConfig
+    | undefined;
+  /** Whether the configuration is new (as opposed to replaced). */
+  created: boolean;
+}
+
+export interface DeleteSsoConfigRequest {
+  workspaceId: string;
+}
+
+export interface DeleteSsoConfigResponse {
+}
+
+export interface StartSsoSignInRequest {
+  workspaceId: string;
+}
+
+export interface StartSsoSignInResponse {
+  authorizationUrl: string;
+  /** The attempt's state: the gateway binds it to the browser (a short-lived cookie). */
+  state: string;
+  /** RFC 3339: when the attempt can no longer be completed. */
+  expiresAt: string;
+}
+
+export interface CompleteSsoSignInRequest {
+  /** The state the browser's cookie holds (the attempt it started). */
+  state: string;
+  /** The query string the provider sent the browser back with (code, state, iss or error). */
+  callbackQuery: string;
+}
+
+export interface CompleteSsoSignInResponse {
+  /** The new session's id: the cookie's value, shown nowhere else. */
+  sessionId: string;
+  member?:
+    | Member
+    | undefined;
+  /** RFC 3339: the session's absolute expiry. */
+  expiresAt: string;
+}
+
+/** A member's passkey (a WebAuthn credential). Its public key never leaves the account service. */
+export interface Passkey {
+  id: string;
+  name: string;
+  /** The authenticator's transports as the browser reported them (internal, hybrid, usb, ...). */
+  transports: string[];
+  /** singleDevice | multiDevice (synced) */
+  deviceType: string;
+  backedUp: boolean;
+  createdAt: string;
+  /** Empty until the first sign-in with it. */
+  lastUsedAt: string;
+}
+
+export interface StartPasskeyRegistrationRequest {
+  workspaceId: string;
+  memberId: string;
+  /** The session asking; the challenge is good for it only. */
+  sessionId: string;
+  /** The gateway's public origin (scheme://host[:port]); the relying party id is its host. */
+  origin: string;
+}
+
+export interface StartPasskeyRegistrationResponse {
+  /** PublicKeyCredentialCreationOptionsJSON. */
+  optionsJson: string;
+}
+
+export interface FinishPasskeyRegistrationRequest {
+  workspaceId: string;
+  memberId: string;
+  sessionId: string;
+  origin: string;
+  /** RegistrationResponseJSON from navigator.credentials.create. */
+  responseJson: string;
+  name: string;
+}
+
+export interface FinishPasskeyRegistrationResponse {
+  passkey?: Passkey | undefined;
+}
+
+export interface StartPasskeySignInRequest {
+  origin: string;
+}
+
+export interface StartPasskeySignInResponse {
+  /** PublicKeyCredentialRequestOptionsJSON (no allowCredentials: discoverable credentials). */
+  optionsJson: string;
+}
+
+export interface FinishPasskeySignInRequest {
+  origin: string;
+  /** AuthenticationResponseJSON from navigator.credentials.get. */
+  responseJson: string;
+}
+
+export interface FinishPasskeySignInResponse {
+  /** The new session's id: the cookie's value. (Its CSRF token: GET /me.) */
+  sessionId: string;
+  member?:
+    | Member
+    | undefined;
+  /** RFC 3339: the session's absolute expiry. */
+  expiresAt: string;
+}
+
+export interface ListPasskeysRequest {
+  workspaceId: string;
+  memberId: string;
+}
+
+export interface ListPasskeysResponse {
+  passkeys: Passkey[];
+}
+
+export interface DeletePasskeyRequest {
+  workspaceId: string;
+  memberId: string;
+  passkeyId: string;
+}
+
+export interface DeletePasskeyResponse {
+  passkey?: Passkey | undefined;
+}
+
 function createBasePlan(): Plan {
   return {
     name: "",
@@ -7104,6 +7266,2446 @@ export const RotateIdentitySecretResponse: MessageFns<RotateIdentitySecretRespon
   },
 };
 
+function createBaseSsoConfig(): SsoConfig {
+  return {
+    workspaceId: "",
+    issuer: "",
+    clientId: "",
+    allowedDomains: [],
+    autoProvisionRole: "",
+    redirectUri: "",
+    createdAt: "",
+    updatedAt: "",
+  };
+}
+
+export const SsoConfig: MessageFns<SsoConfig> = {
+  encode(message: SsoConfig, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.issuer !== "") {
+      writer.uint32(18).string(message.issuer);
+    }
+    if (message.clientId !== "") {
+      writer.uint32(26).string(message.clientId);
+    }
+    for (const v of message.allowedDomains) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.autoProvisionRole !== "") {
+      writer.uint32(42).string(message.autoProvisionRole);
+    }
+    if (message.redirectUri !== "") {
+      writer.uint32(50).string(message.redirectUri);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(58).string(message.createdAt);
+    }
+    if (message.updatedAt !== "") {
+      writer.uint32(66).string(message.updatedAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SsoConfig {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSsoConfig();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.issuer = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.allowedDomains.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.autoProvisionRole = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.redirectUri = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.updatedAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SsoConfig {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      issuer: isSet(object.issuer) ? globalThis.String(object.issuer) : "",
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      allowedDomains: globalThis.Array.isArray(object?.allowedDomains)
+        ? object.allowedDomains.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_domains)
+        ? object.allowed_domains.map((e: any) => globalThis.String(e))
+        : [],
+      autoProvisionRole: isSet(object.autoProvisionRole)
+        ? globalThis.String(object.autoProvisionRole)
+        : isSet(object.auto_provision_role)
+        ? globalThis.String(object.auto_provision_role)
+        : "",
+      redirectUri: isSet(object.redirectUri)
+        ? globalThis.String(object.redirectUri)
+        : isSet(object.redirect_uri)
+        ? globalThis.String(object.redirect_uri)
+        : "",
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      updatedAt: isSet(object.updatedAt)
+        ? globalThis.String(object.updatedAt)
+        : isSet(object.updated_at)
+        ? globalThis.String(object.updated_at)
+        : "",
+    };
+  },
+
+  toJSON(message: SsoConfig): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.issuer !== "") {
+      obj.issuer = message.issuer;
+    }
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.allowedDomains?.length) {
+      obj.allowedDomains = message.allowedDomains;
+    }
+    if (message.autoProvisionRole !== "") {
+      obj.autoProvisionRole = message.autoProvisionRole;
+    }
+    if (message.redirectUri !== "") {
+      obj.redirectUri = message.redirectUri;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.updatedAt !== "") {
+      obj.updatedAt = message.updatedAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SsoConfig>, I>>(base?: I): SsoConfig {
+    return SsoConfig.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SsoConfig>, I>>(object: I): SsoConfig {
+    const message = createBaseSsoConfig();
+    message.workspaceId = object.workspaceId ?? "";
+    message.issuer = object.issuer ?? "";
+    message.clientId = object.clientId ?? "";
+    message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
+    message.autoProvisionRole = object.autoProvisionRole ?? "";
+    message.redirectUri = object.redirectUri ?? "";
+    message.createdAt = object.createdAt ?? "";
+    message.updatedAt = object.updatedAt ?? "";
+    return message;
+  },
+};
+
+function createBaseGetSsoConfigRequest(): GetSsoConfigRequest {
+  return { workspaceId: "" };
+}
+
+export const GetSsoConfigRequest: MessageFns<GetSsoConfigRequest> = {
+  encode(message: GetSsoConfigRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSsoConfigRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSsoConfigRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSsoConfigRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetSsoConfigRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetSsoConfigRequest>, I>>(base?: I): GetSsoConfigRequest {
+    return GetSsoConfigRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetSsoConfigRequest>, I>>(object: I): GetSsoConfigRequest {
+    const message = createBaseGetSsoConfigRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetSsoConfigResponse(): GetSsoConfigResponse {
+  return { config: undefined };
+}
+
+export const GetSsoConfigResponse: MessageFns<GetSsoConfigResponse> = {
+  encode(message: GetSsoConfigResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.config !== undefined) {
+      SsoConfig.encode(message.config, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetSsoConfigResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetSsoConfigResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.config = SsoConfig.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetSsoConfigResponse {
+    return { config: isSet(object.config) ? SsoConfig.fromJSON(object.config) : undefined };
+  },
+
+  toJSON(message: GetSsoConfigResponse): unknown {
+    const obj: any = {};
+    if (message.config !== undefined) {
+      obj.config = SsoConfig.toJSON(message.config);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetSsoConfigResponse>, I>>(base?: I): GetSsoConfigResponse {
+    return GetSsoConfigResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetSsoConfigResponse>, I>>(object: I): GetSsoConfigResponse {
+    const message = createBaseGetSsoConfigResponse();
+    message.config = (object.config !== undefined && object.config !== null)
+      ? SsoConfig.fromPartial(object.config)
+      : undefined;
+    return message;
+  },
+};
+
+function createBasePutSsoConfigRequest(): PutSsoConfigRequest {
+  return { workspaceId: "", issuer: "", clientId: "", clientSecret: "", allowedDomains: [], autoProvisionRole: "" };
+}
+
+export const PutSsoConfigRequest: MessageFns<PutSsoConfigRequest> = {
+  encode(message: PutSsoConfigRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.issuer !== "") {
+      writer.uint32(18).string(message.issuer);
+    }
+    if (message.clientId !== "") {
+      writer.uint32(26).string(message.clientId);
+    }
+    if (message.clientSecret !== "") {
+      writer.uint32(34).string(message.clientSecret);
+    }
+    for (const v of message.allowedDomains) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.autoProvisionRole !== "") {
+      writer.uint32(50).string(message.autoProvisionRole);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PutSsoConfigRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePutSsoConfigRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.issuer = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.clientSecret = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.allowedDomains.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.autoProvisionRole = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PutSsoConfigRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      issuer: isSet(object.issuer) ? globalThis.String(object.issuer) : "",
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      clientSecret: isSet(object.clientSecret)
+        ? globalThis.String(object.clientSecret)
+        : isSet(object.client_secret)
+        ? globalThis.String(object.client_secret)
+        : "",
+      allowedDomains: globalThis.Array.isArray(object?.allowedDomains)
+        ? object.allowedDomains.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.allowed_domains)
+        ? object.allowed_domains.map((e: any) => globalThis.String(e))
+        : [],
+      autoProvisionRole: isSet(object.autoProvisionRole)
+        ? globalThis.String(object.autoProvisionRole)
+        : isSet(object.auto_provision_role)
+        ? globalThis.String(object.auto_provision_role)
+        : "",
+    };
+  },
+
+  toJSON(message: PutSsoConfigRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.issuer !== "") {
+      obj.issuer = message.issuer;
+    }
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.clientSecret !== "") {
+      obj.clientSecret = message.clientSecret;
+    }
+    if (message.allowedDomains?.length) {
+      obj.allowedDomains = message.allowedDomains;
+    }
+    if (message.autoProvisionRole !== "") {
+      obj.autoProvisionRole = message.autoProvisionRole;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PutSsoConfigRequest>, I>>(base?: I): PutSsoConfigRequest {
+    return PutSsoConfigRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PutSsoConfigRequest>, I>>(object: I): PutSsoConfigRequest {
+    const message = createBasePutSsoConfigRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.issuer = object.issuer ?? "";
+    message.clientId = object.clientId ?? "";
+    message.clientSecret = object.clientSecret ?? "";
+    message.allowedDomains = object.allowedDomains?.map((e) => e) || [];
+    message.autoProvisionRole = object.autoProvisionRole ?? "";
+    return message;
+  },
+};
+
+function createBasePutSsoConfigResponse(): PutSsoConfigResponse {
+  return { config: undefined, created: false };
+}
+
+export const PutSsoConfigResponse: MessageFns<PutSsoConfigResponse> = {
+  encode(message: PutSsoConfigResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.config !== undefined) {
+      SsoConfig.encode(message.config, writer.uint32(10).fork()).join();
+    }
+    if (message.created !== false) {
+      writer.uint32(16).bool(message.created);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PutSsoConfigResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePutSsoConfigResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.config = SsoConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.created = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PutSsoConfigResponse {
+    return {
+      config: isSet(object.config) ? SsoConfig.fromJSON(object.config) : undefined,
+      created: isSet(object.created) ? globalThis.Boolean(object.created) : false,
+    };
+  },
+
+  toJSON(message: PutSsoConfigResponse): unknown {
+    const obj: any = {};
+    if (message.config !== undefined) {
+      obj.config = SsoConfig.toJSON(message.config);
+    }
+    if (message.created !== false) {
+      obj.created = message.created;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PutSsoConfigResponse>, I>>(base?: I): PutSsoConfigResponse {
+    return PutSsoConfigResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PutSsoConfigResponse>, I>>(object: I): PutSsoConfigResponse {
+    const message = createBasePutSsoConfigResponse();
+    message.config = (object.config !== undefined && object.config !== null)
+      ? SsoConfig.fromPartial(object.config)
+      : undefined;
+    message.created = object.created ?? false;
+    return message;
+  },
+};
+
+function createBaseDeleteSsoConfigRequest(): DeleteSsoConfigRequest {
+  return { workspaceId: "" };
+}
+
+export const DeleteSsoConfigRequest: MessageFns<DeleteSsoConfigRequest> = {
+  encode(message: DeleteSsoConfigRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteSsoConfigRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteSsoConfigRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeleteSsoConfigRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeleteSsoConfigRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteSsoConfigRequest>, I>>(base?: I): DeleteSsoConfigRequest {
+    return DeleteSsoConfigRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteSsoConfigRequest>, I>>(object: I): DeleteSsoConfigRequest {
+    const message = createBaseDeleteSsoConfigRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeleteSsoConfigResponse(): DeleteSsoConfigResponse {
+  return {};
+}
+
+export const DeleteSsoConfigResponse: MessageFns<DeleteSsoConfigResponse> = {
+  encode(_: DeleteSsoConfigResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeleteSsoConfigResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeleteSsoConfigResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(_: any): DeleteSsoConfigResponse {
+    return {};
+  },
+
+  toJSON(_: DeleteSsoConfigResponse): unknown {
+    const obj: any = {};
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeleteSsoConfigResponse>, I>>(base?: I): DeleteSsoConfigResponse {
+    return DeleteSsoConfigResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeleteSsoConfigResponse>, I>>(_: I): DeleteSsoConfigResponse {
+    const message = createBaseDeleteSsoConfigResponse();
+    return message;
+  },
+};
+
+function createBaseStartSsoSignInRequest(): StartSsoSignInRequest {
+  return { workspaceId: "" };
+}
+
+export const StartSsoSignInRequest: MessageFns<StartSsoSignInRequest> = {
+  encode(message: StartSsoSignInRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartSsoSignInRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartSsoSignInRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartSsoSignInRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StartSsoSignInRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartSsoSignInRequest>, I>>(base?: I): StartSsoSignInRequest {
+    return StartSsoSignInRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartSsoSignInRequest>, I>>(object: I): StartSsoSignInRequest {
+    const message = createBaseStartSsoSignInRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseStartSsoSignInResponse(): StartSsoSignInResponse {
+  return { authorizationUrl: "", state: "", expiresAt: "" };
+}
+
+export const StartSsoSignInResponse: MessageFns<StartSsoSignInResponse> = {
+  encode(message: StartSsoSignInResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.authorizationUrl !== "") {
+      writer.uint32(10).string(message.authorizationUrl);
+    }
+    if (message.state !== "") {
+      writer.uint32(18).string(message.state);
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(26).string(message.expiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartSsoSignInResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartSsoSignInResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.authorizationUrl = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartSsoSignInResponse {
+    return {
+      authorizationUrl: isSet(object.authorizationUrl)
+        ? globalThis.String(object.authorizationUrl)
+        : isSet(object.authorization_url)
+        ? globalThis.String(object.authorization_url)
+        : "",
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: StartSsoSignInResponse): unknown {
+    const obj: any = {};
+    if (message.authorizationUrl !== "") {
+      obj.authorizationUrl = message.authorizationUrl;
+    }
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartSsoSignInResponse>, I>>(base?: I): StartSsoSignInResponse {
+    return StartSsoSignInResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartSsoSignInResponse>, I>>(object: I): StartSsoSignInResponse {
+    const message = createBaseStartSsoSignInResponse();
+    message.authorizationUrl = object.authorizationUrl ?? "";
+    message.state = object.state ?? "";
+    message.expiresAt = object.expiresAt ?? "";
+    return message;
+  },
+};
+
+function createBaseCompleteSsoSignInRequest(): CompleteSsoSignInRequest {
+  return { state: "", callbackQuery: "" };
+}
+
+export const CompleteSsoSignInRequest: MessageFns<CompleteSsoSignInRequest> = {
+  encode(message: CompleteSsoSignInRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.state !== "") {
+      writer.uint32(10).string(message.state);
+    }
+    if (message.callbackQuery !== "") {
+      writer.uint32(18).string(message.callbackQuery);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteSsoSignInRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteSsoSignInRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.callbackQuery = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompleteSsoSignInRequest {
+    return {
+      state: isSet(object.state) ? globalThis.String(object.state) : "",
+      callbackQuery: isSet(object.callbackQuery)
+        ? globalThis.String(object.callbackQuery)
+        : isSet(object.callback_query)
+        ? globalThis.String(object.callback_query)
+        : "",
+    };
+  },
+
+  toJSON(message: CompleteSsoSignInRequest): unknown {
+    const obj: any = {};
+    if (message.state !== "") {
+      obj.state = message.state;
+    }
+    if (message.callbackQuery !== "") {
+      obj.callbackQuery = message.callbackQuery;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompleteSsoSignInRequest>, I>>(base?: I): CompleteSsoSignInRequest {
+    return CompleteSsoSignInRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompleteSsoSignInRequest>, I>>(object: I): CompleteSsoSignInRequest {
+    const message = createBaseCompleteSsoSignInRequest();
+    message.state = object.state ?? "";
+    message.callbackQuery = object.callbackQuery ?? "";
+    return message;
+  },
+};
+
+function createBaseCompleteSsoSignInResponse(): CompleteSsoSignInResponse {
+  return { sessionId: "", member: undefined, expiresAt: "" };
+}
+
+export const CompleteSsoSignInResponse: MessageFns<CompleteSsoSignInResponse> = {
+  encode(message: CompleteSsoSignInResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(18).fork()).join();
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(26).string(message.expiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteSsoSignInResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteSsoSignInResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CompleteSsoSignInResponse {
+    return {
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: CompleteSsoSignInResponse): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CompleteSsoSignInResponse>, I>>(base?: I): CompleteSsoSignInResponse {
+    return CompleteSsoSignInResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CompleteSsoSignInResponse>, I>>(object: I): CompleteSsoSignInResponse {
+    const message = createBaseCompleteSsoSignInResponse();
+    message.sessionId = object.sessionId ?? "";
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    message.expiresAt = object.expiresAt ?? "";
+    return message;
+  },
+};
+
+function createBasePasskey(): Passkey {
+  return { id: "", name: "", transports: [], deviceType: "", backedUp: false, createdAt: "", lastUsedAt: "" };
+}
+
+export const Passkey: MessageFns<Passkey> = {
+  encode(message: Passkey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    for (const v of message.transports) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.deviceType !== "") {
+      writer.uint32(34).string(message.deviceType);
+    }
+    if (message.backedUp !== false) {
+      writer.uint32(40).bool(message.backedUp);
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(50).string(message.createdAt);
+    }
+    if (message.lastUsedAt !== "") {
+      writer.uint32(58).string(message.lastUsedAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Passkey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePasskey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.transports.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.deviceType = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.backedUp = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.lastUsedAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Passkey {
+    return {
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      transports: globalThis.Array.isArray(object?.transports)
+        ? object.transports.map((e: any) => globalThis.String(e))
+        : [],
+      deviceType: isSet(object.deviceType)
+        ? globalThis.String(object.deviceType)
+        : isSet(object.device_type)
+        ? globalThis.String(object.device_type)
+        : "",
+      backedUp: isSet(object.backedUp)
+        ? globalThis.Boolean(object.backedUp)
+        : isSet(object.backed_up)
+        ? globalThis.Boolean(object.backed_up)
+        : false,
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+      lastUsedAt: isSet(object.lastUsedAt)
+        ? globalThis.String(object.lastUsedAt)
+        : isSet(object.last_used_at)
+        ? globalThis.String(object.last_used_at)
+        : "",
+    };
+  },
+
+  toJSON(message: Passkey): unknown {
+    const obj: any = {};
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.transports?.length) {
+      obj.transports = message.transports;
+    }
+    if (message.deviceType !== "") {
+      obj.deviceType = message.deviceType;
+    }
+    if (message.backedUp !== false) {
+      obj.backedUp = message.backedUp;
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    if (message.lastUsedAt !== "") {
+      obj.lastUsedAt = message.lastUsedAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Passkey>, I>>(base?: I): Passkey {
+    return Passkey.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Passkey>, I>>(object: I): Passkey {
+    const message = createBasePasskey();
+    message.id = object.id ?? "";
+    message.name = object.name ?? "";
+    message.transports = object.transports?.map((e) => e) || [];
+    message.deviceType = object.deviceType ?? "";
+    message.backedUp = object.backedUp ?? false;
+    message.createdAt = object.createdAt ?? "";
+    message.lastUsedAt = object.lastUsedAt ?? "";
+    return message;
+  },
+};
+
+function createBaseStartPasskeyRegistrationRequest(): StartPasskeyRegistrationRequest {
+  return { workspaceId: "", memberId: "", sessionId: "", origin: "" };
+}
+
+export const StartPasskeyRegistrationRequest: MessageFns<StartPasskeyRegistrationRequest> = {
+  encode(message: StartPasskeyRegistrationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(26).string(message.sessionId);
+    }
+    if (message.origin !== "") {
+      writer.uint32(34).string(message.origin);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasskeyRegistrationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasskeyRegistrationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.origin = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasskeyRegistrationRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      origin: isSet(object.origin) ? globalThis.String(object.origin) : "",
+    };
+  },
+
+  toJSON(message: StartPasskeyRegistrationRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.origin !== "") {
+      obj.origin = message.origin;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasskeyRegistrationRequest>, I>>(base?: I): StartPasskeyRegistrationRequest {
+    return StartPasskeyRegistrationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasskeyRegistrationRequest>, I>>(
+    object: I,
+  ): StartPasskeyRegistrationRequest {
+    const message = createBaseStartPasskeyRegistrationRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.sessionId = object.sessionId ?? "";
+    message.origin = object.origin ?? "";
+    return message;
+  },
+};
+
+function createBaseStartPasskeyRegistrationResponse(): StartPasskeyRegistrationResponse {
+  return { optionsJson: "" };
+}
+
+export const StartPasskeyRegistrationResponse: MessageFns<StartPasskeyRegistrationResponse> = {
+  encode(message: StartPasskeyRegistrationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.optionsJson !== "") {
+      writer.uint32(10).string(message.optionsJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasskeyRegistrationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasskeyRegistrationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.optionsJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasskeyRegistrationResponse {
+    return {
+      optionsJson: isSet(object.optionsJson)
+        ? globalThis.String(object.optionsJson)
+        : isSet(object.options_json)
+        ? globalThis.String(object.options_json)
+        : "",
+    };
+  },
+
+  toJSON(message: StartPasskeyRegistrationResponse): unknown {
+    const obj: any = {};
+    if (message.optionsJson !== "") {
+      obj.optionsJson = message.optionsJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasskeyRegistrationResponse>, I>>(
+    base?: I,
+  ): StartPasskeyRegistrationResponse {
+    return StartPasskeyRegistrationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasskeyRegistrationResponse>, I>>(
+    object: I,
+  ): StartPasskeyRegistrationResponse {
+    const message = createBaseStartPasskeyRegistrationResponse();
+    message.optionsJson = object.optionsJson ?? "";
+    return message;
+  },
+};
+
+function createBaseFinishPasskeyRegistrationRequest(): FinishPasskeyRegistrationRequest {
+  return { workspaceId: "", memberId: "", sessionId: "", origin: "", responseJson: "", name: "" };
+}
+
+export const FinishPasskeyRegistrationRequest: MessageFns<FinishPasskeyRegistrationRequest> = {
+  encode(message: FinishPasskeyRegistrationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.sessionId !== "") {
+      writer.uint32(26).string(message.sessionId);
+    }
+    if (message.origin !== "") {
+      writer.uint32(34).string(message.origin);
+    }
+    if (message.responseJson !== "") {
+      writer.uint32(42).string(message.responseJson);
+    }
+    if (message.name !== "") {
+      writer.uint32(50).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FinishPasskeyRegistrationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFinishPasskeyRegistrationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.origin = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.responseJson = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FinishPasskeyRegistrationRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      origin: isSet(object.origin) ? globalThis.String(object.origin) : "",
+      responseJson: isSet(object.responseJson)
+        ? globalThis.String(object.responseJson)
+        : isSet(object.response_json)
+        ? globalThis.String(object.response_json)
+        : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+    };
+  },
+
+  toJSON(message: FinishPasskeyRegistrationRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.origin !== "") {
+      obj.origin = message.origin;
+    }
+    if (message.responseJson !== "") {
+      obj.responseJson = message.responseJson;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FinishPasskeyRegistrationRequest>, I>>(
+    base?: I,
+  ): FinishPasskeyRegistrationRequest {
+    return FinishPasskeyRegistrationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FinishPasskeyRegistrationRequest>, I>>(
+    object: I,
+  ): FinishPasskeyRegistrationRequest {
+    const message = createBaseFinishPasskeyRegistrationRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.sessionId = object.sessionId ?? "";
+    message.origin = object.origin ?? "";
+    message.responseJson = object.responseJson ?? "";
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseFinishPasskeyRegistrationResponse(): FinishPasskeyRegistrationResponse {
+  return { passkey: undefined };
+}
+
+export const FinishPasskeyRegistrationResponse: MessageFns<FinishPasskeyRegistrationResponse> = {
+  encode(message: FinishPasskeyRegistrationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.passkey !== undefined) {
+      Passkey.encode(message.passkey, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FinishPasskeyRegistrationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFinishPasskeyRegistrationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.passkey = Passkey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FinishPasskeyRegistrationResponse {
+    return { passkey: isSet(object.passkey) ? Passkey.fromJSON(object.passkey) : undefined };
+  },
+
+  toJSON(message: FinishPasskeyRegistrationResponse): unknown {
+    const obj: any = {};
+    if (message.passkey !== undefined) {
+      obj.passkey = Passkey.toJSON(message.passkey);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FinishPasskeyRegistrationResponse>, I>>(
+    base?: I,
+  ): FinishPasskeyRegistrationResponse {
+    return FinishPasskeyRegistrationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FinishPasskeyRegistrationResponse>, I>>(
+    object: I,
+  ): FinishPasskeyRegistrationResponse {
+    const message = createBaseFinishPasskeyRegistrationResponse();
+    message.passkey = (object.passkey !== undefined && object.passkey !== null)
+      ? Passkey.fromPartial(object.passkey)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseStartPasskeySignInRequest(): StartPasskeySignInRequest {
+  return { origin: "" };
+}
+
+export const StartPasskeySignInRequest: MessageFns<StartPasskeySignInRequest> = {
+  encode(message: StartPasskeySignInRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.origin !== "") {
+      writer.uint32(10).string(message.origin);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasskeySignInRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasskeySignInRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.origin = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasskeySignInRequest {
+    return { origin: isSet(object.origin) ? globalThis.String(object.origin) : "" };
+  },
+
+  toJSON(message: StartPasskeySignInRequest): unknown {
+    const obj: any = {};
+    if (message.origin !== "") {
+      obj.origin = message.origin;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasskeySignInRequest>, I>>(base?: I): StartPasskeySignInRequest {
+    return StartPasskeySignInRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasskeySignInRequest>, I>>(object: I): StartPasskeySignInRequest {
+    const message = createBaseStartPasskeySignInRequest();
+    message.origin = object.origin ?? "";
+    return message;
+  },
+};
+
+function createBaseStartPasskeySignInResponse(): StartPasskeySignInResponse {
+  return { optionsJson: "" };
+}
+
+export const StartPasskeySignInResponse: MessageFns<StartPasskeySignInResponse> = {
+  encode(message: StartPasskeySignInResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.optionsJson !== "") {
+      writer.uint32(10).string(message.optionsJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StartPasskeySignInResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStartPasskeySignInResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.optionsJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StartPasskeySignInResponse {
+    return {
+      optionsJson: isSet(object.optionsJson)
+        ? globalThis.String(object.optionsJson)
+        : isSet(object.options_json)
+        ? globalThis.String(object.options_json)
+        : "",
+    };
+  },
+
+  toJSON(message: StartPasskeySignInResponse): unknown {
+    const obj: any = {};
+    if (message.optionsJson !== "") {
+      obj.optionsJson = message.optionsJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StartPasskeySignInResponse>, I>>(base?: I): StartPasskeySignInResponse {
+    return StartPasskeySignInResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StartPasskeySignInResponse>, I>>(object: I): StartPasskeySignInResponse {
+    const message = createBaseStartPasskeySignInResponse();
+    message.optionsJson = object.optionsJson ?? "";
+    return message;
+  },
+};
+
+function createBaseFinishPasskeySignInRequest(): FinishPasskeySignInRequest {
+  return { origin: "", responseJson: "" };
+}
+
+export const FinishPasskeySignInRequest: MessageFns<FinishPasskeySignInRequest> = {
+  encode(message: FinishPasskeySignInRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.origin !== "") {
+      writer.uint32(10).string(message.origin);
+    }
+    if (message.responseJson !== "") {
+      writer.uint32(18).string(message.responseJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FinishPasskeySignInRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFinishPasskeySignInRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.origin = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.responseJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FinishPasskeySignInRequest {
+    return {
+      origin: isSet(object.origin) ? globalThis.String(object.origin) : "",
+      responseJson: isSet(object.responseJson)
+        ? globalThis.String(object.responseJson)
+        : isSet(object.response_json)
+        ? globalThis.String(object.response_json)
+        : "",
+    };
+  },
+
+  toJSON(message: FinishPasskeySignInRequest): unknown {
+    const obj: any = {};
+    if (message.origin !== "") {
+      obj.origin = message.origin;
+    }
+    if (message.responseJson !== "") {
+      obj.responseJson = message.responseJson;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FinishPasskeySignInRequest>, I>>(base?: I): FinishPasskeySignInRequest {
+    return FinishPasskeySignInRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FinishPasskeySignInRequest>, I>>(object: I): FinishPasskeySignInRequest {
+    const message = createBaseFinishPasskeySignInRequest();
+    message.origin = object.origin ?? "";
+    message.responseJson = object.responseJson ?? "";
+    return message;
+  },
+};
+
+function createBaseFinishPasskeySignInResponse(): FinishPasskeySignInResponse {
+  return { sessionId: "", member: undefined, expiresAt: "" };
+}
+
+export const FinishPasskeySignInResponse: MessageFns<FinishPasskeySignInResponse> = {
+  encode(message: FinishPasskeySignInResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.sessionId !== "") {
+      writer.uint32(10).string(message.sessionId);
+    }
+    if (message.member !== undefined) {
+      Member.encode(message.member, writer.uint32(18).fork()).join();
+    }
+    if (message.expiresAt !== "") {
+      writer.uint32(26).string(message.expiresAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FinishPasskeySignInResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFinishPasskeySignInResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sessionId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.member = Member.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expiresAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FinishPasskeySignInResponse {
+    return {
+      sessionId: isSet(object.sessionId)
+        ? globalThis.String(object.sessionId)
+        : isSet(object.session_id)
+        ? globalThis.String(object.session_id)
+        : "",
+      member: isSet(object.member) ? Member.fromJSON(object.member) : undefined,
+      expiresAt: isSet(object.expiresAt)
+        ? globalThis.String(object.expiresAt)
+        : isSet(object.expires_at)
+        ? globalThis.String(object.expires_at)
+        : "",
+    };
+  },
+
+  toJSON(message: FinishPasskeySignInResponse): unknown {
+    const obj: any = {};
+    if (message.sessionId !== "") {
+      obj.sessionId = message.sessionId;
+    }
+    if (message.member !== undefined) {
+      obj.member = Member.toJSON(message.member);
+    }
+    if (message.expiresAt !== "") {
+      obj.expiresAt = message.expiresAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FinishPasskeySignInResponse>, I>>(base?: I): FinishPasskeySignInResponse {
+    return FinishPasskeySignInResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FinishPasskeySignInResponse>, I>>(object: I): FinishPasskeySignInResponse {
+    const message = createBaseFinishPasskeySignInResponse();
+    message.sessionId = object.sessionId ?? "";
+    message.member = (object.member !== undefined && object.member !== null)
+      ? Member.fromPartial(object.member)
+      : undefined;
+    message.expiresAt = object.expiresAt ?? "";
+    return message;
+  },
+};
+
+function createBaseListPasskeysRequest(): ListPasskeysRequest {
+  return { workspaceId: "", memberId: "" };
+}
+
+export const ListPasskeysRequest: MessageFns<ListPasskeysRequest> = {
+  encode(message: ListPasskeysRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPasskeysRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPasskeysRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListPasskeysRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+    };
+  },
+
+  toJSON(message: ListPasskeysRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListPasskeysRequest>, I>>(base?: I): ListPasskeysRequest {
+    return ListPasskeysRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListPasskeysRequest>, I>>(object: I): ListPasskeysRequest {
+    const message = createBaseListPasskeysRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.memberId = object.memberId ?? "";
+    return message;
+  },
+};
+
+function createBaseListPasskeysResponse(): ListPasskeysResponse {
+  return { passkeys: [] };
+}
+
+export const ListPasskeysResponse: MessageFns<ListPasskeysResponse> = {
+  encode(message: ListPasskeysResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.passkeys) {
+      Passkey.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPasskeysResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPasskeysResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.passkeys.push(Passkey.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListPasskeysResponse {
+    return {
+      passkeys: globalThis.Array.isArray(object?.passkeys) ? object.passkeys.map((e: any) => Passkey.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: ListPasskeysResponse): unknown {
+    const obj: any = {};
+    if (message.passkeys?.length) {
+      obj.passkeys = message.passkeys.map((e) => Passkey.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListPasskeysResponse>, I>>(base?: I): ListPasskeysResponse {
+    return ListPasskeysResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListPasskeysResponse>, I>>(object: I): ListPasskeysResponse {
+    const message = createBaseListPasskeysResponse();
+    message.passkeys = object.passkeys?.map((e) => Passkey.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDeletePasskeyRequest(): DeletePasskeyRequest {
+  return { workspaceId: "", memberId: "", passkeyId: "" };
+}
+
+export const DeletePasskeyRequest: MessageFns<DeletePasskeyRequest> = {
+  encode(message: DeletePasskeyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(18).string(message.memberId);
+    }
+    if (message.passkeyId !== "") {
+      writer.uint32(26).string(message.passkeyId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeletePasskeyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeletePasskeyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.passkeyId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeletePasskeyRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+      passkeyId: isSet(object.passkeyId)
+        ? globalThis.String(object.passkeyId)
+        : isSet(object.passkey_id)
+        ? globalThis.String(object.passkey_id)
+        : "",
+    };
+  },
+
+  toJSON(message: DeletePasskeyRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    if (message.passkeyId !== "") {
+      obj.passkeyId = message.passkeyId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeletePasskeyRequest>, I>>(base?: I): DeletePasskeyRequest {
+    return DeletePasskeyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeletePasskeyRequest>, I>>(object: I): DeletePasskeyRequest {
+    const message = createBaseDeletePasskeyRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.memberId = object.memberId ?? "";
+    message.passkeyId = object.passkeyId ?? "";
+    return message;
+  },
+};
+
+function createBaseDeletePasskeyResponse(): DeletePasskeyResponse {
+  return { passkey: undefined };
+}
+
+export const DeletePasskeyResponse: MessageFns<DeletePasskeyResponse> = {
+  encode(message: DeletePasskeyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.passkey !== undefined) {
+      Passkey.encode(message.passkey, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeletePasskeyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeletePasskeyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.passkey = Passkey.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DeletePasskeyResponse {
+    return { passkey: isSet(object.passkey) ? Passkey.fromJSON(object.passkey) : undefined };
+  },
+
+  toJSON(message: DeletePasskeyResponse): unknown {
+    const obj: any = {};
+    if (message.passkey !== undefined) {
+      obj.passkey = Passkey.toJSON(message.passkey);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DeletePasskeyResponse>, I>>(base?: I): DeletePasskeyResponse {
+    return DeletePasskeyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeletePasskeyResponse>, I>>(object: I): DeletePasskeyResponse {
+    const message = createBaseDeletePasskeyResponse();
+    message.passkey = (object.passkey !== undefined && object.passkey !== null)
+      ? Passkey.fromPartial(object.passkey)
+      : undefined;
+    return message;
+  },
+};
+
 /** The account service owns workspaces, their site, API keys and the machines agents report from. */
 export type AccountServiceService = typeof AccountServiceService;
 export const AccountServiceService = {
@@ -7470,6 +10072,163 @@ export const AccountServiceService = {
       Buffer.from(RotateIdentitySecretResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RotateIdentitySecretResponse => RotateIdentitySecretResponse.decode(value),
   },
+  /**
+   * OpenID Connect single sign-on, configured per workspace. The client secret is written here
+   * and never read back out: no response carries it.
+   *
+   * The workspace's SSO configuration; NOT_FOUND when it has none.
+   */
+  getSsoConfig: {
+    path: "/herald.account.v1.AccountService/GetSsoConfig" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetSsoConfigRequest): Buffer => Buffer.from(GetSsoConfigRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetSsoConfigRequest => GetSsoConfigRequest.decode(value),
+    responseSerialize: (value: GetSsoConfigResponse): Buffer =>
+      Buffer.from(GetSsoConfigResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetSsoConfigResponse => GetSsoConfigResponse.decode(value),
+  },
+  /**
+   * Creates or replaces it, after discovering the issuer (INVALID_ARGUMENT when the issuer is not
+   * https, or http off loopback unless allowed, or does not answer with its OpenID metadata).
+   */
+  putSsoConfig: {
+    path: "/herald.account.v1.AccountService/PutSsoConfig" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: PutSsoConfigRequest): Buffer => Buffer.from(PutSsoConfigRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): PutSsoConfigRequest => PutSsoConfigRequest.decode(value),
+    responseSerialize: (value: PutSsoConfigResponse): Buffer =>
+      Buffer.from(PutSsoConfigResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PutSsoConfigResponse => PutSsoConfigResponse.decode(value),
+  },
+  /** Removes it; NOT_FOUND when there is none. Pending sign-ins through it fail. */
+  deleteSsoConfig: {
+    path: "/herald.account.v1.AccountService/DeleteSsoConfig" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeleteSsoConfigRequest): Buffer =>
+      Buffer.from(DeleteSsoConfigRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeleteSsoConfigRequest => DeleteSsoConfigRequest.decode(value),
+    responseSerialize: (value: DeleteSsoConfigResponse): Buffer =>
+      Buffer.from(DeleteSsoConfigResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeleteSsoConfigResponse => DeleteSsoConfigResponse.decode(value),
+  },
+  /**
+   * Opens a sign-in attempt (authorization code flow with PKCE, state and nonce kept server-side
+   * for a few minutes) and answers the provider's authorization URL. NOT_FOUND when the workspace
+   * has no SSO configuration.
+   */
+  startSsoSignIn: {
+    path: "/herald.account.v1.AccountService/StartSsoSignIn" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartSsoSignInRequest): Buffer =>
+      Buffer.from(StartSsoSignInRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartSsoSignInRequest => StartSsoSignInRequest.decode(value),
+    responseSerialize: (value: StartSsoSignInResponse): Buffer =>
+      Buffer.from(StartSsoSignInResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StartSsoSignInResponse => StartSsoSignInResponse.decode(value),
+  },
+  /**
+   * Completes an attempt (once): redeems the code, validates the ID token (issuer, audience, nonce,
+   * signature) and maps its verified email to a member of the attempt's workspace, then opens a
+   * session as ConsumeSignInLink does. INVALID_ARGUMENT for an unknown, used or expired attempt or
+   * a state that is not the attempt's; UNAUTHENTICATED when the provider's answer does not verify;
+   * PERMISSION_DENIED for an unverified email, a domain not allowed or an address that is not a
+   * member (and is not provisioned); UNAVAILABLE when the provider cannot be reached.
+   */
+  completeSsoSignIn: {
+    path: "/herald.account.v1.AccountService/CompleteSsoSignIn" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompleteSsoSignInRequest): Buffer =>
+      Buffer.from(CompleteSsoSignInRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompleteSsoSignInRequest => CompleteSsoSignInRequest.decode(value),
+    responseSerialize: (value: CompleteSsoSignInResponse): Buffer =>
+      Buffer.from(CompleteSsoSignInResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CompleteSsoSignInResponse => CompleteSsoSignInResponse.decode(value),
+  },
+  /**
+   * Passkeys (WebAuthn). The gateway passes its public origin; the relying party id is its host.
+   * Challenges are stored (hashed), single use and short-lived. A registration challenge is good
+   * only for the session that asked for it. Every refusal changes nothing but using the challenge
+   * up: INVALID_ARGUMENT for an unknown, used, expired or other session's challenge or a malformed
+   * response, UNAUTHENTICATED for an unknown credential or a failed check (signature, origin, user
+   * verification, a signature counter that went backwards).
+   */
+  startPasskeyRegistration: {
+    path: "/herald.account.v1.AccountService/StartPasskeyRegistration" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartPasskeyRegistrationRequest): Buffer =>
+      Buffer.from(StartPasskeyRegistrationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartPasskeyRegistrationRequest =>
+      StartPasskeyRegistrationRequest.decode(value),
+    responseSerialize: (value: StartPasskeyRegistrationResponse): Buffer =>
+      Buffer.from(StartPasskeyRegistrationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StartPasskeyRegistrationResponse =>
+      StartPasskeyRegistrationResponse.decode(value),
+  },
+  /** Stores the verified credential for the member. ALREADY_EXISTS when the credential is registered. */
+  finishPasskeyRegistration: {
+    path: "/herald.account.v1.AccountService/FinishPasskeyRegistration" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FinishPasskeyRegistrationRequest): Buffer =>
+      Buffer.from(FinishPasskeyRegistrationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FinishPasskeyRegistrationRequest =>
+      FinishPasskeyRegistrationRequest.decode(value),
+    responseSerialize: (value: FinishPasskeyRegistrationResponse): Buffer =>
+      Buffer.from(FinishPasskeyRegistrationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FinishPasskeyRegistrationResponse =>
+      FinishPasskeyRegistrationResponse.decode(value),
+  },
+  /** Options for a discoverable-credential (usernameless) sign-in. */
+  startPasskeySignIn: {
+    path: "/herald.account.v1.AccountService/StartPasskeySignIn" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StartPasskeySignInRequest): Buffer =>
+      Buffer.from(StartPasskeySignInRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StartPasskeySignInRequest => StartPasskeySignInRequest.decode(value),
+    responseSerialize: (value: StartPasskeySignInResponse): Buffer =>
+      Buffer.from(StartPasskeySignInResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StartPasskeySignInResponse => StartPasskeySignInResponse.decode(value),
+  },
+  /** Verifies the assertion, stores the new counter and opens a new session (as ConsumeSignInLink). */
+  finishPasskeySignIn: {
+    path: "/herald.account.v1.AccountService/FinishPasskeySignIn" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FinishPasskeySignInRequest): Buffer =>
+      Buffer.from(FinishPasskeySignInRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FinishPasskeySignInRequest => FinishPasskeySignInRequest.decode(value),
+    responseSerialize: (value: FinishPasskeySignInResponse): Buffer =>
+      Buffer.from(FinishPasskeySignInResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FinishPasskeySignInResponse => FinishPasskeySignInResponse.decode(value),
+  },
+  listPasskeys: {
+    path: "/herald.account.v1.AccountService/ListPasskeys" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListPasskeysRequest): Buffer => Buffer.from(ListPasskeysRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListPasskeysRequest => ListPasskeysRequest.decode(value),
+    responseSerialize: (value: ListPasskeysResponse): Buffer =>
+      Buffer.from(ListPasskeysResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListPasskeysResponse => ListPasskeysResponse.decode(value),
+  },
+  /** NOT_FOUND for a passkey that is not the member's (another member's, another workspace's). */
+  deletePasskey: {
+    path: "/herald.account.v1.AccountService/DeletePasskey" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: DeletePasskeyRequest): Buffer => Buffer.from(DeletePasskeyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): DeletePasskeyRequest => DeletePasskeyRequest.decode(value),
+    responseSerialize: (value: DeletePasskeyResponse): Buffer =>
+      Buffer.from(DeletePasskeyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): DeletePasskeyResponse => DeletePasskeyResponse.decode(value),
+  },
 } as const;
 
 export interface AccountServiceServer extends UntypedServiceImplementation {
@@ -7571,6 +10330,53 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
    */
   getIdentitySecrets: handleUnaryCall<GetIdentitySecretsRequest, GetIdentitySecretsResponse>;
   rotateIdentitySecret: handleUnaryCall<RotateIdentitySecretRequest, RotateIdentitySecretResponse>;
+  /**
+   * OpenID Connect single sign-on, configured per workspace. The client secret is written here
+   * and never read back out: no response carries it.
+   *
+   * The workspace's SSO configuration; NOT_FOUND when it has none.
+   */
+  getSsoConfig: handleUnaryCall<GetSsoConfigRequest, GetSsoConfigResponse>;
+  /**
+   * Creates or replaces it, after discovering the issuer (INVALID_ARGUMENT when the issuer is not
+   * https, or http off loopback unless allowed, or does not answer with its OpenID metadata).
+   */
+  putSsoConfig: handleUnaryCall<PutSsoConfigRequest, PutSsoConfigResponse>;
+  /** Removes it; NOT_FOUND when there is none. Pending sign-ins through it fail. */
+  deleteSsoConfig: handleUnaryCall<DeleteSsoConfigRequest, DeleteSsoConfigResponse>;
+  /**
+   * Opens a sign-in attempt (authorization code flow with PKCE, state and nonce kept server-side
+   * for a few minutes) and answers the provider's authorization URL. NOT_FOUND when the workspace
+   * has no SSO configuration.
+   */
+  startSsoSignIn: handleUnaryCall<StartSsoSignInRequest, StartSsoSignInResponse>;
+  /**
+   * Completes an attempt (once): redeems the code, validates the ID token (issuer, audience, nonce,
+   * signature) and maps its verified email to a member of the attempt's workspace, then opens a
+   * session as ConsumeSignInLink does. INVALID_ARGUMENT for an unknown, used or expired attempt or
+   * a state that is not the attempt's; UNAUTHENTICATED when the provider's answer does not verify;
+   * PERMISSION_DENIED for an unverified email, a domain not allowed or an address that is not a
+   * member (and is not provisioned); UNAVAILABLE when the provider cannot be reached.
+   */
+  completeSsoSignIn: handleUnaryCall<CompleteSsoSignInRequest, CompleteSsoSignInResponse>;
+  /**
+   * Passkeys (WebAuthn). The gateway passes its public origin; the relying party id is its host.
+   * Challenges are stored (hashed), single use and short-lived. A registration challenge is good
+   * only for the session that asked for it. Every refusal changes nothing but using the challenge
+   * up: INVALID_ARGUMENT for an unknown, used, expired or other session's challenge or a malformed
+   * response, UNAUTHENTICATED for an unknown credential or a failed check (signature, origin, user
+   * verification, a signature counter that went backwards).
+   */
+  startPasskeyRegistration: handleUnaryCall<StartPasskeyRegistrationRequest, StartPasskeyRegistrationResponse>;
+  /** Stores the verified credential for the member. ALREADY_EXISTS when the credential is registered. */
+  finishPasskeyRegistration: handleUnaryCall<FinishPasskeyRegistrationRequest, FinishPasskeyRegistrationResponse>;
+  /** Options for a discoverable-credential (usernameless) sign-in. */
+  startPasskeySignIn: handleUnaryCall<StartPasskeySignInRequest, StartPasskeySignInResponse>;
+  /** Verifies the assertion, stores the new counter and opens a new session (as ConsumeSignInLink). */
+  finishPasskeySignIn: handleUnaryCall<FinishPasskeySignInRequest, FinishPasskeySignInResponse>;
+  listPasskeys: handleUnaryCall<ListPasskeysRequest, ListPasskeysResponse>;
+  /** NOT_FOUND for a passkey that is not the member's (another member's, another workspace's). */
+  deletePasskey: handleUnaryCall<DeletePasskeyRequest, DeletePasskeyResponse>;
 }
 
 export interface AccountServiceClient extends Client {
@@ -8063,6 +10869,207 @@ export interface AccountServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RotateIdentitySecretResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * OpenID Connect single sign-on, configured per workspace. The client secret is written here
+   * and never read back out: no response carries it.
+   *
+   * The workspace's SSO configuration; NOT_FOUND when it has none.
+   */
+  getSsoConfig(
+    request: GetSsoConfigRequest,
+    callback: (error: ServiceError | null, response: GetSsoConfigResponse) => void,
+  ): ClientUnaryCall;
+  getSsoConfig(
+    request: GetSsoConfigRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetSsoConfigResponse) => void,
+  ): ClientUnaryCall;
+  getSsoConfig(
+    request: GetSsoConfigRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetSsoConfigResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Creates or replaces it, after discovering the issuer (INVALID_ARGUMENT when the issuer is not
+   * https, or http off loopback unless allowed, or does not answer with its OpenID metadata).
+   */
+  putSsoConfig(
+    request: PutSsoConfigRequest,
+    callback: (error: ServiceError | null, response: PutSsoConfigResponse) => void,
+  ): ClientUnaryCall;
+  putSsoConfig(
+    request: PutSsoConfigRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PutSsoConfigResponse) => void,
+  ): ClientUnaryCall;
+  putSsoConfig(
+    request: PutSsoConfigRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PutSsoConfigResponse) => void,
+  ): ClientUnaryCall;
+  /** Removes it; NOT_FOUND when there is none. Pending sign-ins through it fail. */
+  deleteSsoConfig(
+    request: DeleteSsoConfigRequest,
+    callback: (error: ServiceError | null, response: DeleteSsoConfigResponse) => void,
+  ): ClientUnaryCall;
+  deleteSsoConfig(
+    request: DeleteSsoConfigRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeleteSsoConfigResponse) => void,
+  ): ClientUnaryCall;
+  deleteSsoConfig(
+    request: DeleteSsoConfigRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeleteSsoConfigResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Opens a sign-in attempt (authorization code flow with PKCE, state and nonce kept server-side
+   * for a few minutes) and answers the provider's authorization URL. NOT_FOUND when the workspace
+   * has no SSO configuration.
+   */
+  startSsoSignIn(
+    request: StartSsoSignInRequest,
+    callback: (error: ServiceError | null, response: StartSsoSignInResponse) => void,
+  ): ClientUnaryCall;
+  startSsoSignIn(
+    request: StartSsoSignInRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StartSsoSignInResponse) => void,
+  ): ClientUnaryCall;
+  startSsoSignIn(
+    request: StartSsoSignInRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StartSsoSignInResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Completes an attempt (once): redeems the code, validates the ID token (issuer, audience, nonce,
+   * signature) and maps its verified email to a member of the attempt's workspace, then opens a
+   * session as ConsumeSignInLink does. INVALID_ARGUMENT for an unknown, used or expired attempt or
+   * a state that is not the attempt's; UNAUTHENTICATED when the provider's answer does not verify;
+   * PERMISSION_DENIED for an unverified email, a domain not allowed or an address that is not a
+   * member (and is not provisioned); UNAVAILABLE when the provider cannot be reached.
+   */
+  completeSsoSignIn(
+    request: CompleteSsoSignInRequest,
+    callback: (error: ServiceError | null, response: CompleteSsoSignInResponse) => void,
+  ): ClientUnaryCall;
+  completeSsoSignIn(
+    request: CompleteSsoSignInRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CompleteSsoSignInResponse) => void,
+  ): ClientUnaryCall;
+  completeSsoSignIn(
+    request: CompleteSsoSignInRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CompleteSsoSignInResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Passkeys (WebAuthn). The gateway passes its public origin; the relying party id is its host.
+   * Challenges are stored (hashed), single use and short-lived. A registration challenge is good
+   * only for the session that asked for it. Every refusal changes nothing but using the challenge
+   * up: INVALID_ARGUMENT for an unknown, used, expired or other session's challenge or a malformed
+   * response, UNAUTHENTICATED for an unknown credential or a failed check (signature, origin, user
+   * verification, a signature counter that went backwards).
+   */
+  startPasskeyRegistration(
+    request: StartPasskeyRegistrationRequest,
+    callback: (error: ServiceError | null, response: StartPasskeyRegistrationResponse) => void,
+  ): ClientUnaryCall;
+  startPasskeyRegistration(
+    request: StartPasskeyRegistrationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StartPasskeyRegistrationResponse) => void,
+  ): ClientUnaryCall;
+  startPasskeyRegistration(
+    request: StartPasskeyRegistrationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StartPasskeyRegistrationResponse) => void,
+  ): ClientUnaryCall;
+  /** Stores the verified credential for the member. ALREADY_EXISTS when the credential is registered. */
+  finishPasskeyRegistration(
+    request: FinishPasskeyRegistrationRequest,
+    callback: (error: ServiceError | null, response: FinishPasskeyRegistrationResponse) => void,
+  ): ClientUnaryCall;
+  finishPasskeyRegistration(
+    request: FinishPasskeyRegistrationRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FinishPasskeyRegistrationResponse) => void,
+  ): ClientUnaryCall;
+  finishPasskeyRegistration(
+    request: FinishPasskeyRegistrationRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FinishPasskeyRegistrationResponse) => void,
+  ): ClientUnaryCall;
+  /** Options for a discoverable-credential (usernameless) sign-in. */
+  startPasskeySignIn(
+    request: StartPasskeySignInRequest,
+    callback: (error: ServiceError | null, response: StartPasskeySignInResponse) => void,
+  ): ClientUnaryCall;
+  startPasskeySignIn(
+    request: StartPasskeySignInRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StartPasskeySignInResponse) => void,
+  ): ClientUnaryCall;
+  startPasskeySignIn(
+    request: StartPasskeySignInRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StartPasskeySignInResponse) => void,
+  ): ClientUnaryCall;
+  /** Verifies the assertion, stores the new counter and opens a new session (as ConsumeSignInLink). */
+  finishPasskeySignIn(
+    request: FinishPasskeySignInRequest,
+    callback: (error: ServiceError | null, response: FinishPasskeySignInResponse) => void,
+  ): ClientUnaryCall;
+  finishPasskeySignIn(
+    request: FinishPasskeySignInRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FinishPasskeySignInResponse) => void,
+  ): ClientUnaryCall;
+  finishPasskeySignIn(
+    request: FinishPasskeySignInRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FinishPasskeySignInResponse) => void,
+  ): ClientUnaryCall;
+  listPasskeys(
+    request: ListPasskeysRequest,
+    callback: (error: ServiceError | null, response: ListPasskeysResponse) => void,
+  ): ClientUnaryCall;
+  listPasskeys(
+    request: ListPasskeysRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListPasskeysResponse) => void,
+  ): ClientUnaryCall;
+  listPasskeys(
+    request: ListPasskeysRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListPasskeysResponse) => void,
+  ): ClientUnaryCall;
+  /** NOT_FOUND for a passkey that is not the member's (another member's, another workspace's). */
+  deletePasskey(
+    request: DeletePasskeyRequest,
+    callback: (error: ServiceError | null, response: DeletePasskeyResponse) => void,
+  ): ClientUnaryCall;
+  deletePasskey(
+    request: DeletePasskeyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: DeletePasskeyResponse) => void,
+  ): ClientUnaryCall;
+  deletePasskey(
+    request: DeletePasskeyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: DeletePasskeyResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -46,7 +46,14 @@ export interface QueueQuestionRequest {
   workspaceId: string;
   siteId: string;
   content?: NotificationContent | undefined;
-  targeting?: Targeting | undefined;
+  targeting?:
+    | Targeting
+    | undefined;
+  /**
+   * The caller's key for this push (the decision service's: question, channel and target); the
+   * first call that queued a notification with it is answered again. Empty: none.
+   */
+  idempotencyKey: string;
 }
 
 export interface QueueQuestionResponse {
@@ -64,7 +71,14 @@ export interface SendRequest {
     | undefined;
   /** Empty when the caller sent none. */
   idempotencyKey: string;
-  /** The plan's monthly notification allowance (from the caller's principal). */
+  /**
+   * Ignored: the campaign service reads the plan's monthly allowance from the account service
+   * itself. The gateway still fills it for one release, for a campaign service of the previous
+   * release during a rolling deploy; the flow service sends 0, so the campaign service of this
+   * release must be rolled out before the flow service's.
+   *
+   * @deprecated
+   */
   monthlyAllowance: string;
   /**
    * The calling API key: an idempotency key is that key's own, so another principal of the
@@ -541,7 +555,7 @@ export const NotificationAction: MessageFns<NotificationAction> = {
 };
 
 function createBaseQueueQuestionRequest(): QueueQuestionRequest {
-  return { workspaceId: "", siteId: "", content: undefined, targeting: undefined };
+  return { workspaceId: "", siteId: "", content: undefined, targeting: undefined, idempotencyKey: "" };
 }
 
 export const QueueQuestionRequest: MessageFns<QueueQuestionRequest> = {
@@ -557,6 +571,9 @@ export const QueueQuestionRequest: MessageFns<QueueQuestionRequest> = {
     }
     if (message.targeting !== undefined) {
       Targeting.encode(message.targeting, writer.uint32(34).fork()).join();
+    }
+    if (message.idempotencyKey !== "") {
+      writer.uint32(42).string(message.idempotencyKey);
     }
     return writer;
   },
@@ -606,6 +623,14 @@ export const QueueQuestionRequest: MessageFns<QueueQuestionRequest> = {
             message.targeting = Targeting.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.idempotencyKey = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -632,6 +657,11 @@ export const QueueQuestionRequest: MessageFns<QueueQuestionRequest> = {
         : "",
       content: isSet(object.content) ? NotificationContent.fromJSON(object.content) : undefined,
       targeting: isSet(object.targeting) ? Targeting.fromJSON(object.targeting) : undefined,
+      idempotencyKey: isSet(object.idempotencyKey)
+        ? globalThis.String(object.idempotencyKey)
+        : isSet(object.idempotency_key)
+        ? globalThis.String(object.idempotency_key)
+        : "",
     };
   },
 
@@ -649,6 +679,9 @@ export const QueueQuestionRequest: MessageFns<QueueQuestionRequest> = {
     if (message.targeting !== undefined) {
       obj.targeting = Targeting.toJSON(message.targeting);
     }
+    if (message.idempotencyKey !== "") {
+      obj.idempotencyKey = message.idempotencyKey;
+    }
     return obj;
   },
 
@@ -665,6 +698,7 @@ export const QueueQuestionRequest: MessageFns<QueueQuestionRequest> = {
     message.targeting = (object.targeting !== undefined && object.targeting !== null)
       ? Targeting.fromPartial(object.targeting)
       : undefined;
+    message.idempotencyKey = object.idempotencyKey ?? "";
     return message;
   },
 };
@@ -4376,9 +4410,10 @@ export const CampaignServiceService = {
     responseDeserialize: (value: Buffer): GetNotificationResponse => GetNotificationResponse.decode(value),
   },
   /**
-   * Internal (the gateway, for /ask and /decisions): pushes a question to the matching browser
-   * subscribers, with answer buttons. Not counted against the monthly allowance; no subscribers is
-   * not an error (targeted 0, nothing queued).
+   * Internal (the decision service, delivering a question): pushes a question to the matching
+   * approver devices, with answer buttons. Not counted against the monthly allowance; no subscribers
+   * is not an error (targeted 0, nothing queued). With an idempotency key, a repeated call returns
+   * the first notification instead of pushing again.
    */
   queueQuestion: {
     path: "/herald.campaign.v1.CampaignService/QueueQuestion" as const,
@@ -4410,9 +4445,10 @@ export interface CampaignServiceServer extends UntypedServiceImplementation {
   getCampaignStats: handleUnaryCall<GetCampaignStatsRequest, GetCampaignStatsResponse>;
   getNotification: handleUnaryCall<GetNotificationRequest, GetNotificationResponse>;
   /**
-   * Internal (the gateway, for /ask and /decisions): pushes a question to the matching browser
-   * subscribers, with answer buttons. Not counted against the monthly allowance; no subscribers is
-   * not an error (targeted 0, nothing queued).
+   * Internal (the decision service, delivering a question): pushes a question to the matching
+   * approver devices, with answer buttons. Not counted against the monthly allowance; no subscribers
+   * is not an error (targeted 0, nothing queued). With an idempotency key, a repeated call returns
+   * the first notification instead of pushing again.
    */
   queueQuestion: handleUnaryCall<QueueQuestionRequest, QueueQuestionResponse>;
 }
@@ -4586,9 +4622,10 @@ export interface CampaignServiceClient extends Client {
     callback: (error: ServiceError | null, response: GetNotificationResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Internal (the gateway, for /ask and /decisions): pushes a question to the matching browser
-   * subscribers, with answer buttons. Not counted against the monthly allowance; no subscribers is
-   * not an error (targeted 0, nothing queued).
+   * Internal (the decision service, delivering a question): pushes a question to the matching
+   * approver devices, with answer buttons. Not counted against the monthly allowance; no subscribers
+   * is not an error (targeted 0, nothing queued). With an idempotency key, a repeated call returns
+   * the first notification instead of pushing again.
    */
   queueQuestion(
     request: QueueQuestionRequest,

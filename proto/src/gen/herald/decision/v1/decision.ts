@@ -18,6 +18,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Principal } from "../../account/v1/account.js";
 
 export const protobufPackage = "herald.decision.v1";
 
@@ -134,6 +135,51 @@ export interface CreateQuestionRequest {
   requireReachable: boolean;
 }
 
+export interface OpenQuestionRequest {
+  /** Who asks: the authenticated key (workspace, site, key, approval mode, plan, owner, bound end-user). */
+  caller?: Principal | undefined;
+  kind: QuestionKind;
+  /** confirm | select | input */
+  type: string;
+  question: string;
+  options: string[];
+  context: string;
+  placeholder: string;
+  agentName: string;
+  callbackUrl: string;
+  /** Asks: which approver devices to push to (none: all of the workspace). */
+  subscriberIds: string[];
+  externalIds: string[];
+  tags: string[];
+  /**
+   * Decisions: user | owner | team; empty: user with an external_id (a bound key's own end-user
+   * when it names none), owner without.
+   */
+  audience: string;
+  externalId: string;
+  /** Decisions: the tool call that needs approval; parameters as a JSON object of scalars. */
+  toolName: string;
+  toolTarget: string;
+  parametersJson: string;
+  /** Decisions: seconds it stays open (zero: an hour). Asks: always ASK_LIFETIME_SECONDS. */
+  lifetimeSeconds: number;
+  /**
+   * Decisions: a replay with the same key (of the same API key) and request returns the first
+   * decision, and delivers nothing again; a different request is a conflict.
+   */
+  idempotencyKey: string;
+  /** Decisions: refuse (conflict) to open one when the addressed person has no live channel. */
+  requireReachable: boolean;
+}
+
+export interface OpenQuestionResponse {
+  question?:
+    | Question
+    | undefined;
+  /** True when an idempotent replay returned an existing decision (nothing is delivered again). */
+  duplicate: boolean;
+}
+
 export interface CreateQuestionResponse {
   question?:
     | Question
@@ -148,6 +194,25 @@ export interface GetQuestionRequest {
 
 export interface GetQuestionResponse {
   question?: Question | undefined;
+}
+
+export interface ListQuestionsRequest {
+  workspaceId: string;
+  kind: QuestionKind;
+  /** Empty: every state. pending (open, not past its lifetime) | answered | cancelled | expired. */
+  status: string;
+  /** A bound key's end-user: only questions addressed to them. Empty: any of the workspace. */
+  externalIdScope: string;
+  /** 1-100; 0: 100. */
+  limit: number;
+  /** next_cursor of the previous page; empty: the first. A cursor of anything else is a 400. */
+  cursor: string;
+}
+
+export interface ListQuestionsResponse {
+  questions: Question[];
+  /** Empty on the last page. */
+  nextCursor: string;
 }
 
 export interface AnswerQuestionRequest {
@@ -1069,6 +1134,535 @@ export const CreateQuestionRequest: MessageFns<CreateQuestionRequest> = {
   },
 };
 
+function createBaseOpenQuestionRequest(): OpenQuestionRequest {
+  return {
+    caller: undefined,
+    kind: 0,
+    type: "",
+    question: "",
+    options: [],
+    context: "",
+    placeholder: "",
+    agentName: "",
+    callbackUrl: "",
+    subscriberIds: [],
+    externalIds: [],
+    tags: [],
+    audience: "",
+    externalId: "",
+    toolName: "",
+    toolTarget: "",
+    parametersJson: "",
+    lifetimeSeconds: 0,
+    idempotencyKey: "",
+    requireReachable: false,
+  };
+}
+
+export const OpenQuestionRequest: MessageFns<OpenQuestionRequest> = {
+  encode(message: OpenQuestionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.caller !== undefined) {
+      Principal.encode(message.caller, writer.uint32(10).fork()).join();
+    }
+    if (message.kind !== 0) {
+      writer.uint32(16).int32(message.kind);
+    }
+    if (message.type !== "") {
+      writer.uint32(26).string(message.type);
+    }
+    if (message.question !== "") {
+      writer.uint32(34).string(message.question);
+    }
+    for (const v of message.options) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.context !== "") {
+      writer.uint32(50).string(message.context);
+    }
+    if (message.placeholder !== "") {
+      writer.uint32(58).string(message.placeholder);
+    }
+    if (message.agentName !== "") {
+      writer.uint32(66).string(message.agentName);
+    }
+    if (message.callbackUrl !== "") {
+      writer.uint32(74).string(message.callbackUrl);
+    }
+    for (const v of message.subscriberIds) {
+      writer.uint32(82).string(v!);
+    }
+    for (const v of message.externalIds) {
+      writer.uint32(90).string(v!);
+    }
+    for (const v of message.tags) {
+      writer.uint32(98).string(v!);
+    }
+    if (message.audience !== "") {
+      writer.uint32(106).string(message.audience);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(114).string(message.externalId);
+    }
+    if (message.toolName !== "") {
+      writer.uint32(122).string(message.toolName);
+    }
+    if (message.toolTarget !== "") {
+      writer.uint32(130).string(message.toolTarget);
+    }
+    if (message.parametersJson !== "") {
+      writer.uint32(138).string(message.parametersJson);
+    }
+    if (message.lifetimeSeconds !== 0) {
+      writer.uint32(144).int32(message.lifetimeSeconds);
+    }
+    if (message.idempotencyKey !== "") {
+      writer.uint32(154).string(message.idempotencyKey);
+    }
+    if (message.requireReachable !== false) {
+      writer.uint32(160).bool(message.requireReachable);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OpenQuestionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOpenQuestionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.caller = Principal.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.kind = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.question = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.options.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.context = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.placeholder = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.agentName = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.callbackUrl = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.subscriberIds.push(reader.string());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.externalIds.push(reader.string());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.tags.push(reader.string());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.audience = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.toolName = reader.string();
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.toolTarget = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.parametersJson = reader.string();
+            continue;
+          }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.lifetimeSeconds = reader.int32();
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.idempotencyKey = reader.string();
+            continue;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.requireReachable = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OpenQuestionRequest {
+    return {
+      caller: isSet(object.caller) ? Principal.fromJSON(object.caller) : undefined,
+      kind: isSet(object.kind) ? questionKindFromJSON(object.kind) : 0,
+      type: isSet(object.type) ? globalThis.String(object.type) : "",
+      question: isSet(object.question) ? globalThis.String(object.question) : "",
+      options: globalThis.Array.isArray(object?.options) ? object.options.map((e: any) => globalThis.String(e)) : [],
+      context: isSet(object.context) ? globalThis.String(object.context) : "",
+      placeholder: isSet(object.placeholder) ? globalThis.String(object.placeholder) : "",
+      agentName: isSet(object.agentName)
+        ? globalThis.String(object.agentName)
+        : isSet(object.agent_name)
+        ? globalThis.String(object.agent_name)
+        : "",
+      callbackUrl: isSet(object.callbackUrl)
+        ? globalThis.String(object.callbackUrl)
+        : isSet(object.callback_url)
+        ? globalThis.String(object.callback_url)
+        : "",
+      subscriberIds: globalThis.Array.isArray(object?.subscriberIds)
+        ? object.subscriberIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.subscriber_ids)
+        ? object.subscriber_ids.map((e: any) => globalThis.String(e))
+        : [],
+      externalIds: globalThis.Array.isArray(object?.externalIds)
+        ? object.externalIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.external_ids)
+        ? object.external_ids.map((e: any) => globalThis.String(e))
+        : [],
+      tags: globalThis.Array.isArray(object?.tags)
+        ? object.tags.map((e: any) => globalThis.String(e))
+        : [],
+      audience: isSet(object.audience) ? globalThis.String(object.audience) : "",
+      externalId: isSet(object.externalId)
+        ? globalThis.String(object.externalId)
+        : isSet(object.external_id)
+        ? globalThis.String(object.external_id)
+        : "",
+      toolName: isSet(object.toolName)
+        ? globalThis.String(object.toolName)
+        : isSet(object.tool_name)
+        ? globalThis.String(object.tool_name)
+        : "",
+      toolTarget: isSet(object.toolTarget)
+        ? globalThis.String(object.toolTarget)
+        : isSet(object.tool_target)
+        ? globalThis.String(object.tool_target)
+        : "",
+      parametersJson: isSet(object.parametersJson)
+        ? globalThis.String(object.parametersJson)
+        : isSet(object.parameters_json)
+        ? globalThis.String(object.parameters_json)
+        : "",
+      lifetimeSeconds: isSet(object.lifetimeSeconds)
+        ? globalThis.Number(object.lifetimeSeconds)
+        : isSet(object.lifetime_seconds)
+        ? globalThis.Number(object.lifetime_seconds)
+        : 0,
+      idempotencyKey: isSet(object.idempotencyKey)
+        ? globalThis.String(object.idempotencyKey)
+        : isSet(object.idempotency_key)
+        ? globalThis.String(object.idempotency_key)
+        : "",
+      requireReachable: isSet(object.requireReachable)
+        ? globalThis.Boolean(object.requireReachable)
+        : isSet(object.require_reachable)
+        ? globalThis.Boolean(object.require_reachable)
+        : false,
+    };
+  },
+
+  toJSON(message: OpenQuestionRequest): unknown {
+    const obj: any = {};
+    if (message.caller !== undefined) {
+      obj.caller = Principal.toJSON(message.caller);
+    }
+    if (message.kind !== 0) {
+      obj.kind = questionKindToJSON(message.kind);
+    }
+    if (message.type !== "") {
+      obj.type = message.type;
+    }
+    if (message.question !== "") {
+      obj.question = message.question;
+    }
+    if (message.options?.length) {
+      obj.options = message.options;
+    }
+    if (message.context !== "") {
+      obj.context = message.context;
+    }
+    if (message.placeholder !== "") {
+      obj.placeholder = message.placeholder;
+    }
+    if (message.agentName !== "") {
+      obj.agentName = message.agentName;
+    }
+    if (message.callbackUrl !== "") {
+      obj.callbackUrl = message.callbackUrl;
+    }
+    if (message.subscriberIds?.length) {
+      obj.subscriberIds = message.subscriberIds;
+    }
+    if (message.externalIds?.length) {
+      obj.externalIds = message.externalIds;
+    }
+    if (message.tags?.length) {
+      obj.tags = message.tags;
+    }
+    if (message.audience !== "") {
+      obj.audience = message.audience;
+    }
+    if (message.externalId !== "") {
+      obj.externalId = message.externalId;
+    }
+    if (message.toolName !== "") {
+      obj.toolName = message.toolName;
+    }
+    if (message.toolTarget !== "") {
+      obj.toolTarget = message.toolTarget;
+    }
+    if (message.parametersJson !== "") {
+      obj.parametersJson = message.parametersJson;
+    }
+    if (message.lifetimeSeconds !== 0) {
+      obj.lifetimeSeconds = Math.round(message.lifetimeSeconds);
+    }
+    if (message.idempotencyKey !== "") {
+      obj.idempotencyKey = message.idempotencyKey;
+    }
+    if (message.requireReachable !== false) {
+      obj.requireReachable = message.requireReachable;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OpenQuestionRequest>, I>>(base?: I): OpenQuestionRequest {
+    return OpenQuestionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OpenQuestionRequest>, I>>(object: I): OpenQuestionRequest {
+    const message = createBaseOpenQuestionRequest();
+    message.caller = (object.caller !== undefined && object.caller !== null)
+      ? Principal.fromPartial(object.caller)
+      : undefined;
+    message.kind = object.kind ?? 0;
+    message.type = object.type ?? "";
+    message.question = object.question ?? "";
+    message.options = object.options?.map((e) => e) || [];
+    message.context = object.context ?? "";
+    message.placeholder = object.placeholder ?? "";
+    message.agentName = object.agentName ?? "";
+    message.callbackUrl = object.callbackUrl ?? "";
+    message.subscriberIds = object.subscriberIds?.map((e) => e) || [];
+    message.externalIds = object.externalIds?.map((e) => e) || [];
+    message.tags = object.tags?.map((e) => e) || [];
+    message.audience = object.audience ?? "";
+    message.externalId = object.externalId ?? "";
+    message.toolName = object.toolName ?? "";
+    message.toolTarget = object.toolTarget ?? "";
+    message.parametersJson = object.parametersJson ?? "";
+    message.lifetimeSeconds = object.lifetimeSeconds ?? 0;
+    message.idempotencyKey = object.idempotencyKey ?? "";
+    message.requireReachable = object.requireReachable ?? false;
+    return message;
+  },
+};
+
+function createBaseOpenQuestionResponse(): OpenQuestionResponse {
+  return { question: undefined, duplicate: false };
+}
+
+export const OpenQuestionResponse: MessageFns<OpenQuestionResponse> = {
+  encode(message: OpenQuestionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.question !== undefined) {
+      Question.encode(message.question, writer.uint32(10).fork()).join();
+    }
+    if (message.duplicate !== false) {
+      writer.uint32(16).bool(message.duplicate);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OpenQuestionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOpenQuestionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.question = Question.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.duplicate = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): OpenQuestionResponse {
+    return {
+      question: isSet(object.question) ? Question.fromJSON(object.question) : undefined,
+      duplicate: isSet(object.duplicate) ? globalThis.Boolean(object.duplicate) : false,
+    };
+  },
+
+  toJSON(message: OpenQuestionResponse): unknown {
+    const obj: any = {};
+    if (message.question !== undefined) {
+      obj.question = Question.toJSON(message.question);
+    }
+    if (message.duplicate !== false) {
+      obj.duplicate = message.duplicate;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<OpenQuestionResponse>, I>>(base?: I): OpenQuestionResponse {
+    return OpenQuestionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OpenQuestionResponse>, I>>(object: I): OpenQuestionResponse {
+    const message = createBaseOpenQuestionResponse();
+    message.question = (object.question !== undefined && object.question !== null)
+      ? Question.fromPartial(object.question)
+      : undefined;
+    message.duplicate = object.duplicate ?? false;
+    return message;
+  },
+};
+
 function createBaseCreateQuestionResponse(): CreateQuestionResponse {
   return { question: undefined, duplicate: false };
 }
@@ -1288,6 +1882,254 @@ export const GetQuestionResponse: MessageFns<GetQuestionResponse> = {
     message.question = (object.question !== undefined && object.question !== null)
       ? Question.fromPartial(object.question)
       : undefined;
+    return message;
+  },
+};
+
+function createBaseListQuestionsRequest(): ListQuestionsRequest {
+  return { workspaceId: "", kind: 0, status: "", externalIdScope: "", limit: 0, cursor: "" };
+}
+
+export const ListQuestionsRequest: MessageFns<ListQuestionsRequest> = {
+  encode(message: ListQuestionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.kind !== 0) {
+      writer.uint32(16).int32(message.kind);
+    }
+    if (message.status !== "") {
+      writer.uint32(26).string(message.status);
+    }
+    if (message.externalIdScope !== "") {
+      writer.uint32(34).string(message.externalIdScope);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(40).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(50).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListQuestionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListQuestionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.kind = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.externalIdScope = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListQuestionsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      kind: isSet(object.kind) ? questionKindFromJSON(object.kind) : 0,
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      externalIdScope: isSet(object.externalIdScope)
+        ? globalThis.String(object.externalIdScope)
+        : isSet(object.external_id_scope)
+        ? globalThis.String(object.external_id_scope)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListQuestionsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.kind !== 0) {
+      obj.kind = questionKindToJSON(message.kind);
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.externalIdScope !== "") {
+      obj.externalIdScope = message.externalIdScope;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListQuestionsRequest>, I>>(base?: I): ListQuestionsRequest {
+    return ListQuestionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListQuestionsRequest>, I>>(object: I): ListQuestionsRequest {
+    const message = createBaseListQuestionsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.kind = object.kind ?? 0;
+    message.status = object.status ?? "";
+    message.externalIdScope = object.externalIdScope ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListQuestionsResponse(): ListQuestionsResponse {
+  return { questions: [], nextCursor: "" };
+}
+
+export const ListQuestionsResponse: MessageFns<ListQuestionsResponse> = {
+  encode(message: ListQuestionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.questions) {
+      Question.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListQuestionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListQuestionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.questions.push(Question.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListQuestionsResponse {
+    return {
+      questions: globalThis.Array.isArray(object?.questions)
+        ? object.questions.map((e: any) => Question.fromJSON(e))
+        : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListQuestionsResponse): unknown {
+    const obj: any = {};
+    if (message.questions?.length) {
+      obj.questions = message.questions.map((e) => Question.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListQuestionsResponse>, I>>(base?: I): ListQuestionsResponse {
+    return ListQuestionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListQuestionsResponse>, I>>(object: I): ListQuestionsResponse {
+    const message = createBaseListQuestionsResponse();
+    message.questions = object.questions?.map((e) => Question.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
     return message;
   },
 };
@@ -2155,12 +2997,35 @@ export const Question: MessageFns<Question> = {
 
 /**
  * The decision service owns the questions a program puts to a person: POST /ask questions and
- * /decisions. It stores them, records the first answer (or a withdrawal/cancellation), and signs
- * the tokens of their answer pages. Expiry is computed on read: an unanswered question past its
- * lifetime is expired (never approved) forever after.
+ * /decisions. It opens them, delivers them to the people they address, records the first answer
+ * (or a withdrawal/cancellation), and signs the tokens of their answer pages. Expiry is computed
+ * on read: an unanswered question past its lifetime is expired (never approved) forever after.
  */
 export type DecisionServiceService = typeof DecisionServiceService;
 export const DecisionServiceService = {
+  /**
+   * Opens a question in one call for the caller it names: the partner rule, the bound end-user,
+   * the default audience, reachability (require_reachable) and the lifetime are applied here. The
+   * question and its QuestionOpened event (herald.decision.events) commit together; every delivery
+   * (web push through the campaign service today) is made from that event, once per (question,
+   * channel, target).
+   */
+  openQuestion: {
+    path: "/herald.decision.v1.DecisionService/OpenQuestion" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: OpenQuestionRequest): Buffer => Buffer.from(OpenQuestionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): OpenQuestionRequest => OpenQuestionRequest.decode(value),
+    responseSerialize: (value: OpenQuestionResponse): Buffer =>
+      Buffer.from(OpenQuestionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OpenQuestionResponse => OpenQuestionResponse.decode(value),
+  },
+  /**
+   * Deprecated: stores a question and nothing more (the caller pushed it). Kept for gateways of
+   * the previous version during a rolling deploy; use OpenQuestion.
+   *
+   * @deprecated
+   */
   createQuestion: {
     path: "/herald.decision.v1.DecisionService/CreateQuestion" as const,
     requestStream: false as const,
@@ -2180,6 +3045,17 @@ export const DecisionServiceService = {
     requestDeserialize: (value: Buffer): GetQuestionRequest => GetQuestionRequest.decode(value),
     responseSerialize: (value: GetQuestionResponse): Buffer => Buffer.from(GetQuestionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetQuestionResponse => GetQuestionResponse.decode(value),
+  },
+  /** Newest first: the questions of one kind of a workspace (GET /ask, GET /decisions: an inbox). */
+  listQuestions: {
+    path: "/herald.decision.v1.DecisionService/ListQuestions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListQuestionsRequest): Buffer => Buffer.from(ListQuestionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListQuestionsRequest => ListQuestionsRequest.decode(value),
+    responseSerialize: (value: ListQuestionsResponse): Buffer =>
+      Buffer.from(ListQuestionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListQuestionsResponse => ListQuestionsResponse.decode(value),
   },
   /** First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired. */
   answerQuestion: {
@@ -2208,8 +3084,24 @@ export const DecisionServiceService = {
 } as const;
 
 export interface DecisionServiceServer extends UntypedServiceImplementation {
+  /**
+   * Opens a question in one call for the caller it names: the partner rule, the bound end-user,
+   * the default audience, reachability (require_reachable) and the lifetime are applied here. The
+   * question and its QuestionOpened event (herald.decision.events) commit together; every delivery
+   * (web push through the campaign service today) is made from that event, once per (question,
+   * channel, target).
+   */
+  openQuestion: handleUnaryCall<OpenQuestionRequest, OpenQuestionResponse>;
+  /**
+   * Deprecated: stores a question and nothing more (the caller pushed it). Kept for gateways of
+   * the previous version during a rolling deploy; use OpenQuestion.
+   *
+   * @deprecated
+   */
   createQuestion: handleUnaryCall<CreateQuestionRequest, CreateQuestionResponse>;
   getQuestion: handleUnaryCall<GetQuestionRequest, GetQuestionResponse>;
+  /** Newest first: the questions of one kind of a workspace (GET /ask, GET /decisions: an inbox). */
+  listQuestions: handleUnaryCall<ListQuestionsRequest, ListQuestionsResponse>;
   /** First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired. */
   answerQuestion: handleUnaryCall<AnswerQuestionRequest, AnswerQuestionResponse>;
   /** Withdraws (/ask) or cancels (/decisions) a pending question; conflict when it is resolved. */
@@ -2217,6 +3109,34 @@ export interface DecisionServiceServer extends UntypedServiceImplementation {
 }
 
 export interface DecisionServiceClient extends Client {
+  /**
+   * Opens a question in one call for the caller it names: the partner rule, the bound end-user,
+   * the default audience, reachability (require_reachable) and the lifetime are applied here. The
+   * question and its QuestionOpened event (herald.decision.events) commit together; every delivery
+   * (web push through the campaign service today) is made from that event, once per (question,
+   * channel, target).
+   */
+  openQuestion(
+    request: OpenQuestionRequest,
+    callback: (error: ServiceError | null, response: OpenQuestionResponse) => void,
+  ): ClientUnaryCall;
+  openQuestion(
+    request: OpenQuestionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: OpenQuestionResponse) => void,
+  ): ClientUnaryCall;
+  openQuestion(
+    request: OpenQuestionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: OpenQuestionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Deprecated: stores a question and nothing more (the caller pushed it). Kept for gateways of
+   * the previous version during a rolling deploy; use OpenQuestion.
+   *
+   * @deprecated
+   */
   createQuestion(
     request: CreateQuestionRequest,
     callback: (error: ServiceError | null, response: CreateQuestionResponse) => void,
@@ -2246,6 +3166,22 @@ export interface DecisionServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetQuestionResponse) => void,
+  ): ClientUnaryCall;
+  /** Newest first: the questions of one kind of a workspace (GET /ask, GET /decisions: an inbox). */
+  listQuestions(
+    request: ListQuestionsRequest,
+    callback: (error: ServiceError | null, response: ListQuestionsResponse) => void,
+  ): ClientUnaryCall;
+  listQuestions(
+    request: ListQuestionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListQuestionsResponse) => void,
+  ): ClientUnaryCall;
+  listQuestions(
+    request: ListQuestionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListQuestionsResponse) => void,
   ): ClientUnaryCall;
   /** First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired. */
   answerQuestion(

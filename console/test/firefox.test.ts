@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+
+import { firefoxPath } from '@herald/testkit';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+
+import { signInLinkFromMail, startConsoleHarness, type ConsoleHarness } from './support.js';
+
+// The console in Debian's Firefox ESR. playwright-core drives only its own patched Firefox, so
+// Debian's is driven by puppeteer-core over WebDriver BiDi (as the browser SDK's Firefox tests do);
+// axe-core's own script is run in the page by the driver (not by the page: the CSP stays strict).
+
+let harness: ConsoleHarness;
+let browser: Browser;
+let profile: string;
+let axeSource: string;
+before(async () => {
+  harness = await startConsoleHarness();
+  axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  profile = await mkdtemp(join(tmpdir(), 'herald-console-firefox-'));
+  browser = await puppeteer.launch({ browser: 'firefox', executablePath: firefoxPath(), headless: true, userDataDir: profile });
+});
+after(async () => {
+  await browser?.close();
+  if (profile) await rm(profile, { recursive: true, force: true });
+  await harness?.stop();
+});
+
+async function seriousViolations(page: Page): Promise<Array<{ id: string; targets: string[] }>> {
+  await page.evaluate(axeSource);
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact?: string | null; nodes: Array<{ target: unknown[] }> }> }> } }).axe;
+    const { violations } = await axe.run();
+    return violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map((violation) => ({ id: violation.id, targets: violation.nodes.map((node) => node.target.join(' ')) }));
+  });
+}
+
+const focused = (page: Page) => page.evaluate(() => (document.activeElement?.id || document.activeElement?.textContent) ?? '');
+
+test('Firefox: sign in by an email link read from Mailpit, the overview, the keys page and its dialog by keyboard; no serious axe violation', async () => {
+  const page = await browser.newPage();
+  await page.goto(`${harness.origin}/console/`);
+  await page.waitForSelector('h1::-p-text(Sign in to Herald)');
+  assert.deepEqual(await seriousViolations(page), []);
+  await page.type('#sign-in-email', harness.ownerEmail);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('h2::-p-text(Check your mail)');
+
+  await page.goto(await signInLinkFromMail(harness, harness.ownerEmail, 0));
+  await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+  await Promise.all([page.waitForNavigation(), page.click('a::-p-text(Open the Herald Console)')]);
+  await page.waitForSelector('h1::-p-text(Overview)');
+  await page.waitForSelector('h2::-p-text(Recent campaigns)');
+  assert.deepEqual(await seriousViolations(page), []);
+
+  // The navigation by keyboard: the link moves to the page and focus to its heading.
+  await page.focus('nav a[href="/console/keys"]');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('h1::-p-text(API keys)');
+  assert.equal(await focused(page), 'API keys');
+  assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1');
+  await page.keyboard.press('Tab');
+  assert.equal(await focused(page), 'Create key');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('dialog[open]');
+  assert.equal(await focused(page), 'key-name');
+  assert.deepEqual(await seriousViolations(page), []);
+  // Escape closes the dialog and gives focus back to its opener.
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('dialog[open]', { hidden: true });
+  assert.equal(await focused(page), 'Create key');
+
+  await page.click('button::-p-text(Sign out everywhere)');
+  await page.waitForSelector('h1::-p-text(Sign in to Herald)');
+  await page.close();
+});

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { mkdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+
+import { admin, createWorkspace, freePort, startMailpit, startStack, type Mailpit, type Stack, type TestWorkspace } from '@herald/testkit';
+import type { Page } from 'playwright-core';
+
+/**
+ * The console on a real stack, as the browser tests and the load benchmark use it: a gateway at
+ * http://localhost:<port> that is also the stack's PUBLIC_ORIGIN (so sign-in links, cookies and
+ * the same-origin check all name the address the browser opens), Mailpit for the sign-in mail,
+ * and a Partner workspace with an owner.
+ */
+
+export interface ConsoleHarness {
+  /** http://localhost:<port>: a secure context, where the session cookie works without Secure. */
+  origin: string;
+  stack: Stack;
+  mailpit: Mailpit;
+  workspace: TestWorkspace;
+  ownerEmail: string;
+  stop(): Promise<void>;
+}
+
+/** The workspace's site: subscribers subscribe from https://<it>. */
+export const SITE_DOMAIN = 'shop.example.test';
+
+let addressCounter = 0;
+export const newAddress = (who: string): string => `${who}-${process.pid}-${(addressCounter += 1)}@example.test`;
+
+export async function startConsoleHarness(): Promise<ConsoleHarness> {
+  const mailpit = await startMailpit();
+  const port = await freePort();
+  const origin = `http://localhost:${port}`;
+  let stack: Stack | undefined;
+  try {
+    stack = await startStack({
+      gateways: 0,
+      env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>' },
+      services: ['campaign'],
+    });
+    // The tests sign the owner in many times a minute, from one address and one IP; a revoked key
+    // is refused within a second (the verified-key cache's lifetime).
+    // Subscribers subscribe with made-up push endpoints (nothing is sent to them).
+    await stack.addGateway({ SIGN_IN_IP_RATE_LIMIT_PER_MINUTE: '1000', SIGN_IN_ADDRESS_RATE_LIMIT_PER_MINUTE: '1000', KEY_CACHE_TTL_MS: '1000', ALLOW_ANY_PUSH_SERVICE: 'true' }, port);
+    const workspace = await createWorkspace('partner', SITE_DOMAIN);
+    const ownerEmail = newAddress('owner');
+    await admin('member', 'invite', '--workspace', workspace.workspaceId, '--email', ownerEmail, '--role', 'owner', '--name', 'Olive Owner');
+    const running = stack;
+    return {
+      origin,
+      stack: running,
+      mailpit,
+      workspace,
+      ownerEmail,
+      async stop() {
+        await running.stop();
+        await mailpit.stop();
+      },
+    };
+  } catch (err) {
+    await stack?.stop();
+    await mailpit.stop();
+    throw err;
+  }
+}
+
+/** The sign-in link of the `index`th message to `address`, as a person reads it in the mail. */
+export async function signInLinkFromMail(harness: ConsoleHarness, address: string, index: number): Promise<string> {
+  const message = await harness.mailpit.waitForMessage(address, { since: index });
+  const link = new RegExp(`(${harness.origin}/sign-in/[A-Za-z0-9_-]{43})\\s`).exec(message.text)?.[1];
+  assert.ok(link, message.text);
+  return link;
+}
+
+/**
+ * Signs `email` in through the console: the sign-in page asks for a link, the mail (from Mailpit)
+ * is opened, its page's button pressed, and its "Open the Herald Console" followed to the overview.
+ * `mailsBefore`: how many mails that address had already received.
+ */
+export async function signInThroughConsole(page: Page, harness: ConsoleHarness, email: string, mailsBefore = 0): Promise<void> {
+  await page.goto(`${harness.origin}/console/`);
+  await page.getByRole('heading', { name: 'Sign in to Herald', level: 1 }).waitFor();
+  await page.getByLabel('Email address').fill(email);
+  await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+  await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
+  await page.goto(await signInLinkFromMail(harness, email, mailsBefore));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'You are signed in' }).waitFor();
+  await page.getByRole('link', { name: 'Open the Herald Console' }).click();
+  await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+}
+
+/** Where the tests put their screenshots: CONSOLE_SCREENSHOTS (docs/images, for the docs) or console/artifacts (git-ignored). */
+export async function screenshotPath(name: string): Promise<string> {
+  const dir = process.env.CONSOLE_SCREENSHOTS ?? fileURLToPath(new URL('../../artifacts/', import.meta.url));
+  await mkdir(dir, { recursive: true });
+  return `${dir.replace(/\/$/, '')}/${name}`;
+}

@@ -1,0 +1,35 @@
+import { HeraldError } from '@herald/errors';
+
+/** What the gateway (its /ask records, the MCP tools) and the decision service (its ask webhooks) say alike about a question put with POST /ask. */
+
+/** A question's stored state (pending past its expiry reads as expired). */
+export type QuestionStatus = 'pending' | 'answered' | 'cancelled' | 'expired';
+/** The same, as /ask names it: a withdrawn ask, an expired one timed out. */
+export type AskStatus = 'pending' | 'answered' | 'withdrawn' | 'timeout';
+
+export function askStatusOf(status: QuestionStatus): AskStatus {
+  if (status === 'cancelled') return 'withdrawn';
+  if (status === 'expired') return 'timeout';
+  return status;
+}
+
+/** The state an /ask status names (what GET /ask?status= filters on). */
+export function questionStatusOfAsk(status: AskStatus): QuestionStatus {
+  if (status === 'withdrawn') return 'cancelled';
+  if (status === 'timeout') return 'expired';
+  return status;
+}
+
+/** The hint of an ask that expired unanswered. */
+export const ASK_EXPIRED_HINT = 'Nobody answered before the question expired; treat it as not approved. Ask again if it still matters.';
+
+/** The hint of an ask whose wait ran out while it is still open; `next` says how to keep waiting or give up (REST or MCP words). */
+export const askStillOpenHint = (expiresInSeconds: number, next: string): string => `No answer yet. The question stays open for ${expiresInSeconds} more seconds: ${next}.`;
+
+/** A Partner workspace reaches people through POST /decisions (the spec's rule). */
+export function partnerDecisionRequired(): HeraldError {
+  return new HeraldError('partner_decision_required', 'Partner workspaces cannot use /ask; open a decision with POST /decisions instead.', {
+    title: 'Use POST /decisions',
+    hint: 'POST /api/v1/server/decisions addresses the owner, the team or one of your end-users, and waits the same way.',
+  });
+}
