@@ -3,6 +3,10 @@
 #   helm, kubeconform   `go install` from the Go module proxy into .local/bin
 #   mailpit             the same way: the SMTP server (with an HTTP API) of the mail tests (deploy/lib/mailpit.sh)
 #   Kubernetes schemas  the JSON schemas inside the kubernetes-validate wheel (PyPI), for kubeconform
+#   promtool            Prometheus's rule tester, from Debian's prometheus package (apt-get download, unpacked:
+#                       nothing installed, no service), for the chart's alert rule tests
+#   CRD schemas         PodMonitor and PrometheusRule, from the Prometheus Operator's CRDs in its Go
+#                       module (the Go module proxy), for kubeconform (deploy/lib/crd-schemas.mjs)
 #   schemathesis        the OpenAPI fuzzer (PyPI), in a venv at .local/venv, for the gateway's schemathesis test
 #   chromium, firefox   Debian's chromium and firefox-esr (apt), for the browser SDK's real-browser tests
 #   agent frameworks    LangGraph, the OpenAI Agents SDK, CrewAI (PyPI), a venv each at .local/venv-agents/<name>,
@@ -26,6 +30,12 @@ HELM_MODULE=helm.sh/helm/v3/cmd/helm@v3.22.0
 KUBECONFORM_MODULE=github.com/yannh/kubeconform/cmd/kubeconform@v0.7.0
 KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
 SCHEMATHESIS=schemathesis==4.32.5
+PROMETHEUS_OPERATOR_MODULE=github.com/prometheus-operator/prometheus-operator@v0.87.1
+CRD_SCHEMA_DIR="$LOCAL_DIR/crd-schemas"
+# Debian's package, whatever release the mirror has (Debian 12: 2.42; a pinned one would vanish
+# with its next security update): `go install` of promtool builds all of Prometheus (every service
+# discovery's SDK), which did not finish in 25 minutes on a 2-core machine.
+PROMETHEUS_DEB=prometheus
 
 SCHEMA_ROOT="$LOCAL_DIR/kubernetes-schemas"
 SCHEMA_GLOB="$SCHEMA_ROOT/v*-local-strict"
@@ -74,6 +84,44 @@ PY
   echo "$KUBERNETES_VALIDATE" >"$stamp"
 }
 
+# The chart's PodMonitor and PrometheusRule are validated against the CRDs the operator ships
+# (example/prometheus-operator-crd in its module), turned into kubeconform's strict JSON schemas.
+ensure_crd_schemas() {
+  local stamp="$CRD_SCHEMA_DIR/.version" dir
+  if [[ -f $stamp && $(cat "$stamp") == "$PROMETHEUS_OPERATOR_MODULE" ]]; then
+    log "CRD schemas: $PROMETHEUS_OPERATOR_MODULE already converted"
+    return 0
+  fi
+  ensure_go
+  log "CRD schemas: go mod download $PROMETHEUS_OPERATOR_MODULE"
+  dir=$(go_env "$GO" mod download -json "$PROMETHEUS_OPERATOR_MODULE" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -n $dir ]] || die "could not download $PROMETHEUS_OPERATOR_MODULE"
+  rm -rf "$CRD_SCHEMA_DIR"
+  node "$REPO_ROOT/deploy/lib/crd-schemas.mjs" "$dir/example/prometheus-operator-crd" "$CRD_SCHEMA_DIR" \
+    monitoring.coreos.com_podmonitors.yaml monitoring.coreos.com_prometheusrules.yaml || die "could not convert the CRDs"
+  echo "$PROMETHEUS_OPERATOR_MODULE" >"$stamp"
+}
+
+ensure_promtool() {
+  local stamp="$BIN_DIR/.promtool.version" work
+  if [[ -x $BIN_DIR/promtool && -f $stamp ]]; then
+    log "promtool: $(cat "$stamp") already unpacked"
+    return 0
+  fi
+  log "promtool: apt-get download $PROMETHEUS_DEB"
+  work=$(mktemp -d)
+  # Downloaded into a folder the _apt user can write, or apt warns and falls back to root.
+  chmod 777 "$work"
+  (cd "$work" && apt-get download -q "$PROMETHEUS_DEB" >/dev/null 2>&1) ||
+    { apt-get update -q >/dev/null && (cd "$work" && apt-get download -q "$PROMETHEUS_DEB" >/dev/null); } ||
+    die "apt-get download $PROMETHEUS_DEB failed"
+  dpkg-deb -x "$work"/prometheus_*.deb "$work/unpacked" || die "could not unpack $PROMETHEUS_DEB"
+  mkdir -p "$BIN_DIR"
+  install -m 755 "$work/unpacked/usr/bin/promtool" "$BIN_DIR/promtool"
+  dpkg-deb -f "$work"/prometheus_*.deb Version >"$stamp"
+  rm -rf "$work"
+}
+
 # A venv of its own keeps schemathesis and its dependencies away from the machine's Python.
 ensure_schemathesis() {
   local venv="$LOCAL_DIR/venv" stamp="$LOCAL_DIR/venv/.schemathesis.version"
@@ -111,6 +159,7 @@ cmd_env() {
   cat <<EOF
 export HERALD_TOOLS_BIN=$BIN_DIR
 export KUBERNETES_SCHEMA_DIR=$dir
+export CRD_SCHEMA_DIR=$CRD_SCHEMA_DIR
 export HERALD_CHROMIUM=$(command -v chromium || true)
 export HERALD_FIREFOX=$(command -v firefox-esr || true)
 EOF
@@ -122,10 +171,12 @@ case "${1:-up}" in
     go_tool kubeconform "$KUBECONFORM_MODULE"
     mailpit_build
     ensure_schemas
+    ensure_crd_schemas
+    ensure_promtool
     ensure_schemathesis
     ensure_browsers
     ensure_agent_venvs
-    log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, $BIN_DIR/mailpit, schemas in $(schema_dir), $LOCAL_DIR/venv/bin/schemathesis"
+    log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, $BIN_DIR/promtool, $BIN_DIR/mailpit, schemas in $(schema_dir) and $CRD_SCHEMA_DIR, $LOCAL_DIR/venv/bin/schemathesis"
     ;;
   env) cmd_env ;;
   *) die "usage: deploy/tools.sh [up|env]" ;;

@@ -3,7 +3,7 @@
 # Python) and the agent tools' fields (TypeScript and Python) from the OpenAPI document the gateway
 # builds out of its route schemas (scripts/generate-api-types.ts), and deploy/kafka/topics.txt
 # (read by deploy/infra.sh before anything is built) from the bus's topic declarations, and the chart's copy of the k6
-# scripts (charts/herald/files/k6, from loadtest/k6). CI runs this and fails when
+# scripts (charts/herald/files/k6, from loadtest/k6) and the chart's README. CI runs this and fails when
 # `git diff` shows the committed code has drifted from its sources.
 set -euo pipefail
 cd "$(dirname "$0")/../proto"
@@ -21,3 +21,5 @@ rm -rf charts/herald/files/k6
 mkdir -p charts/herald/files/k6/lib
 cp loadtest/k6/*.ts charts/herald/files/k6/
 find loadtest/k6/lib -maxdepth 1 -name '*.ts' ! -name '*.d.ts' -exec cp {} charts/herald/files/k6/lib/ \;
+# The chart's README (chart hubs show it): its table of values comes from values.yaml's comments.
+node scripts/chart-readme.mjs

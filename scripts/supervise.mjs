@@ -6,7 +6,8 @@
 // once if this supervisor is killed.
 //
 // SUPERVISE_PORTS (comma-separated, in registry order) replaces the chart's ports: a second local
-// stack, or a test of this script.
+// stack, or a test of this script. Each process serves Prometheus metrics on its own port, from
+// METRICS_PORT (default 9464) on, in registry order; METRICS_PORT=0 serves none.
 import { randomBytes } from 'node:crypto';
 
 import { readComponents } from '@herald/components';
@@ -29,6 +30,8 @@ if (given && (given.length !== components.length || given.some((port) => !Number
 }
 const ports = Object.fromEntries(components.map((component, index) => [component.name, given?.[index] ?? component.port]));
 if (!given && process.env.PORT) ports.gateway = Number(process.env.PORT);
+const firstMetricsPort = Number(process.env.METRICS_PORT ?? 9464);
+const metricsPorts = Object.fromEntries(components.map((component, index) => [component.name, firstMetricsPort === 0 ? 0 : firstMetricsPort + index]));
 
 // Engagement tokens in pushes are signed by the delivery fleet and checked by the gateway: one
 // secret for both, made per run unless set (pushes shown before a restart then report nothing).
@@ -51,7 +54,7 @@ const processes = await Promise.all(
       ports,
       ready: 'none',
       stdio: 'inherit',
-      env: localEnv[component.name] ?? {},
+      env: { METRICS_PORT: String(metricsPorts[component.name]), ...localEnv[component.name] },
       restart: RESTART,
       onEvent(event) {
         if (event.kind === 'started') log(`${component.name} started (pid ${event.pid}, port ${ports[component.name]})`);
@@ -60,6 +63,10 @@ const processes = await Promise.all(
     }),
   ),
 );
+
+if (firstMetricsPort !== 0) {
+  log(`Prometheus metrics: ${components.map((component) => `${component.name} http://127.0.0.1:${metricsPorts[component.name]}/metrics`).join(', ')}`);
+}
 
 async function stopAll(code) {
   if (stopping) {

@@ -6,7 +6,7 @@ ensure_node_modules
 ensure_infrastructure
 ensure_tools
 build
-generated=(proto/src/gen packages/sdk/src/api.gen.ts packages/sdk-python/src/herald_sdk/_generated.py packages/agents/src/fields.gen.ts packages/agents-python/src/herald_agents/_generated.py deploy/kafka/topics.txt charts/herald/files/k6)
+generated=(proto/src/gen packages/sdk/src/api.gen.ts packages/sdk-python/src/herald_sdk/_generated.py packages/agents/src/fields.gen.ts packages/agents-python/src/herald_agents/_generated.py deploy/kafka/topics.txt charts/herald/files/k6 charts/herald/README.md)
 if [ "${CI:-}" = "true" ] && [ -n "$(git status --porcelain -- "${generated[@]}")" ]; then
   echo "Generated code differs from its sources (.proto files, the gateway's route schemas (the SDKs' types, the agent tools' fields), the bus's topics, loadtest/k6); run 'npm run generate' and commit." >&2
   git status --porcelain -- "${generated[@]}" >&2

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 import { readComponents } from '@herald/components';
 import { Env } from '@herald/config';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 
 // The Helm chart, checked with the real tools: helm lint and template (values.schema.json
 // included), kubeconform against the Kubernetes JSON schemas, then facts of the rendered objects.
@@ -125,7 +125,9 @@ interface Result {
 
 let helm: string;
 let kubeconform: string;
+let promtool: string;
 let schemaDir: string;
+let crdSchemaDir: string;
 let helmHome: string;
 
 function run(command: string, args: string[], input?: string): Promise<Result> {
@@ -158,10 +160,13 @@ before(async () => {
   const bin = exported.get('HERALD_TOOLS_BIN') ?? '';
   helm = join(bin, 'helm');
   kubeconform = join(bin, 'kubeconform');
+  promtool = join(bin, 'promtool');
   schemaDir = exported.get('KUBERNETES_SCHEMA_DIR') ?? '';
+  crdSchemaDir = exported.get('CRD_SCHEMA_DIR') ?? '';
   const schemas = schemaDir === '' ? [] : await readdir(schemaDir).catch(() => []);
-  if (!(await executable(helm)) || !(await executable(kubeconform)) || schemas.length === 0) {
-    throw new Error('helm, kubeconform or the Kubernetes JSON schemas are missing under .local: run deploy/tools.sh (npm test runs it)');
+  const crdSchemas = crdSchemaDir === '' ? [] : await readdir(crdSchemaDir).catch(() => []);
+  if (!(await executable(helm)) || !(await executable(kubeconform)) || !(await executable(promtool)) || schemas.length === 0 || crdSchemas.length === 0) {
+    throw new Error('helm, kubeconform, promtool or the Kubernetes and CRD JSON schemas are missing under .local: run deploy/tools.sh (npm test runs it)');
   }
 });
 after(() => rm(helmHome, { recursive: true, force: true }));
@@ -176,8 +181,16 @@ async function render(...args: string[]): Promise<{ yaml: string; objects: K8sOb
   return { yaml: result.stdout, objects };
 }
 
-/** Validates stdin against deploy/tools.sh's schemas, named <kind>[-<group>]-<version>.json. */
-const kubeconformArgs = () => ['-strict', '-summary', '-schema-location', join(schemaDir, '{{ .ResourceKind }}{{ .KindSuffix }}.json'), '-'];
+/** Validates stdin against deploy/tools.sh's schemas (Kubernetes', then the Prometheus Operator's CRDs'), named <kind>[-<group>]-<version>.json. */
+const kubeconformArgs = () => [
+  '-strict',
+  '-summary',
+  '-schema-location',
+  join(schemaDir, '{{ .ResourceKind }}{{ .KindSuffix }}.json'),
+  '-schema-location',
+  join(crdSchemaDir, '{{ .ResourceKind }}{{ .KindSuffix }}.json'),
+  '-',
+];
 
 async function assertValidKubernetes(yaml: string, count: number): Promise<void> {
   const result = await run(kubeconform, kubeconformArgs(), yaml);
@@ -224,6 +237,14 @@ test('kubeconform refuses what Kubernetes would: the validation is real', async 
   assert.equal(result.code, 1);
   assert.match(result.stdout, /additional properties 'periodSecond' not allowed/);
   assert.match(result.stdout, /Valid: 0, Invalid: 1, Errors: 0/);
+});
+
+test('charts/herald/README.md is what scripts/chart-readme.mjs makes of values.yaml: every value, its default and its comment', async () => {
+  const generated = await run(process.execPath, ['scripts/chart-readme.mjs', '--print']);
+  assert.equal(generated.code, 0, generated.stderr);
+  assert.equal(await readFile(join(chart, 'README.md'), 'utf8'), generated.stdout, 'the chart README drifted from values.yaml: run npm run generate');
+  assert.match(generated.stdout, /^\| `metrics\.port` \| `9464` \| 0: no endpoint \(and none of the objects below\)\. \|$/m);
+  assert.match(generated.stdout, /^\| `components\.gateway\.port` \| `8080` \| {2}\|$/m);
 });
 
 test('helm lint --strict accepts the chart with its defaults and with ci/production-values.yaml', async () => {
@@ -282,7 +303,10 @@ describe('the default values', () => {
       const main = container(objects, name);
       assert.equal(main.image, 'ghcr.io/herald-dev/herald:0.1.0');
       assert.deepEqual(main.args, [name === 'gateway' ? 'gateway/dist/src/main.js' : `services/${name}/dist/src/main.js`]);
-      assert.deepEqual(main.ports, [{ name: name === 'gateway' ? 'http' : 'grpc', containerPort: PORTS[name], protocol: 'TCP' }]);
+      assert.deepEqual(main.ports, [
+        { name: name === 'gateway' ? 'http' : 'grpc', containerPort: PORTS[name], protocol: 'TCP' },
+        { name: 'metrics', containerPort: 9464, protocol: 'TCP' },
+      ]);
       const service = one<Service>(objects, 'Service', `herald-${name}`);
       assert.deepEqual(
         service.spec.ports.map(({ name: portName, port, targetPort }) => ({ portName, port, targetPort })),
@@ -323,7 +347,15 @@ describe('the default values', () => {
   });
 
   test("the ConfigMaps hold README.md's configuration with its defaults", () => {
-    const common = (name: string) => ({ HERALD_SERVICE: name, OTEL_SERVICE_NAME: `herald-${name}`, HERALD_NAMESPACE: '', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '10000' });
+    const common = (name: string) => ({
+      HERALD_SERVICE: name,
+      OTEL_SERVICE_NAME: `herald-${name}`,
+      HERALD_NAMESPACE: '',
+      LOG_LEVEL: 'info',
+      SHUTDOWN_GRACE_MS: '10000',
+      METRICS_HOST: '0.0.0.0',
+      METRICS_PORT: '9464',
+    });
     const grpc = (name: string) => ({ ...common(name), GRPC_HOST: '0.0.0.0', GRPC_PORT: String(PORTS[name]), DATABASE_POOL_SIZE: '10' });
     const kafka = { KAFKA_BROKERS: 'kafka:9092', KAFKA_CLIENT_ID: 'herald', KAFKA_SESSION_TIMEOUT_MS: '30000' };
     assert.deepEqual(env(objects, 'gateway'), {
@@ -485,13 +517,15 @@ describe('the default values', () => {
       ],
     };
     const call = (name: string) => ({ to: [fromComponent(name)], ports: tcp(PORTS[name] ?? 0) });
-    const calledBy = (port: number, ...callers: string[]) => callers.map((caller) => ({ from: [fromComponent(caller)], ports: tcp(port) }));
+    // Every component's metrics port, from anywhere (metrics.from is empty), comes last.
+    const scraped = { ports: tcp(9464) };
+    const calledBy = (port: number, ...callers: string[]) => [...callers.map((caller) => ({ from: [fromComponent(caller)], ports: tcp(port) })), scraped];
 
     for (const name of COMPONENTS) {
       assert.deepEqual(policy(name).podSelector.matchLabels, selects(name));
       assert.deepEqual(policy(name).policyTypes, ['Ingress', 'Egress']);
     }
-    assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }]);
+    assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080) }, scraped]);
     assert.deepEqual(policy('gateway').egress, [dns, ...SERVICES.map(call), { ports: tcp(6379) }, kafka]);
     assert.deepEqual(policy('account').ingress, calledBy(50051, 'campaign', 'decision', 'delivery', 'gateway'));
     // The operator's SMTP server (SMTP_URL): submission and implicit-TLS ports, any address; the
@@ -566,7 +600,7 @@ describe('ci/production-values.yaml', () => {
   test('NetworkPolicies send infrastructure traffic only to the given peers', () => {
     const policy = (name: string) => one<NetworkPolicy>(objects, 'NetworkPolicy', `herald-${name}`).spec;
     const namespace = (name: string) => [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } } }];
-    assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080), from: namespace('ingress-nginx') }]);
+    assert.deepEqual(policy('gateway').ingress, [{ ports: tcp(8080), from: namespace('ingress-nginx') }, { ports: tcp(9464) }]);
     const collector = { ports: tcp(4317, 4318), to: namespace('observability') };
     assert.deepEqual(policy('gateway').egress.slice(-3), [{ ports: tcp(6379), to: namespace('redis') }, { ports: tcp(9092), to: namespace('data') }, collector]);
     assert.deepEqual(policy('account').egress.slice(-5, -2), [
@@ -675,6 +709,7 @@ describe('loadTest.enabled: a helm test Job per journey, k6 running the journey\
     assert.deepEqual(one<NetworkPolicy>(objects, 'NetworkPolicy', 'herald-gateway').spec.ingress, [
       { ports: tcp(8080), from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }] },
       { from: [fromComponent('load-test')], ports: tcp(8080) },
+      { ports: tcp(9464) },
     ]);
   });
 
@@ -692,7 +727,7 @@ describe('loadTest.enabled: a helm test Job per journey, k6 running the journey\
       'loadTest.k6Image.tag=1.1.0',
     );
     await assertValidKubernetes(yaml, 1 + 5 * COMPONENTS.length + 2 + 1 + 2 + 1);
-    assert.deepEqual(one<NetworkPolicy>(rendered, 'NetworkPolicy', 'herald-gateway').spec.ingress, [{ ports: tcp(8080) }]);
+    assert.deepEqual(one<NetworkPolicy>(rendered, 'NetworkPolicy', 'herald-gateway').spec.ingress, [{ ports: tcp(8080) }, { ports: tcp(9464) }]);
     const secrets = (container: JobContainer | undefined) => container?.env?.filter((variable) => variable.valueFrom !== undefined).map((variable) => variable.name);
     assert.deepEqual(
       all<Job>(rendered, 'Job').map((job) => {
@@ -740,6 +775,115 @@ test('a false or 0 in a component overrides the default; a null variable is unse
   assert.equal(env(objects, 'policy').POLICY_CACHE_SIZE, '10000');
   assert.equal(env(objects, 'gateway').UPGRADE_URL, undefined);
   assert.equal(env(objects, 'gateway').LOG_LEVEL, 'info');
+});
+
+interface PodMonitor extends K8sObject {
+  spec: { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: { port: string; path: string; interval: string; relabelings: unknown[] }[] };
+}
+interface PrometheusRule extends K8sObject {
+  spec: { groups: { name: string; rules: { alert: string; expr: string; for?: string; labels: Record<string, string>; annotations: Record<string, string> }[] }[] };
+}
+
+describe('metrics: scrape annotations, PodMonitor, PrometheusRule and the dashboard, when asked for', () => {
+  let objects: K8sObject[];
+  const monitoring = [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }];
+  before(async () => {
+    const rendered = await render(
+      ...['metrics.scrapeAnnotations=true', 'metrics.podMonitor.enabled=true', 'metrics.prometheusRule.enabled=true', 'metrics.dashboard.enabled=true'].flatMap((value) => ['--set', value]),
+      '--set-json',
+      `metrics.from=${JSON.stringify(monitoring)}`,
+      '--set',
+      'metrics.podMonitor.labels.release=prometheus',
+    );
+    objects = rendered.objects;
+    // The defaults' objects, and a PodMonitor, a PrometheusRule and the dashboard's ConfigMap (the CRDs' schemas check the first two).
+    await assertValidKubernetes(rendered.yaml, 1 + 5 * COMPONENTS.length + 2 + 3);
+  });
+
+  test('every pod carries the scrape annotations and a metrics port only the monitoring namespace reaches', () => {
+    for (const name of COMPONENTS) {
+      const annotations = one<Deployment>(objects, 'Deployment', `herald-${name}`).spec.template.metadata.annotations ?? {};
+      assert.deepEqual([annotations['prometheus.io/scrape'], annotations['prometheus.io/port'], annotations['prometheus.io/path']], ['true', '9464', '/metrics'], name);
+      assert.deepEqual(one<NetworkPolicy>(objects, 'NetworkPolicy', `herald-${name}`).spec.ingress.at(-1), { ports: tcp(9464), from: monitoring }, name);
+    }
+  });
+
+  test('the PodMonitor scrapes the metrics port of every component of the release, naming the component', () => {
+    const monitor = one<PodMonitor>(objects, 'PodMonitor', 'herald');
+    assert.equal(monitor.metadata.labels.release, 'prometheus');
+    assert.deepEqual(monitor.spec.selector.matchLabels, { 'app.kubernetes.io/name': 'herald', 'app.kubernetes.io/instance': 'herald' });
+    assert.deepEqual(monitor.spec.podMetricsEndpoints, [
+      {
+        port: 'metrics',
+        path: '/metrics',
+        interval: '30s',
+        relabelings: [{ sourceLabels: ['__meta_kubernetes_pod_label_app_kubernetes_io_component'], targetLabel: 'component' }],
+      },
+    ]);
+  });
+
+  test("the PrometheusRule holds the issue's alerts, each with a runbook section in docs/operating.md", async () => {
+    const rules = one<PrometheusRule>(objects, 'PrometheusRule', 'herald').spec.groups.flatMap((group) => group.rules);
+    assert.deepEqual(
+      rules.map((rule) => rule.alert),
+      ['HeraldConsumerLagGrowing', 'HeraldOutboxStuck', 'HeraldDeadLetters', 'HeraldWorkLoopLate', 'HeraldPushFailures', 'HeraldWakeUpSlow', 'HeraldComponentRestarting'],
+    );
+    // The anchors the docs pages get (gateway/src/docs.ts): the heading, lower-cased.
+    const operating = await readFile(join(root, 'docs/operating.md'), 'utf8');
+    const anchors = new Set([...operating.matchAll(/^#+ (.+)$/gm)].map((match) => (match[1] ?? '').toLowerCase().replace(/[`*]/g, '').replace(/[^a-z0-9_ -]/g, '').trim().replace(/\s+/g, '-')));
+    for (const rule of rules) {
+      assert.equal(rule.annotations.runbook_url, `http://localhost:8080/docs/operating#${rule.alert.toLowerCase()}`);
+      assert.ok(anchors.has(rule.alert.toLowerCase()), `docs/operating.md has no section ${rule.alert}`);
+      assert.ok(['warning', 'critical'].includes(rule.labels.severity ?? ''), rule.alert);
+    }
+    const restarting = rules.find((rule) => rule.alert === 'HeraldComponentRestarting');
+    assert.ok(restarting);
+    assert.match(restarting?.expr ?? '', new RegExp(`container=~"${[...COMPONENTS].sort().join('\\|')}"`));
+  });
+
+  test('promtool: each alert fires on the series that should raise it and stays quiet on the others (charts/test/alerts.promtool.yaml)', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'herald-rules-'));
+    try {
+      const groups = one<PrometheusRule>(objects, 'PrometheusRule', 'herald').spec.groups;
+      await writeFile(join(folder, 'herald-rules.yaml'), stringify({ groups }));
+      await writeFile(join(folder, 'alerts.promtool.yaml'), await readFile(join(root, 'charts/test/alerts.promtool.yaml'), 'utf8'));
+      const checked = await run(promtool, ['check', 'rules', join(folder, 'herald-rules.yaml')]);
+      assert.equal(checked.code, 0, checked.stdout + checked.stderr);
+      assert.match(checked.stdout, /SUCCESS: 7 rules found/);
+      const tested = await run(promtool, ['test', 'rules', join(folder, 'alerts.promtool.yaml')]);
+      assert.equal(tested.code, 0, tested.stdout + tested.stderr);
+      assert.match(tested.stdout, /SUCCESS/);
+      // Every alert has a test.
+      const tests = await readFile(join(folder, 'alerts.promtool.yaml'), 'utf8');
+      for (const { rules } of groups) for (const rule of rules) assert.match(tests, new RegExp(`alertname: ${rule.alert}$`, 'm'), rule.alert);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+
+  test('the dashboard ConfigMap holds charts/herald/files/grafana/herald.json, for the Grafana sidecar', async () => {
+    const dashboard = one<ConfigMap>(objects, 'ConfigMap', 'herald-dashboard');
+    assert.equal(dashboard.metadata.labels.grafana_dashboard, '1');
+    const file = await readFile(join(chart, 'files/grafana/herald.json'), 'utf8');
+    assert.equal(dashboard.data['herald.json'], file);
+    const parsed = JSON.parse(file) as { uid: string; panels: { title: string; targets?: { expr: string }[] }[] };
+    assert.equal(parsed.uid, 'herald-overview');
+    const titles = parsed.panels.map((panel) => panel.title);
+    for (const title of ['Delivery', 'Kafka and outboxes', 'Work loops (timers, retries, expiries)', 'Approvals', 'Edge', 'HTTP and gRPC (rate, errors, duration) per component']) {
+      assert.ok(titles.includes(title), title);
+    }
+  });
+
+  test('metrics.port 0: no endpoint, so no port, annotation, PodMonitor or rule either', async () => {
+    const { objects: off } = await render('--set', 'metrics.port=0', '--set', 'metrics.scrapeAnnotations=true', '--set', 'metrics.podMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true');
+    assert.equal(all(off, 'PodMonitor').length + all(off, 'PrometheusRule').length, 0);
+    for (const name of COMPONENTS) {
+      assert.equal(env(off, name).METRICS_PORT, '0');
+      assert.equal(env(off, name).METRICS_HOST, undefined);
+      assert.deepEqual(container(off, name).ports.map((port) => port.name), [name === 'gateway' ? 'http' : 'grpc']);
+      assert.equal(one<Deployment>(off, 'Deployment', `herald-${name}`).spec.template.metadata.annotations?.['prometheus.io/scrape'], undefined);
+    }
+  });
 });
 
 describe('values.schema.json refuses bad values', () => {

@@ -14,6 +14,7 @@ import { clientErrors, frameworkErrors, installErrorHandling } from './errors.js
 import { registerOpenApi } from './openapi.js';
 import { authentication } from './plugins/authentication.js';
 import { health } from './plugins/health.js';
+import { routeMetrics } from './plugins/metrics.js';
 import { RateLimiter } from './rate-limit.js';
 import { registerRoutes } from './routes/index.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan, schemaValidator, surrogateError, withStorableText } from './validation.js';
@@ -128,6 +129,7 @@ export async function buildApp({ config, clients, redis, bus, logger }: AppDepen
 
   // App plugins: who is calling, and liveness, readiness and the drain (callers waiting for an
   // answer get the question as it stands instead of holding up the close).
+  await app.register(routeMetrics);
   await app.register(authentication, { config, clients, limiter, logger });
   await app.register(health, { onDrain: () => waiters.wakeAll() });
 

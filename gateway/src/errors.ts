@@ -4,6 +4,8 @@ import { backingServiceUnavailable, errorBody, HeraldError, invalidFields, isBac
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 
+import { countRefusal } from './metrics.js';
+
 /** Error rendering: every failure leaves in the spec's shape; a 5xx never shows internals. */
 
 export interface ValidationIssue {
@@ -150,6 +152,7 @@ export function installErrorHandling(app: FastifyInstance, { documentationBase, 
     } else if (heraldError.status >= 500) {
       request.log.warn({ code: heraldError.code }, heraldError.message);
     }
+    countRefusal(request, heraldError);
     if (upgradeCodes.has(heraldError.code) && heraldError.extra.upgradeUrl === undefined) {
       heraldError.extra.upgradeUrl = upgradeUrl;
     }

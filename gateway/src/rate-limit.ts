@@ -4,6 +4,8 @@ import { HeraldError } from '@herald/errors';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis, Result } from 'ioredis';
 
+import { timeRedis } from './metrics.js';
+
 /**
  * Per-key, per-minute rate limit: a sliding log in one Redis sorted set per key, updated by one
  * atomic Lua script per request with Redis's own clock, so any number of gateway replicas admit
@@ -73,12 +75,8 @@ export class RateLimiter {
   async check(keyId: string, limit: number, cost = 1): Promise<RateDecision> {
     this.sequence = (this.sequence + 1) % Number.MAX_SAFE_INTEGER;
     try {
-      const [allowed, remaining, resetAtMs, nowMs] = await this.redis.heraldSlidingLog(
-        `herald:rl:${this.keyPrefix}${keyId}`,
-        limit,
-        this.windowMs,
-        `${this.instance}:${this.sequence}`,
-        cost,
+      const [allowed, remaining, resetAtMs, nowMs] = await timeRedis('rate_limit', () =>
+        this.redis.heraldSlidingLog(`herald:rl:${this.keyPrefix}${keyId}`, limit, this.windowMs, `${this.instance}:${this.sequence}`, cost),
       );
       return {
         allowed: allowed === 1,

@@ -2,6 +2,8 @@ import { answerChannel, questionOfAnswerChannel } from '@herald/bus';
 import type { Logger } from '@herald/logging';
 import type { Redis } from 'ioredis';
 
+import { observeWaiters, recordWakeUp } from './metrics.js';
+
 /**
  * Callers held open until a question is answered (POST /ask, GET /ask/{id}?wait, /decisions with
  * wait). The gateway only waits: the decision service publishes on the question's Redis channel
@@ -46,10 +48,12 @@ export class Waiters {
   ) {
     // The first connection may be up already (it is made before the gateway listens).
     this.connectedBefore = subscriber.status === 'ready';
-    subscriber.on('message', (channel: string) => {
-      const id = questionOfAnswerChannel(namespace, channel);
-      for (const waiting of this.byQuestion.get(id)?.waiters ?? []) waiting.wake();
+    subscriber.on('message', (channel: string, message: string) => {
+      const waiters = this.byQuestion.get(questionOfAnswerChannel(namespace, channel))?.waiters ?? new Set<Waiting>();
+      for (const waiting of waiters) waiting.wake();
+      recordWakeUp(message, waiters.size);
     });
+    observeWaiters(() => [...this.byQuestion.values()].reduce((sum, { waiters }) => sum + waiters.size, 0));
     // Wake-ups published while Redis was down are lost, and subscriptions tried then never took:
     // once it is back, every question waited on is subscribed again and its waiters re-read it.
     subscriber.on('ready', () => {

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { after, before, test } from 'node:test';
 
 import { readComponents } from '@herald/components';
-import { call, createKafkaNamespace, createWorkspace, eventually, freePort, infrastructureEnv, isAlive as alive, repoRoot, SERVER_API } from '@herald/testkit';
+import { call, createKafkaNamespace, scrapeMetrics, createWorkspace, eventually, freePort, infrastructureEnv, isAlive as alive, repoRoot, SERVER_API } from '@herald/testkit';
 
 // `npm start`'s supervisor (scripts/supervise.mjs) behaves like the cluster: it runs every
 // component of the registry, restarts one that exits (with a log line) while the others keep
@@ -16,6 +16,7 @@ let supervisor: ChildProcessByStdio<null, Readable, Readable>;
 let output = '';
 let gatewayUrl: string;
 let removeNamespace: () => Promise<void>;
+let firstMetricsPort: number;
 
 /** Pid of the latest start of `name`, from the supervisor's log. */
 function pidOf(name: string): number {
@@ -29,6 +30,7 @@ before(async () => {
   const namespace = await createKafkaNamespace();
   removeNamespace = () => namespace.remove();
   const ports = await Promise.all(components.map(() => freePort()));
+  firstMetricsPort = await freePort();
   gatewayUrl = `http://127.0.0.1:${ports[components.findIndex((component) => component.name === 'gateway')]}`;
   supervisor = spawn(process.execPath, ['scripts/supervise.mjs'], {
     cwd: repoRoot,
@@ -37,6 +39,7 @@ before(async () => {
       ...infrastructureEnv(),
       HERALD_NAMESPACE: namespace.prefix,
       SUPERVISE_PORTS: ports.join(','),
+      METRICS_PORT: String(firstMetricsPort),
       ANSWER_TOKEN_SECRET: randomBytes(32).toString('base64url'),
       LOG_LEVEL: 'warn',
     },
@@ -54,6 +57,15 @@ after(async () => {
 test('npm start prints no schema warnings: every format the route and tool schemas use is known to their validators', () => {
   assert.match(output, /\[supervise\] gateway started/);
   assert.doesNotMatch(output, /unknown format|ignored in schema|strict mode/);
+});
+
+test('npm start prints where each process serves its metrics, on consecutive ports in registry order', async () => {
+  const urls = components.map((component, index) => `${component.name} http://127.0.0.1:${firstMetricsPort + index}/metrics`);
+  assert.ok(output.includes(`[supervise] Prometheus metrics: ${urls.join(', ')}`), output);
+  const gatewayIndex = components.findIndex((component) => component.name === 'gateway');
+  const metrics = await scrapeMetrics(`http://127.0.0.1:${firstMetricsPort + gatewayIndex}/metrics`);
+  assert.equal(metrics.target_info?.type, 'gauge');
+  assert.equal((metrics.target_info?.data[0]?.labels as Record<string, string> | undefined)?.service_name, 'herald-gateway');
 });
 
 test('every component of the registry runs; one that dies is restarted while the others keep running; Ctrl-C drains them all', { timeout: 120_000 }, async () => {

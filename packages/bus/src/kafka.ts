@@ -2,6 +2,7 @@ import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import type { Logger } from '@herald/logging';
 import { currentTraceHeaders, withTraceHeaders } from '@herald/telemetry';
 import { isBackingServiceDown } from '@herald/errors';
+import { countMessage, forgetLag, recordLag } from './metrics.js';
 import { DEAD_LETTER_HEADERS } from './topics.js';
 import { Kafka, logLevel, Partitioners, type Consumer, type Producer } from 'kafkajs';
 
@@ -223,6 +224,8 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
         consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
           crashes = 0;
           outage.recovered();
+          // Its partitions may have moved: their lag is reported by whoever holds them now.
+          forgetLag(groupId);
           const partitions = Object.values(payload.memberAssignment).reduce((sum, assigned) => sum + assigned.length, 0);
           logger.info({ groupId, partitions }, 'consumer joined its group');
         });
@@ -235,6 +238,9 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
           void consumer.disconnect().catch(() => undefined);
           startLater();
         });
+        consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) =>
+          recordLag(groupId, payload.topic.slice(topicPrefix.length), payload.partition, Number(payload.offsetLag)),
+        );
         await consumer.connect();
         // Every consumer here is a work queue: a group with no committed offset yet starts at the
         // oldest retained message, so nothing published before its first commit is skipped (a
@@ -261,6 +267,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
             for (let attempt = 1, outageRetries = 0; ; attempt += 1) {
               try {
                 await withTraceHeaders(headers, () => handle(incoming));
+                countMessage(groupId, incoming.topic, 'handled');
                 return;
               } catch (err) {
                 if (isBackingServiceDown(err)) {
@@ -287,6 +294,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
                       },
                     },
                   ]);
+                  countMessage(groupId, incoming.topic, 'dead_lettered');
                   return;
                 }
                 await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, HANDLER_BACKOFF)));
@@ -302,6 +310,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
         async stop() {
           stopped = true;
           clearTimeout(restartTimer);
+          forgetLag(groupId);
           if (!current) return;
           consumers.delete(current);
           await current.disconnect();

@@ -7,6 +7,7 @@ import type { Logger } from '@herald/logging';
 import { currentTraceHeaders } from '@herald/telemetry';
 
 import { EVENT_ID_HEADER, type Bus } from './kafka.js';
+import { observeOutbox } from './metrics.js';
 
 /** Between two tries of a relay that failed (the database or Kafka away): up to 0.2 s, 0.4 s, ... 10 s (full jitter). */
 const RELAY_BACKOFF: BackoffOptions = { baseMs: 200, capMs: 10_000 };
@@ -159,9 +160,11 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
   };
 
   const running = run();
+  const unobserve = observeOutbox(pool, schema);
   return {
     async stop() {
       stopping = true;
+      unobserve();
       poke();
       await running;
     },

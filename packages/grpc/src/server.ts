@@ -19,6 +19,7 @@ import {
 } from '@herald/proto/grpc/health/v1/health';
 
 import { toGrpcStatus } from './errors.js';
+import { recordServerCall } from './metrics.js';
 
 /** A unary RPC written as an async function; thrown HeraldErrors become gRPC statuses. */
 export type UnaryHandler<Req, Res> = (request: Req, call: ServerUnaryCall<Req, Res>) => Promise<Res>;
@@ -49,24 +50,39 @@ export function implementService<S extends ServiceDefinition>(definition: S, han
     return status;
   };
   for (const name of Object.keys(definition)) {
+    const path = definition[name]?.path ?? name;
     if (definition[name]?.responseStream) {
       const handler = handlers[name as keyof S] as unknown as StreamHandler<unknown, unknown>;
       implementation[name] = (call: ServerWritableStream<unknown, unknown>) => {
+        const startedAt = performance.now();
         void (async () => {
           for await (const message of handler(call.request, call)) {
-            if (call.cancelled) return;
+            if (call.cancelled) return recordServerCall(path, startedAt, GrpcStatus.CANCELLED);
             if (!call.write(message)) await once(call, 'drain');
           }
           call.end();
-        })().catch((err: unknown) => call.emit('error', fail(name, err)));
+          recordServerCall(path, startedAt, GrpcStatus.OK);
+        })().catch((err: unknown) => {
+          const status = fail(name, err);
+          recordServerCall(path, startedAt, status.code ?? GrpcStatus.UNKNOWN);
+          call.emit('error', status);
+        });
       };
       continue;
     }
     const handler = handlers[name as keyof S] as unknown as UnaryHandler<unknown, unknown>;
     implementation[name] = (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+      const startedAt = performance.now();
       handler(call.request, call).then(
-        (response) => callback(null, response),
-        (err: unknown) => callback(fail(name, err), null),
+        (response) => {
+          recordServerCall(path, startedAt, GrpcStatus.OK);
+          callback(null, response);
+        },
+        (err: unknown) => {
+          const status = fail(name, err);
+          recordServerCall(path, startedAt, status.code ?? GrpcStatus.UNKNOWN);
+          callback(status, null);
+        },
       );
     };
   }

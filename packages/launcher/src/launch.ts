@@ -59,6 +59,8 @@ export interface LaunchOptions {
 
 export interface LaunchedProcess {
   name: string;
+  /** Its Prometheus endpoint, from the METRICS_PORT it was given (none when not given, or 0). */
+  metricsUrl: string | undefined;
   /** The running child (after a restart, the new one). */
   readonly child: ChildProcess;
   readonly pid: number | undefined;
@@ -130,6 +132,7 @@ export async function launch(options: LaunchOptions): Promise<LaunchedProcess> {
 
   const handle: LaunchedProcess = {
     name,
+    metricsUrl: env.METRICS_PORT && env.METRICS_PORT !== '0' ? `http://127.0.0.1:${env.METRICS_PORT}/metrics` : undefined,
     get child() {
       return child;
     },

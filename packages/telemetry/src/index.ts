@@ -1,4 +1,5 @@
 import { context, metrics, propagation, type TextMapGetter, type TextMapSetter } from '@opentelemetry/api';
+import { getRPCMetadata, RPCType } from '@opentelemetry/core';
 
 /**
  * W3C trace context in and out of carriers that the auto-instrumentations do not cover
@@ -31,9 +32,29 @@ export function withTraceHeaders<T>(headers: Record<string, Buffer | string | un
 }
 
 /**
- * A histogram of the service's OpenTelemetry meter. Exported with the SDK's metric pipeline, which
- * is off unless the operator sets OTEL_METRICS_EXPORTER (e.g. otlp); recording costs nothing then.
+ * The meter of one of Herald's components ("delivery", "bus", "gateway", ...). Every process
+ * serves its metrics on /metrics (see register.ts) and exports them over OTLP when configured;
+ * each component declares its instruments once, in its own metrics module.
  */
-export function histogram(service: string, name: string, options: { description: string; unit: string }) {
-  return metrics.getMeter(`herald-${service}`).createHistogram(name, options);
+export function meter(component: string) {
+  return metrics.getMeter(`herald-${component}`);
+}
+
+/** Bucket boundaries of durations in seconds: 1 ms to 60 s. */
+export const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** A histogram of durations in seconds, with buckets from 1 ms to 60 s. */
+export function secondsHistogram(component: string, name: string, description: string) {
+  return meter(component).createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: SECONDS_BUCKETS } });
+}
+
+export { DEFAULT_METRICS_PORT, metricsEndpoint } from './endpoint.js';
+
+/**
+ * Names the route template ("/api/v1/server/campaigns/:id") of the HTTP request being served, so
+ * `http.server.request.duration` is labelled per route (never per concrete path, which holds ids).
+ */
+export function setHttpRoute(route: string): void {
+  const rpc = getRPCMetadata(context.active());
+  if (rpc?.type === RPCType.HTTP) rpc.route = route;
 }

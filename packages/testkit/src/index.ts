@@ -15,3 +15,4 @@ export * from './webhook-receiver.js';
 export * from './within.js';
 export * from './mailpit.js';
 export * from './browsers.js';
+export * from './metrics.js';

@@ -75,9 +75,12 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** Starts one of Herald's processes, logging at info, and resolves once its output matches `ready`. */
-export function startProcess(name: string, entry: string, env: Record<string, string>, ready: RegExp, timeoutMs?: number): Promise<RunningProcess> {
-  return launch({ name, entry, env: { LOG_LEVEL: 'info', ...env }, ready, timeoutMs });
+/**
+ * Starts one of Herald's processes, logging at info, and resolves once its output matches `ready`.
+ * Its metrics endpoint is on a free port unless `env` names one (`metricsUrl`).
+ */
+export async function startProcess(name: string, entry: string, env: Record<string, string>, ready: RegExp, timeoutMs?: number): Promise<RunningProcess> {
+  return launch({ name, entry, env: { LOG_LEVEL: 'info', METRICS_PORT: String(await freePort()), ...env }, ready, timeoutMs });
 }
 
 export interface Stack {
@@ -156,8 +159,9 @@ export async function startStack({ gateways = 1, gatewayEnv = {}, env = {}, send
     return component;
   };
   // A replica listens on a port of its own; what calls it keeps the first instance's address.
-  const start = (name: string, extra: Record<string, string>, port = ports[name] as number): Promise<RunningProcess> =>
-    launchComponent(componentNamed(name), { ports, port, ready: 'log', env: { LOG_LEVEL: 'info', ...infra, ...(name === 'delivery' ? deliveryEnv : {}), ...extra } });
+  // Each process serves its metrics on a free port of its own (RunningProcess.metricsUrl).
+  const start = async (name: string, extra: Record<string, string>, port = ports[name] as number): Promise<RunningProcess> =>
+    launchComponent(componentNamed(name), { ports, port, ready: 'log', env: { LOG_LEVEL: 'info', METRICS_PORT: String(await freePort()), ...infra, ...(name === 'delivery' ? deliveryEnv : {}), ...extra } });
   const started = await Promise.allSettled([...components.keys()].filter((name) => wanted.has(name)).map((name) => start(name, {})));
   const services = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const gatewayProcesses: RunningProcess[] = [];

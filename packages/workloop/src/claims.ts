@@ -31,6 +31,16 @@ export interface WorkTable {
 /** The SET of a finished row's last statement: it is no longer claimed. */
 export const RELEASED = 'claim = NULL, leased_until = NULL';
 
+/**
+ * What a claim also returns of each row for the loop's metrics, removed by the loop before `work`:
+ * seconds since it was due, whether an earlier claim of it had lapsed (its lease ran out before its
+ * worker recorded an outcome: the worker died or was too slow), and the row's key as the claim
+ * picked it (`herald_key_<n>`).
+ */
+export const LATENESS_COLUMN = 'herald_lateness_s';
+export const LAPSED_COLUMN = 'herald_lapsed';
+export const pickedKeyColumn = (index: number): string => `herald_key_${index}`;
+
 const NAME = /^[a-z_][a-z0-9_]*$/;
 
 function checkTable({ table, key, due }: WorkTable): void {
@@ -43,13 +53,24 @@ function checkTable({ table, key, due }: WorkTable): void {
 /** The claim statement of `work`; parameters: $1 token, $2 lease (ms), $3 how many at most. */
 export function claimStatement(work: WorkTable): string {
   checkTable(work);
-  const key = work.key.join(', ');
-  return `UPDATE ${work.table} SET claim = $1, leased_until = clock_timestamp() + $2 * interval '1 millisecond'${work.onClaim ? `, ${work.onClaim}` : ''}
-   WHERE (${key}) IN (SELECT ${key} FROM ${work.table}
+  // The picked rows' keys under names of their own, so no column of the table is ambiguous.
+  const picked = work.key.map((column, index) => `${column} AS ${pickedKeyColumn(index)}`).join(', ');
+  const match = work.key.map((column, index) => `${work.table}.${column} = picked.${pickedKeyColumn(index)}`).join(' AND ');
+  return `WITH picked AS (SELECT ${picked}, leased_until IS NOT NULL AS ${LAPSED_COLUMN} FROM ${work.table}
                        WHERE ${work.waiting} AND namespace = ${CURRENT_NAMESPACE_SQL} AND ${work.due} <= clock_timestamp()
                          AND (leased_until IS NULL OR leased_until <= clock_timestamp())
                        ORDER BY ${work.due} LIMIT $3 FOR UPDATE SKIP LOCKED)
-  RETURNING ${work.returning}`;
+  UPDATE ${work.table} SET claim = $1, leased_until = clock_timestamp() + $2 * interval '1 millisecond'${work.onClaim ? `, ${work.onClaim}` : ''}
+    FROM picked WHERE ${match}
+  RETURNING ${work.returning}, extract(epoch FROM clock_timestamp() - ${work.due}) AS ${LATENESS_COLUMN}, picked.${LAPSED_COLUMN}`;
+}
+
+/** How many rows of `work` are due and claimable now (none claims them yet): a loop's backlog. */
+export function dueCountStatement(work: WorkTable): string {
+  checkTable(work);
+  return `SELECT count(*)::int AS due FROM ${work.table}
+   WHERE ${work.waiting} AND namespace = ${CURRENT_NAMESPACE_SQL} AND ${work.due} <= clock_timestamp()
+     AND (leased_until IS NULL OR leased_until <= clock_timestamp())`;
 }
 
 /**

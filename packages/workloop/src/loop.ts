@@ -4,7 +4,8 @@ import { backoffMs, type BackoffOptions } from '@herald/backoff';
 import { createWakeup, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
 
-import { claimStatement, nextClaimableInMs, type WorkTable } from './claims.js';
+import { claimStatement, dueCountStatement, LAPSED_COLUMN, LATENESS_COLUMN, nextClaimableInMs, pickedKeyColumn, type WorkTable } from './claims.js';
+import { observeBacklog, workLoopMetrics } from './metrics.js';
 import { listenForWakeups } from './listen.js';
 
 /** Between two tries to claim while the database fails: up to 0.2 s, 0.4 s, ... 10 s (full jitter). */
@@ -86,7 +87,12 @@ export function startWorkLoop<Row>(options: WorkLoopOptions<Row>): WorkLoop {
           for (let room = free; room > 0 && !stopping; ) {
             const limit = Math.min(batchSize, room);
             const token = randomUUID();
-            const { rows } = await pool.query(claimSql, [token, leaseMs, limit]);
+            const { rows } = await pool.query<Record<string, unknown>>(claimSql, [token, leaseMs, limit]);
+            for (const row of rows) {
+              workLoopMetrics.lateness.record(Math.max(0, Number(row[LATENESS_COLUMN])), { loop: name });
+              if (row[LAPSED_COLUMN] === true) workLoopMetrics.claimsLost.add(1, { loop: name });
+              for (const column of [LATENESS_COLUMN, LAPSED_COLUMN, ...table.key.map((_, index) => pickedKeyColumn(index))]) delete row[column];
+            }
             if (rows.length > 0) dispatch(rows as Row[], token);
             room -= rows.length;
             claimedAll = rows.length === limit;
@@ -113,10 +119,12 @@ export function startWorkLoop<Row>(options: WorkLoopOptions<Row>): WorkLoop {
   };
 
   const running = Promise.all([run(), options.channel ? listenForWakeups(pool, options.channel, wake, logger, whenStopped) : Promise.resolve()]);
+  const unobserve = observeBacklog(name, pool, dueCountStatement(table));
   return {
     wake,
     async stop() {
       stopping = true;
+      unobserve();
       stopped();
       wake();
       await running;

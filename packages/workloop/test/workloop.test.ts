@@ -7,7 +7,7 @@ import { createPool, type Pool } from '@herald/db';
 import { createLogger } from '@herald/logging';
 import { createDatabase, type TestDatabase } from '@herald/testkit';
 
-import { claimStatement, RELEASED, startWorkLoop, type WorkTable } from '../src/index.js';
+import { claimStatement, LAPSED_COLUMN, RELEASED, startWorkLoop, type WorkTable } from '../src/index.js';
 
 // The work loop against a real PostgreSQL, in a database of this file's own.
 
@@ -87,9 +87,12 @@ test('a row whose worker died is claimed again once its lease ends, and the late
   await reset();
   await pool.query(`INSERT INTO ${schema}.items (due_at) VALUES (now())`);
   // A worker claims it and dies before recording anything.
-  const dead = await pool.query<Item>(claimStatement(table), ['00000000-0000-4000-8000-000000000001', 800, 10]);
+  const dead = await pool.query<Item & Record<string, unknown>>(claimStatement(table), ['00000000-0000-4000-8000-000000000001', 800, 10]);
   assert.equal(dead.rowCount, 1);
+  // What the claim tells the loop's metrics: no earlier claim had lapsed.
+  assert.equal(dead.rows[0]?.[LAPSED_COLUMN], false);
   const worked: number[] = [];
+  const handed: Array<Record<string, unknown>> = [];
   const loop = startWorkLoop<Item>({
     name: 'survivor',
     pool,
@@ -99,6 +102,7 @@ test('a row whose worker died is claimed again once its lease ends, and the late
     pollMs: 100,
     work: async (rows, token) => {
       worked.push(Date.now());
+      handed.push(...(rows as unknown as Array<Record<string, unknown>>));
       await finish('survivor')(rows, token);
     },
   });
@@ -116,6 +120,24 @@ test('a row whose worker died is claimed again once its lease ends, and the late
   assert.equal(late.rowCount, 0);
   const { rows } = await pool.query<{ claims: number; done_by: string }>(`SELECT claims, done_by FROM ${schema}.items`);
   assert.deepEqual(rows, [{ claims: 2, done_by: 'survivor' }]);
+  // `work` gets the claim's returning columns only, not what the metrics read.
+  assert.deepEqual(Object.keys(handed[0] ?? {}).sort(), ['due_at', 'id']);
+});
+
+test('a claim says whether it takes over a lapsed one: the work loop counts those as claims lost', async () => {
+  await reset();
+  await pool.query(`INSERT INTO ${schema}.items (due_at) VALUES (now())`);
+  const claim = (token: string, leaseMs: number) => pool.query<Record<string, unknown>>(claimStatement(table), [token, leaseMs, 10]);
+  const first = await claim('00000000-0000-4000-8000-000000000002', 1);
+  assert.deepEqual(first.rows.map((row) => row[LAPSED_COLUMN]), [false]);
+  // Claimable again once the 1 ms lease has run out.
+  let second = await claim('00000000-0000-4000-8000-000000000003', 30_000);
+  for (let tries = 0; second.rowCount === 0 && tries < 100; tries += 1) second = await claim('00000000-0000-4000-8000-000000000003', 30_000);
+  assert.deepEqual(second.rows.map((row) => row[LAPSED_COLUMN]), [true]);
+  // Recorded and released, the row is due again later: a fresh claim of it lapses nothing.
+  await pool.query(`UPDATE ${schema}.items SET due_at = now(), ${RELEASED} WHERE claim = '00000000-0000-4000-8000-000000000003'`);
+  const third = await claim('00000000-0000-4000-8000-000000000004', 30_000);
+  assert.deepEqual(third.rows.map((row) => row[LAPSED_COLUMN]), [false]);
 });
 
 test('a NOTIFY on the channel wakes an idle loop at once instead of at its next poll', async () => {

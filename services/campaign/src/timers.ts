@@ -1,6 +1,5 @@
 import { withTransaction } from '@herald/db';
 import { HeraldError } from '@herald/errors';
-import { histogram } from '@herald/telemetry';
 import { startWorkLoop, type WorkLoop } from '@herald/workloop';
 
 import type { CampaignDeps } from './campaigns.js';
@@ -9,11 +8,6 @@ import * as store from './store.js';
 
 /** A start takes an account and an audience call, then one transaction: far below this. */
 const LEASE_MS = 30_000;
-
-const startLateness = histogram('campaign', 'herald.campaign.start.lateness', {
-  description: 'How long after its scheduledAt a scheduled campaign started',
-  unit: 'ms',
-});
 
 /**
  * The campaign timers, on the shared work loop: scheduled campaigns start at their time without a
@@ -31,7 +25,6 @@ export function startCampaignTimers(deps: CampaignDeps & { pollMs?: number }): W
       const started = await startCampaign(deps, row, token);
       if (!started?.started_at || !timer.scheduled_at) return;
       const latenessMs = started.started_at.getTime() - timer.scheduled_at.getTime();
-      startLateness.record(latenessMs);
       logger.info({ workspaceId: row.workspace_id, campaignId: row.id, latenessMs, targeted: Number(started.targeted) }, 'scheduled campaign started');
     } catch (err) {
       // A refusal (no plan, allowance spent, no signing keys) will not pass by retrying: the

@@ -17,6 +17,7 @@ import * as store from './store.js';
 import { deliveriesOf } from './deliveries.js';
 import { isApproved, requestHash } from './rules.js';
 import type { AnswerTokens } from './tokens.js';
+import { countQuestion } from './metrics.js';
 import { reportResolution } from './webhooks.js';
 
 /** Open asks per workspace (the spec's limit); one more is refused. */
@@ -187,6 +188,7 @@ export function decisionHandlers(
           });
     if (!resolved) throw notOpen((await store.findQuestion(pool, row.id, {})) ?? row);
     logger.info({ workspaceId: resolved.workspace_id, questionId: resolved.id }, `question ${outcome}`);
+    countQuestion(outcome, resolved.kind);
     await wakeWaiters(resolved.id);
     return resolved;
   }
@@ -262,6 +264,7 @@ export function decisionHandlers(
       });
       if (!row) throw new Error('ask insert returned no row');
       logger.info({ workspaceId: row.workspace_id, questionId: row.id }, 'question asked');
+      countQuestion('opened', 'ask');
       return { question: view(row), duplicate: false };
     }
 
@@ -283,6 +286,7 @@ export function decisionHandlers(
       : await store.insertQuestion(pool, question);
     if (inserted) {
       logger.info({ workspaceId: inserted.workspace_id, decisionId: inserted.id }, 'decision opened');
+      countQuestion('opened', 'decision');
       return { question: view(inserted), duplicate: false };
     }
     // The idempotency key was used before: the same request gets the first decision back.

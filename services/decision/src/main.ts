@@ -50,7 +50,8 @@ const expiryReports = startExpiryReports(pool, config.expirySweepMs, logger);
 const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
 redis.on('error', () => undefined);
 const wakeWaiters: WakeWaiters = async (questionId) => {
-  await redis.publish(answerChannel(config.namespace, questionId), '1').catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'));
+  // The message is when it was sent: the gateways measure the wake-up's latency from it.
+  await redis.publish(answerChannel(config.namespace, questionId), String(Date.now())).catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'));
 };
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience })]]);
 logger.info({ port: server.port }, 'decision service serving');

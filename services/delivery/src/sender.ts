@@ -3,6 +3,7 @@ import { withEngagementToken, type EngagementTokens } from '@herald/domain';
 import { classifyResponse, encrypt, PushNetworkError, type PushClient, type Urgency, type VapidKeys, type VapidSigner } from '@herald/webpush';
 import type { Logger } from '@herald/logging';
 
+import { countAttempt, timePush } from './metrics.js';
 import type { FinalStatus, PushContext, Recipient } from './store.js';
 
 /** What one push attempt came to. */
@@ -41,6 +42,10 @@ export class Sender {
 
   async attempt(request: PushRequest, vapid: VapidKeys): Promise<Attempt> {
     const origin = new URL(request.endpoint).origin;
+    return countAttempt(await this.attemptTo(origin, request, vapid), origin);
+  }
+
+  private async attemptTo(origin: string, request: PushRequest, vapid: VapidKeys): Promise<Attempt> {
     const now = Date.now();
     const paused = this.pausedUntil.get(origin) ?? 0;
     if (paused > now) return { kind: 'retry', statusCode: 429, notBefore: paused, heldBack: true };
@@ -54,14 +59,10 @@ export class Sender {
       return { kind: 'final', status: 'failed', statusCode: 0 };
     }
     try {
-      const response = await this.client.send({
-        endpoint: request.endpoint,
-        body,
-        ttl: request.ttlSeconds,
-        urgency: request.urgency as Urgency,
-        topic: request.topic,
-        vapidAuthorization: this.signer.authorization(vapid, origin),
-      });
+      const vapidAuthorization = this.signer.authorization(vapid, origin);
+      const response = await timePush(origin, () =>
+        this.client.send({ endpoint: request.endpoint, body, ttl: request.ttlSeconds, urgency: request.urgency as Urgency, topic: request.topic, vapidAuthorization }),
+      );
       const verdict = classifyResponse(response.status, response.headers['retry-after']);
       if (verdict.outcome !== 'retry') {
         return { kind: 'final', status: finalStatus[verdict.outcome], statusCode: response.status };

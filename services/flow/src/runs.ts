@@ -4,7 +4,6 @@ import { HeraldError } from '@herald/errors';
 import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
-import { histogram } from '@herald/telemetry';
 import { retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
 
 import { delayMs, type Step } from './steps.js';
@@ -32,8 +31,6 @@ function remember<V>(cache: Map<string, V>, key: string, value: V): V {
   cache.set(key, value);
   return value;
 }
-
-const lateness = histogram('flow', 'herald.flow.run.lateness', { description: 'How long after its due time a run was worked', unit: 'ms' });
 
 export interface RunDeps {
   pool: Pool;
@@ -143,8 +140,6 @@ export function startRunLoop(
   }
 
   async function work(runs: store.ClaimedRun[], token: string): Promise<void> {
-    const now = Date.now();
-    for (const run of runs) if (run.due_at) lateness.record(Math.max(0, now - run.due_at.getTime()));
     // A claim's rows come back in no particular order: the earliest due is worked first.
     runs.sort((a, b) => (a.due_at?.getTime() ?? 0) - (b.due_at?.getTime() ?? 0));
     let failed: unknown;
@@ -166,7 +161,7 @@ export function startRunLoop(
     // A batch of sends can outlast its lease: the runs not worked yet keep their claim, so no
     // other claim works them meanwhile (their sends would be replayed, not repeated, but twice the work).
     const ids = runs.map((run) => run.id);
-    let renewedAt = now;
+    let renewedAt = Date.now();
     let renewing: Promise<unknown> = Promise.resolve();
     let next = 0;
     const worker = async (): Promise<void> => {

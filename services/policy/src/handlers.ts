@@ -8,6 +8,7 @@ import { PolicyServiceService, type GetPolicyResponse, type ParameterValue } fro
 
 import type { PolicyCache } from './cache.js';
 import { compile, evaluate, type Decision, type ToolCall } from './cedar.js';
+import { countVerdict } from './metrics.js';
 import * as store from './store.js';
 
 /** At most this many bytes of Cedar text per workspace. */
@@ -69,6 +70,7 @@ export function policyHandlers(pool: Pool, cache: PolicyCache, logger: Logger) {
           reason: decision.reason,
           policyVersion: version,
         });
+        countVerdict(decision.verdict);
         return { verdict: decision.verdict, policyId: decision.policyId ?? '', reason: decision.reason, authorizationId };
       },
 
