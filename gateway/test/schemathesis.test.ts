@@ -14,8 +14,12 @@ import { call, createWorkspace, repoRoot, SERVER_API, startStack, type Stack, ty
 
 const schemathesis = join(repoRoot, '.local/venv/bin/schemathesis');
 const setup = join(repoRoot, 'gateway/test/schemathesis');
-/** The run stops after this long: a hung run fails instead of holding the suite. */
-const BUDGET_MS = 300_000;
+/**
+ * Each run stops after this long: a hung run fails instead of holding the suite. Both runs take
+ * 90 s on an idle machine; a CI run at load 35 (four test files and browsers at once) passed 300 s
+ * in the first.
+ */
+const BUDGET_MS = 540_000;
 
 let stack: Stack;
 before(async () => {
@@ -83,7 +87,7 @@ async function fuzz(workspace: TestWorkspace, ...filters: string[]): Promise<{ c
   }
 }
 
-test('schemathesis finds no server error and no response that breaks the document', { timeout: BUDGET_MS + 30_000 }, async () => {
+test('schemathesis finds no server error and no response that breaks the document', { timeout: 2 * BUDGET_MS + 30_000 }, async () => {
   assert.ok(existsSync(schemathesis), `${schemathesis} is missing: run "bash deploy/tools.sh"`);
   // Every operation with a key of a plan that has /send; the Partner-only ones again on the Partner plan.
   const everything = await fuzz(await createWorkspace('enterprise', 'example.test'));
