@@ -249,8 +249,8 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
   const { apiKey } = audience.workspace;
   const runProblems: string[] = [];
   const calm: FaultRow = { fault: 'none', requests: 0, errors: {}, recoveryMs: undefined, lost: 0, duplicated: 0, problems: [] };
-  /** The lowest X-RateLimit-Limit a keyed request saw, per row: below the plan's while a gateway limits on its own share (Redis gone). */
-  const lowestLimit = new Map<FaultRow, number>();
+  /** What a probe made while a fault lasted saw of it (the Redis faults, the gateway's kill), per row. */
+  const probed = new Map<FaultRow, string>();
   /** Requests per row that were held a second or more before their answer (a dependency gone, waited for). */
   const held = new Map<FaultRow, number>();
   const windows: Array<{ row: FaultRow; start: number; end: number }> = [];
@@ -280,8 +280,6 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     const failedIn = rowAt(Date.now());
     // A long poll (a longer deadline) is held on purpose.
     if (deadline <= REQUEST_DEADLINE_MS && Date.now() - at >= HELD_MS) held.set(failedIn, (held.get(failedIn) ?? 0) + 1);
-    const limit = Number(response?.headers.get('x-ratelimit-limit') ?? Number.NaN);
-    if (init.key !== undefined && Number.isFinite(limit)) lowestLimit.set(failedIn, Math.min(limit, lowestLimit.get(failedIn) ?? Infinity));
     if (typeof outcome !== 'number' || outcome >= 300) countInto(failedIn.errors, String(outcome));
     const { code, message } = (response?.body ?? {}) as { code?: unknown; message?: unknown };
     const expected =
@@ -606,6 +604,12 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     const killing = kill(victim);
     pool.splice(pool.indexOf(url), 1);
     const killedPid = await killing;
+    // A client that still had its address meets a refused connection.
+    const refused = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(REQUEST_DEADLINE_MS) }).then(
+      (response) => `its address still answered ${response.status}`,
+      (err: unknown) => `a request to its address failed (${((err as Error).cause as { code?: string } | undefined)?.code ?? (err as Error).name})`,
+    );
+    probed.set(rowAt(Date.now()), refused);
     await sleep(settings.holdMs);
     // On a machine this busy a gateway may miss its 20 s to get ready: a second try, as an orchestrator would.
     const replacement = await stack.addGateway(GATEWAY_ENV).catch(() => stack.addGateway(GATEWAY_ENV));
@@ -619,12 +623,24 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
    * recovers from its WAL, Kafka its logs, Redis starts empty), and starts it again. A server that
    * was not running, or is the same process afterwards, is no fault: it throws.
    */
+  /** The X-RateLimit-Limit a keyed read gets now (the plan's, or a gateway's own share of it while Redis is gone). */
+  async function rateLimitSeen(): Promise<string | null> {
+    const { response } = await request('rate-limit probe', `${SERVER_API}/identity`, { key: apiKey });
+    return response?.headers.get('x-ratelimit-limit') ?? null;
+  }
+
   async function bounceServer(component: InfraComponent, how: 'restart' | 'crash'): Promise<string> {
     const before = await infraComponent('pid', component);
+    const usualLimit = component === 'redis' ? await rateLimitSeen() : null;
     // Slow pushes while it goes: some are in flight then, and their outcome must be recorded once it is back.
     peer.respondWith({ delayMs: 1_000 });
     await infraComponent(how === 'crash' ? 'crash' : 'stop', component);
     await sleep(settings.holdMs);
+    if (component === 'redis') {
+      // Nothing fails while Redis is gone, by design: the gateways limit on their own share.
+      const limit = await rateLimitSeen();
+      probed.set(rowAt(Date.now()), limit !== null && limit !== usualLimit ? `rate limited per replica (limit ${limit} instead of ${usualLimit})` : `rate limit ${limit} as usual`);
+    }
     peer.respondWith(null);
     await infraComponent('start', component);
     const after = await infraComponent('pid', component);
@@ -658,10 +674,13 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
         return 'no flow process serving';
       case 'redis-restart':
       case 'redis-crash': {
-        // The gateways limit on their own share of each plan's limit while Redis is gone.
-        const lowest = lowestLimit.get(row);
-        const usual = lowestLimit.get(calm);
-        return lowest !== undefined && usual !== undefined && lowest < usual ? `rate limited per replica (limit ${lowest} instead of ${usual})` : undefined;
+        const seen = probed.get(row);
+        return seen?.startsWith('rate limited per replica') ? seen : undefined;
+      }
+      case 'gateway-kill': {
+        // The load moved off it at once (as a balancer's health check does); a client holding its address did not.
+        const seen = probed.get(row);
+        return seen?.startsWith('a request to its address failed') ? seen : undefined;
       }
       case 'push-429':
         return errors('push 429') > 0 ? `${errors('push 429')} pushes answered 429` : undefined;
