@@ -6,3 +6,4 @@ export * from './scopes.js';
 export * from './engagement.js';
 export * from './placeholders.js';
 export * from './questions.js';
+export * from './reachability.js';

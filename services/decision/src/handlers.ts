@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { enqueue, topics } from '@herald/bus';
 import { pageRequest, withTransaction, type Pool, type Queryable } from '@herald/db';
-import { partnerDecisionRequired } from '@herald/domain';
+import { channelCounts, partnerDecisionRequired } from '@herald/domain';
 import { HeraldError, invalidFields } from '@herald/errors';
 import { implementService, type PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
@@ -80,18 +80,11 @@ export interface Peers {
   audience: PromiseClient<AudienceServiceClient>;
 }
 
-const counted = (nativeAppDevices: number, browserSubscriptions: number): Reachability => ({
-  reachable: nativeAppDevices + browserSubscriptions > 0,
-  browserSubscriptions,
-  nativeAppDevices,
-});
-
 /** The addressed person's live channels: one end-user's (user, owner), or every approver device of the workspace (team). */
 async function reachabilityOf({ account, audience }: Peers, workspaceId: string, externalId: string, team: boolean): Promise<Reachability> {
   const [devices, subscriptions] = await Promise.all([account.countDevices({ workspaceId, externalId }), audience.countSubscriptions({ workspaceId, externalId })]);
-  return team
-    ? counted(Number(devices.siteDevices), Number(subscriptions.siteVerified))
-    : counted(Number(devices.externalIdDevices), Number(subscriptions.externalIdActive));
+  const counts = channelCounts(devices, subscriptions);
+  return team ? counts.team : counts.user;
 }
 
 /** Whom a decision addresses: a bound key only its own end-user; without an audience, that end-user (user) or the key owner (owner). */
