@@ -1,4 +1,4 @@
-import { ASK_EXPIRED_HINT, askStatusOf, askStillOpenHint, type QuestionStatus } from '@herald/domain';
+import { answerPageUrl, ASK_EXPIRED_HINT, askStatusOf, askStillOpenHint, type QuestionStatus } from '@herald/domain';
 import { invalidFields } from '@herald/errors';
 import type { Principal } from '@herald/proto/herald/account/v1/account';
 import type { OpenQuestionRequest, Question, QuestionKind } from '@herald/proto/herald/decision/v1/decision';
@@ -80,9 +80,6 @@ export function checkQuestion({ type = 'confirm', options }: QuestionInput): voi
   if (type !== 'select' && options !== undefined) throw problem(`is only allowed for a select question, not ${type}`);
 }
 
-/** The answer page of a question (its token is signed by the decision service). */
-export const answerPageUrl = (publicOrigin: string, question: Question) => `${publicOrigin}/a/${question.answerToken}`;
-
 /** A confirm answer may be sent as a boolean; it is stored as yes | no. */
 export const answerText = (answer: string | boolean): string => (typeof answer === 'boolean' ? (answer ? 'yes' : 'no') : answer);
 
@@ -143,7 +140,7 @@ export function askRecord(question: Question, publicOrigin: string, timedOut = f
     correlationId: question.id,
     question: question.question,
     type: question.type,
-    liveUrl: answerPageUrl(publicOrigin, question),
+    liveUrl: answerPageUrl(publicOrigin, question.answerToken),
     pollUrl,
     expiresInSeconds: question.expiresInSeconds,
     mode: question.mode,
@@ -187,7 +184,7 @@ export function decisionRecord(question: Question, publicOrigin: string, duplica
     parameters: question.parametersJson === '' ? null : (JSON.parse(question.parametersJson) as Record<string, string | number | boolean | null>),
     mode: question.mode,
     pollUrl: `${publicOrigin}/api/v1/server/decisions/${question.id}`,
-    decisionPageUrl: answerPageUrl(publicOrigin, question),
+    decisionPageUrl: answerPageUrl(publicOrigin, question.answerToken),
     expiresInSeconds: question.expiresInSeconds,
     expiresAt: question.expiresAt,
     createdAt: question.createdAt,

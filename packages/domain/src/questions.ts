@@ -20,6 +20,12 @@ export function questionStatusOfAsk(status: AskStatus): QuestionStatus {
   return status;
 }
 
+/** A question's answer page, served by the gateway, for its signed token. */
+export const answerPageUrl = (publicOrigin: string, answerToken: string): string => `${publicOrigin}/a/${answerToken}`;
+
+/** Where a notification's action buttons post the answer (the service worker, no key). */
+export const answerActionUrl = (publicOrigin: string, answerToken: string): string => `${publicOrigin}/api/v1/answer/${answerToken}`;
+
 /** The hint of an ask that expired unanswered. */
 export const ASK_EXPIRED_HINT = 'Nobody answered before the question expired; treat it as not approved. Ask again if it still matters.';
 

@@ -1,6 +1,7 @@
 import { backoffMs } from '@herald/backoff';
 import { consumers, EVENT_ID_HEADER, handleOnce, type IncomingMessage } from '@herald/bus';
 import type { Pool } from '@herald/db';
+import { answerActionUrl, answerPageUrl } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
@@ -60,11 +61,11 @@ export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, 
       content: {
         title: question.agent_name ? `${question.agent_name} asks` : 'A question for you',
         body: question.question,
-        url: `${publicOrigin}/a/${token}`,
+        url: answerPageUrl(publicOrigin, token),
         iconUrl: '',
         imageUrl: '',
         actions: question.type === 'confirm' ? [{ action: 'yes', title: 'Yes' }, { action: 'no', title: 'No' }] : [],
-        answerUrl: `${publicOrigin}/api/v1/answer/${token}`,
+        answerUrl: answerActionUrl(publicOrigin, token),
       },
       // The campaign service narrows any targeting to approver devices (verified external ids).
       targeting: { ...target, segmentId: '', verifiedOnly: true },
