@@ -69,6 +69,8 @@ export function readConfig(env: Env) {
     oauthJwksTtlMs: env.integer('OAUTH_JWKS_TTL_MS', 600_000, { min: 1_000, max: 86_400_000 }),
     /** An unknown kid refetches the JWKS at most this often, so forged kids cannot flood the AS. */
     oauthJwksMinRefetchMs: env.integer('OAUTH_JWKS_MIN_REFETCH_MS', 30_000, { min: 0, max: 3_600_000 }),
+    /** The most live question streams (GET /decisions/stream) one workspace holds open on one replica. */
+    decisionStreamsPerWorkspace: env.integer('DECISION_STREAMS_PER_WORKSPACE', 20, { min: 1, max: 1_000 }),
     accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
     audienceGrpcUrl: env.string('AUDIENCE_GRPC_URL', '127.0.0.1:50052'),
     campaignGrpcUrl: env.string('CAMPAIGN_GRPC_URL', '127.0.0.1:50053'),

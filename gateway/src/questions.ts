@@ -80,6 +80,9 @@ export function checkQuestion({ type = 'confirm', options }: QuestionInput): voi
   if (type !== 'select' && options !== undefined) throw problem(`is only allowed for a select question, not ${type}`);
 }
 
+/** An answer as POST /decisions/{id} and POST /ask/{id} take it. */
+export const AnswerValue = Type.Union([Type.String({ minLength: 1, maxLength: 2_000 }), Type.Boolean()], { description: 'confirm: "yes" | "no" | true | false' });
+
 /** A confirm answer may be sent as a boolean; it is stored as yes | no. */
 export const answerText = (answer: string | boolean): string => (typeof answer === 'boolean' ? (answer ? 'yes' : 'no') : answer);
 
@@ -142,7 +145,13 @@ export function askRecord(question: Question, publicOrigin: string, timedOut = f
     type: question.type,
     liveUrl: answerPageUrl(publicOrigin, question.answerToken),
     pollUrl,
+    options: question.options,
+    context: orNull(question.context),
+    placeholder: orNull(question.placeholder),
+    agentName: orNull(question.agentName),
     expiresInSeconds: question.expiresInSeconds,
+    expiresAt: question.expiresAt,
+    createdAt: question.createdAt,
     mode: question.mode,
   };
   const status = askStatusOf(question.status as QuestionStatus);

@@ -1,4 +1,4 @@
-import { answerChannel, questionOfAnswerChannel } from '@herald/bus';
+import { answerChannel, type QuestionChange, questionOfAnswerChannel, questionsChannel, workspaceOfQuestionsChannel } from '@herald/bus';
 import type { Logger } from '@herald/logging';
 import type { Redis } from 'ioredis';
 
@@ -34,8 +34,21 @@ class Waiting {
   }
 }
 
+/**
+ * One live stream of a workspace's question changes (GET /decisions/stream): told of each change,
+ * and ended when the gateway drains.
+ */
+export interface Watcher {
+  changed(change: QuestionChange): void;
+  /** Redis was unreachable for a while: changes may have been missed, the stream's reader reads again. */
+  resumed(): void;
+  closing(): void;
+}
+
 export class Waiters {
   private readonly byQuestion = new Map<string, { waiters: Set<Waiting>; subscribed: Promise<void> }>();
+  /** The live streams by workspace, on the same connection: one subscription per workspace with a stream. */
+  private readonly byWorkspace = new Map<string, Set<Watcher>>();
   private closing = false;
   private connectedBefore: boolean;
 
@@ -49,6 +62,11 @@ export class Waiters {
     // The first connection may be up already (it is made before the gateway listens).
     this.connectedBefore = subscriber.status === 'ready';
     subscriber.on('message', (channel: string, message: string) => {
+      const workspaceId = workspaceOfQuestionsChannel(namespace, channel);
+      if (workspaceId !== undefined) {
+        this.announce(workspaceId, message);
+        return;
+      }
       const waiters = this.byQuestion.get(questionOfAnswerChannel(namespace, channel))?.waiters ?? new Set<Waiting>();
       for (const waiting of waiters) waiting.wake();
       recordWakeUp(message, waiters.size);
@@ -99,10 +117,48 @@ export class Waiters {
     }
   }
 
-  /** Shutdown: every waiter answers at once with the current record; no new waits start. */
+  /** Shutdown: every waiter answers at once with the current record, every stream ends; no new waits or streams start. */
   wakeAll(): void {
     this.closing = true;
     for (const { waiters } of this.byQuestion.values()) for (const waiting of waiters) waiting.wake();
+    for (const watchers of this.byWorkspace.values()) for (const watcher of watchers) watcher.closing();
+  }
+
+  /**
+   * Tells `watcher` of `workspaceId`'s question changes until the returned function is called.
+   * Undefined when the workspace already has `limit` streams on this replica, or the gateway is
+   * closing. Resolves once the subscription is in place (a change published after it is not missed).
+   */
+  async watch(workspaceId: string, watcher: Watcher, limit: number): Promise<(() => void) | undefined> {
+    if (this.closing) return undefined;
+    let watchers = this.byWorkspace.get(workspaceId);
+    if (watchers && watchers.size >= limit) return undefined;
+    const first = !watchers;
+    watchers ??= new Set();
+    watchers.add(watcher);
+    this.byWorkspace.set(workspaceId, watchers);
+    const stop = () => {
+      const current = this.byWorkspace.get(workspaceId);
+      if (!current?.delete(watcher) || current.size > 0) return;
+      this.byWorkspace.delete(workspaceId);
+      this.subscriber.unsubscribe(questionsChannel(this.namespace, workspaceId)).catch(() => undefined);
+    };
+    if (first) {
+      // Without Redis the stream still opens; it hears changes once Redis is back (resumed).
+      await this.subscriber.subscribe(questionsChannel(this.namespace, workspaceId)).catch((err: unknown) => this.logger.warn({ err, workspaceId }, 'could not subscribe for question changes'));
+    }
+    return stop;
+  }
+
+  private announce(workspaceId: string, message: string): void {
+    let change: QuestionChange;
+    try {
+      change = JSON.parse(message) as QuestionChange;
+    } catch {
+      this.logger.warn({ workspaceId }, 'a question change that is not JSON was ignored');
+      return;
+    }
+    for (const watcher of this.byWorkspace.get(workspaceId) ?? []) watcher.changed(change);
   }
 
   disconnect(): void {
@@ -111,9 +167,13 @@ export class Waiters {
 
   private async resume(): Promise<void> {
     const channels = [...this.byQuestion.keys()].map((id) => answerChannel(this.namespace, id));
-    this.logger.info({ questions: channels.length }, 'Redis reachable again: waiters re-check their questions');
-    if (channels.length > 0) await this.subscriber.subscribe(...channels).catch((err: unknown) => this.logger.warn({ err }, 'could not subscribe again for answer wake-ups'));
+    const workspaces = [...this.byWorkspace.keys()].map((id) => questionsChannel(this.namespace, id));
+    this.logger.info({ questions: channels.length, streamedWorkspaces: workspaces.length }, 'Redis reachable again: waiters re-check their questions');
+    if (channels.length + workspaces.length > 0) {
+      await this.subscriber.subscribe(...channels, ...workspaces).catch((err: unknown) => this.logger.warn({ err }, 'could not subscribe again for answer wake-ups'));
+    }
     for (const { waiters } of this.byQuestion.values()) for (const waiting of waiters) waiting.wake();
+    for (const watchers of this.byWorkspace.values()) for (const watcher of watchers) watcher.resumed();
   }
 
   private async add(questionId: string, waiting: Waiting): Promise<void> {

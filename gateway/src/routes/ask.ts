@@ -7,6 +7,8 @@ import type { FastifyRequest } from 'fastify';
 
 import { principalOf } from '../access.js';
 import {
+  AnswerValue,
+  answerText,
   askRecord,
   checkQuestion,
   holdForAnswer,
@@ -139,6 +141,26 @@ export const askRoutes =
         const { status, limit, cursor } = request.query;
         const page = await listQuestions(clients, request, QuestionKind.QUESTION_KIND_ASK, { status: status && questionStatusOfAsk(status), limit, cursor });
         return { data: page.questions.map((question) => askRecord(question, publicOrigin)), hasMore: page.hasMore, nextCursor: page.nextCursor };
+      },
+    );
+
+    app.post(
+      '/ask/:correlationId',
+      {
+        config,
+        onRequest: refusePartner,
+        schema: {
+          tags: ['Ask'],
+          operationId: 'answerAsk',
+          summary: 'Record the answer to an open question (an approver in the console, or a key that may ask)',
+          params: Params,
+          body: Type.Object({ answer: AnswerValue }, { additionalProperties: false }),
+          response: withErrors({ 200: AskRecord, 409: ErrorResponse }),
+        },
+      },
+      async (request) => {
+        const answered = questionOf(await clients.decision.answerQuestion({ ref: owned(request, request.params.correlationId), answer: answerText(request.body.answer) }));
+        return askRecord(answered, publicOrigin);
       },
     );
 

@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 
 import { endUserOf, principalOf } from '../access.js';
 import {
+  AnswerValue,
   answerText,
   checkQuestion,
   decisionRecord,
@@ -150,7 +151,7 @@ export const decisionRoutes =
           summary: 'Record the answer to a decision',
           params: Params,
           body: Type.Object(
-            { answer: Type.Union([Type.String({ minLength: 1, maxLength: 2_000 }), Type.Boolean()], { description: 'confirm: "yes" | "no" | true | false' }) },
+            { answer: AnswerValue },
             { additionalProperties: false },
           ),
           response: withErrors({ 200: DecisionRecord, 409: ErrorResponse }),

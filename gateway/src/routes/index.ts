@@ -13,6 +13,7 @@ import { askRoutes } from './ask.js';
 import { browserSdkRoutes } from './browser-sdk.js';
 import { campaignRoutes } from './campaigns.js';
 import { consoleRoutes, loadConsoleBuild } from './console.js';
+import { decisionStreamRoutes } from './decision-stream.js';
 import { decisionRoutes } from './decisions.js';
 import { engagementRoutes } from './engagement.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
@@ -54,6 +55,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(templateRoutes(clients), { prefix: API_PREFIX });
   await app.register(flowRoutes(clients), { prefix: API_PREFIX });
   await app.register(askRoutes(questions), { prefix: API_PREFIX });
+  await app.register(decisionStreamRoutes({ ...questions, streamsPerWorkspace: config.decisionStreamsPerWorkspace }), { prefix: API_PREFIX });
   await app.register(decisionRoutes(questions), { prefix: API_PREFIX });
   await app.register(answerPageRoutes({ ...questions, limiter, ipRateLimitPerMinute: config.ipRateLimitPerMinute }));
   await app.register(keyRoutes(clients), { prefix: API_PREFIX });

@@ -153,7 +153,30 @@ export const redisChannels = {
    * caller waiting on that question is subscribed to it.
    */
   answered: { prefix: 'herald:answered:', producer: 'decision', consumers: ['gateway'] },
+  /**
+   * A workspace's question changes, one channel per workspace (the prefix, then its id): the
+   * decision service publishes a QuestionChange once a question is opened, answered or cancelled,
+   * and every gateway replica holding a live stream of that workspace (GET /decisions/stream) is
+   * subscribed to it.
+   */
+  questions: { prefix: 'herald:questions:', producer: 'decision', consumers: ['gateway'] },
 } as const;
+
+/** What a workspace's questions channel carries (JSON): which question changed, and how. */
+export interface QuestionChange {
+  id: string;
+  kind: 'ask' | 'decision';
+  change: 'opened' | 'settled';
+}
+
+/** The channel of `workspaceId`'s question changes in `namespace`. */
+export const questionsChannel = (namespace: string, workspaceId: string): string => `${namespace}${redisChannels.questions.prefix}${workspaceId}`;
+
+/** The workspace a message on `channel` (a questionsChannel of `namespace`) is about, or undefined for another channel. */
+export const workspaceOfQuestionsChannel = (namespace: string, channel: string): string | undefined => {
+  const prefix = questionsChannel(namespace, '');
+  return channel.startsWith(prefix) ? channel.slice(prefix.length) : undefined;
+};
 
 /** The channel of `questionId`'s wake-up in `namespace`. */
 export const answerChannel = (namespace: string, questionId: string): string => `${namespace}${redisChannels.answered.prefix}${questionId}`;

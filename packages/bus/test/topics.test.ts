@@ -4,7 +4,7 @@ import { test } from 'node:test';
 
 import { readComponents, repositoryRoot } from '@herald/components';
 
-import { allTopics, answerChannel, consumers, deadLetterOf, questionOfAnswerChannel, redisChannels, renderTopicsFile, topics } from '../src/index.js';
+import { allTopics, answerChannel, consumers, deadLetterOf, questionOfAnswerChannel, questionsChannel, redisChannels, renderTopicsFile, topics, workspaceOfQuestionsChannel } from '../src/index.js';
 
 // The Kafka contract (src/topics.ts) is the one list of topics: what deploy/infra.sh creates is
 // generated from it, and every producer and consumer it names is a component that uses Kafka.
@@ -36,6 +36,9 @@ test('the Redis channels: producers and consumers are registry components that u
   assert.equal(answerChannel('t1.', 'dec_1'), 't1.herald:answered:dec_1');
   assert.equal(answerChannel('', 'dec_1'), 'herald:answered:dec_1');
   assert.equal(questionOfAnswerChannel('t1.', 't1.herald:answered:dec_1'), 'dec_1');
+  assert.equal(questionsChannel('t1.', 'ws_1'), 't1.herald:questions:ws_1');
+  assert.equal(workspaceOfQuestionsChannel('t1.', 't1.herald:questions:ws_1'), 'ws_1');
+  assert.equal(workspaceOfQuestionsChannel('t1.', 't1.herald:answered:dec_1'), undefined);
 });
 
 test('every declared message type is a message of the .proto contracts', () => {

@@ -101,7 +101,8 @@ export interface paths {
         /** Read a question, optionally waiting for its answer */
         get: operations["getAsk"];
         put?: never;
-        post?: never;
+        /** Record the answer to an open question (an approver in the console, or a key that may ask) */
+        post: operations["answerAsk"];
         /** Withdraw an open question */
         delete: operations["withdrawAsk"];
         options?: never;
@@ -280,6 +281,26 @@ export interface paths {
         post: operations["answerDecision"];
         /** Cancel a pending decision */
         delete: operations["cancelDecision"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/decisions/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The workspace's question changes, live (server-sent events)
+         * @description A `text/event-stream` that stays open. Events: `ready` (the stream listens: what changes from now on is sent), `decision` and `ask` (a question was opened, answered or cancelled: data is its record as GET /decisions/{decisionId} or GET /ask/{correlationId} returns it), `resync` (changes may have been missed: read the lists again). A comment line every 15 s keeps it open. A bound key hears only its end-user's decisions; asks are sent only to callers that may read them. At most `DECISION_STREAMS_PER_WORKSPACE` streams per workspace and gateway replica (20 by default): beyond, 429.
+         */
+        get: operations["streamDecisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1366,8 +1387,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        agentName: string | null;
                         answered: boolean;
+                        context: string | null;
                         correlationId: string;
+                        createdAt: string;
+                        expiresAt: string;
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1376,6 +1401,9 @@ export interface operations {
                         liveUrl: string;
                         /** @description The workspace approval mode: browser | terminal */
                         mode: string;
+                        /** @description The choices (select only) */
+                        options: string[];
+                        placeholder: string | null;
                         pollUrl: string;
                         question: string;
                         status: "pending" | "answered" | "timeout" | "withdrawn";
@@ -1598,8 +1626,12 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            agentName: string | null;
                             answered: boolean;
+                            context: string | null;
                             correlationId: string;
+                            createdAt: string;
+                            expiresAt: string;
                             /** @description Seconds the question stays open (600 when asked) */
                             expiresInSeconds: number;
                             /** @description Present on timeout */
@@ -1608,6 +1640,9 @@ export interface operations {
                             liveUrl: string;
                             /** @description The workspace approval mode: browser | terminal */
                             mode: string;
+                            /** @description The choices (select only) */
+                            options: string[];
+                            placeholder: string | null;
                             pollUrl: string;
                             question: string;
                             status: "pending" | "answered" | "timeout" | "withdrawn";
@@ -1680,8 +1715,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        agentName: string | null;
                         answered: boolean;
+                        context: string | null;
                         correlationId: string;
+                        createdAt: string;
+                        expiresAt: string;
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1690,6 +1729,9 @@ export interface operations {
                         liveUrl: string;
                         /** @description The workspace approval mode: browser | terminal */
                         mode: string;
+                        /** @description The choices (select only) */
+                        options: string[];
+                        placeholder: string | null;
                         pollUrl: string;
                         question: string;
                         status: "pending" | "answered" | "timeout" | "withdrawn";
@@ -1742,8 +1784,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        agentName: string | null;
                         answered: boolean;
+                        context: string | null;
                         correlationId: string;
+                        createdAt: string;
+                        expiresAt: string;
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1752,6 +1798,9 @@ export interface operations {
                         liveUrl: string;
                         /** @description The workspace approval mode: browser | terminal */
                         mode: string;
+                        /** @description The choices (select only) */
+                        options: string[];
+                        placeholder: string | null;
                         pollUrl: string;
                         question: string;
                         status: "pending" | "answered" | "timeout" | "withdrawn";
@@ -1766,6 +1815,68 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    answerAsk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                correlationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description confirm: "yes" | "no" | true | false */
+                    answer: string | boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        agentName: string | null;
+                        answered: boolean;
+                        context: string | null;
+                        correlationId: string;
+                        createdAt: string;
+                        expiresAt: string;
+                        /** @description Seconds the question stays open (600 when asked) */
+                        expiresInSeconds: number;
+                        /** @description Present on timeout */
+                        hint?: string;
+                        /** @description The answer page */
+                        liveUrl: string;
+                        /** @description The workspace approval mode: browser | terminal */
+                        mode: string;
+                        /** @description The choices (select only) */
+                        options: string[];
+                        placeholder: string | null;
+                        pollUrl: string;
+                        question: string;
+                        status: "pending" | "answered" | "timeout" | "withdrawn";
+                        /** @description confirm | select | input */
+                        type: string;
+                        /** @description The answer (confirm: yes | no); present when answered */
+                        value?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -1789,8 +1900,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        agentName: string | null;
                         answered: boolean;
+                        context: string | null;
                         correlationId: string;
+                        createdAt: string;
+                        expiresAt: string;
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1799,6 +1914,9 @@ export interface operations {
                         liveUrl: string;
                         /** @description The workspace approval mode: browser | terminal */
                         mode: string;
+                        /** @description The choices (select only) */
+                        options: string[];
+                        placeholder: string | null;
                         pollUrl: string;
                         question: string;
                         status: "pending" | "answered" | "timeout" | "withdrawn";
@@ -2826,6 +2944,33 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    streamDecisions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -71,8 +71,12 @@ function checkAnswer(row: store.QuestionRow, answer: string): string {
 /** The fields of a question to store, as CreateQuestion names them (OpenQuestion's, once its caller's rules are applied). */
 type OpenRequest = Omit<CreateQuestionRequest, 'requestHash' | 'requireReachable'>;
 
-/** Wakes callers waiting on a question (every gateway replica); called once its answer or cancellation is committed. */
-export type WakeWaiters = (questionId: string) => Promise<void>;
+/**
+ * Tells every gateway replica a question changed, once the change is committed: `opened` (its
+ * workspace's live streams show it), `settled` (answered or cancelled: callers waiting on it wake,
+ * and the streams show it).
+ */
+export type WakeWaiters = (question: store.QuestionRow, change: 'opened' | 'settled') => Promise<void>;
 
 /** The services a question is opened with: reachability counts the addressed person's paired devices (account) and approver browsers (audience). */
 export interface Peers {
@@ -182,7 +186,7 @@ export function decisionHandlers(
     if (!resolved) throw notOpen((await store.findQuestion(pool, row.id, {})) ?? row);
     logger.info({ workspaceId: resolved.workspace_id, questionId: resolved.id }, `question ${outcome}`);
     countQuestion(outcome, resolved.kind);
-    await wakeWaiters(resolved.id);
+    await wakeWaiters(resolved, 'settled');
     return resolved;
   }
 
@@ -258,6 +262,7 @@ export function decisionHandlers(
       if (!row) throw new Error('ask insert returned no row');
       logger.info({ workspaceId: row.workspace_id, questionId: row.id }, 'question asked');
       countQuestion('opened', 'ask');
+      await wakeWaiters(row, 'opened');
       return { question: view(row), duplicate: false };
     }
 
@@ -280,6 +285,7 @@ export function decisionHandlers(
     if (inserted) {
       logger.info({ workspaceId: inserted.workspace_id, decisionId: inserted.id }, 'decision opened');
       countQuestion('opened', 'decision');
+      await wakeWaiters(inserted, 'opened');
       return { question: view(inserted), duplicate: false };
     }
     // The idempotency key was used before: the same request gets the first decision back.

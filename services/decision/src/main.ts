@@ -1,7 +1,7 @@
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
-import { answerChannel, consumers, createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
+import { answerChannel, consumers, createKafkaBus, outboxMigrations, type QuestionChange, questionsChannel, startOutboxRelay } from '@herald/bus';
 import { createLogger } from '@herald/logging';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
@@ -49,9 +49,16 @@ const expiryReports = startExpiryReports(pool, config.expirySweepMs, logger);
 // gateways re-read their questions when Redis is back) instead of holding up the answer.
 const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
 redis.on('error', () => undefined);
-const wakeWaiters: WakeWaiters = async (questionId) => {
-  // The message is when it was sent: the gateways measure the wake-up's latency from it.
-  await redis.publish(answerChannel(config.namespace, questionId), String(Date.now())).catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'));
+const wakeWaiters: WakeWaiters = async (question, change) => {
+  const questionId = question.id;
+  const announced: QuestionChange = { id: questionId, kind: question.kind, change };
+  await Promise.all([
+    // The message is when it was sent: the gateways measure the wake-up's latency from it.
+    change === 'settled'
+      ? redis.publish(answerChannel(config.namespace, questionId), String(Date.now())).catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'))
+      : undefined,
+    redis.publish(questionsChannel(config.namespace, question.workspace_id), JSON.stringify(announced)).catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish a question change')),
+  ]);
 };
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience })]]);
 logger.info({ port: server.port }, 'decision service serving');

@@ -658,11 +658,18 @@ class AskRecord(TypedDict):
     answered: bool
     #: The answer (confirm: yes | no); present when answered
     value: NotRequired[str]
+    #: The choices (select only)
+    options: list[str]
+    context: str | None
+    placeholder: str | None
+    agentName: str | None
     #: The answer page
     liveUrl: str
     pollUrl: str
     #: Seconds the question stays open (600 when asked)
     expiresInSeconds: int
+    expiresAt: str
+    createdAt: str
     #: The workspace approval mode: browser | terminal
     mode: str
     #: Present on timeout
