@@ -3,6 +3,7 @@ import type { Me } from '@herald/sdk';
 import { type ReactNode, useEffect, useRef } from 'react';
 
 import { api, ApiError, describeError, setCsrfToken } from './api.js';
+import { InboxPage } from './pages/inbox.js';
 import { KeysPage } from './pages/keys.js';
 import { MembersPage } from './pages/members.js';
 import { OverviewPage } from './pages/overview.js';
@@ -49,6 +50,7 @@ interface PageEntry {
 
 const PAGES: PageEntry[] = [
   { path: '/', title: 'Overview', render: () => <OverviewPage />, visible: () => true },
+  { path: '/inbox', title: 'Decisions', render: () => <InboxPage />, visible: (can) => can('decisions', 'GET') },
   { path: '/subscribers', title: 'Subscribers', render: () => <SubscribersPage />, visible: (can) => can('subscribers', 'GET') },
   { path: '/segments', title: 'Segments', render: () => <SegmentsPage />, visible: (can) => can('subscribers', 'GET') },
   { path: '/templates', title: 'Templates', render: () => <TemplatesPage />, visible: (can) => can('templates', 'GET') },
