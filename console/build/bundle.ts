@@ -6,10 +6,14 @@ import { gzipSync } from 'node:zlib';
 
 import { build } from 'esbuild';
 
+import { iconPng } from './icons.js';
+
 /**
  * Builds the console into dist/app: index.html and assets/<name>-<hash>.js|css (content-hashed,
  * so the gateway serves them as immutable), and manifest.json (each asset's size, gzipped size and
- * SRI hash). Fails when the initial JS is over budget.
+ * SRI hash). Fails when the initial JS is over budget. The installable app's files sit beside
+ * index.html, at fixed names: app.webmanifest (the web app manifest), sw.js (the service worker,
+ * which names this build's shell, so a new build updates it) and the icons.
  */
 
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -60,6 +64,44 @@ for (const name of outputs) {
 }
 const manifest: ConsoleManifest = { script, style, assets, initialJsGzipBytes: assets[script]?.gzipBytes ?? 0 };
 
+/** The icons beside index.html: sizes Chromium and Android ask for, and iOS's home-screen icon. */
+const ICONS = { 'icon-192.png': 192, 'icon-512.png': 512, 'apple-touch-icon.png': 180 } as const;
+for (const [name, size] of Object.entries(ICONS)) await writeFile(join(outDir, name), iconPng(size));
+
+const THEME = '#0b57d0';
+const webManifest = {
+  name: 'Herald Console',
+  short_name: 'Herald',
+  description: 'Answer the questions your agents ask, and run Herald.',
+  id: '/console/',
+  start_url: '/console/inbox',
+  scope: '/console/',
+  display: 'standalone',
+  background_color: '#ffffff',
+  theme_color: THEME,
+  icons: [
+    { src: '/console/icon-192.png', sizes: '192x192', type: 'image/png', purpose: 'any' },
+    { src: '/console/icon-512.png', sizes: '512x512', type: 'image/png', purpose: 'any' },
+    { src: '/console/icon-512.png', sizes: '512x512', type: 'image/png', purpose: 'maskable' },
+  ],
+};
+await writeFile(join(outDir, 'app.webmanifest'), `${JSON.stringify(webManifest, null, 2)}\n`);
+
+const shell = ['/console/', `/console/assets/${script}`, `/console/assets/${style}`, ...Object.keys(ICONS).map((name) => `/console/${name}`)];
+const buildId = createHash('sha256').update(shell.join('\n')).digest('base64url').slice(0, 12);
+await build({
+  entryPoints: [join(packageRoot, 'src', 'sw.ts')],
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: ['chrome111', 'firefox115', 'safari16.4', 'edge111'],
+  minify: true,
+  legalComments: 'none',
+  define: { SHELL: JSON.stringify(shell), BUILD: JSON.stringify(buildId) },
+  outfile: join(outDir, 'sw.js'),
+  logLevel: 'warning',
+});
+
 // No inline script or style: the page only names its two files (and their SRI hashes).
 const html = `<!doctype html>
 <html lang="en">
@@ -67,7 +109,11 @@ const html = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
+<meta name="theme-color" content="${THEME}">
 <title>Herald Console</title>
+<link rel="manifest" href="/console/app.webmanifest">
+<link rel="icon" href="/console/icon-192.png" type="image/png">
+<link rel="apple-touch-icon" href="/console/apple-touch-icon.png">
 <link rel="stylesheet" href="/console/assets/${style}" integrity="${assets[style]?.integrity}">
 <script type="module" src="/console/assets/${script}" integrity="${assets[script]?.integrity}"></script>
 </head>

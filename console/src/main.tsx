@@ -21,6 +21,11 @@ const queryClient = new QueryClient({
 void queryClient.prefetchQuery(meQuery);
 if (window.location.pathname === BASE || window.location.pathname === `${BASE}/`) prefetchOverview(queryClient);
 
+// The installable app: the service worker keeps the shell for offline starts (console/src/sw.ts).
+if ('serviceWorker' in navigator) {
+  navigator.serviceWorker.register(`${BASE}/sw.js`, { scope: `${BASE}/` }).catch((err: unknown) => console.warn('the console works without its service worker', err));
+}
+
 const root = document.getElementById('root');
 if (!root) throw new Error('index.html has no #root');
 createRoot(root).render(

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { HeraldError } from '@herald/errors';
 import { Type } from '@sinclair/typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * The Herald Console (@herald/console's build, dist/app) under /console: index.html for every
@@ -27,7 +27,15 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.webmanifest': 'application/manifest+json',
+  '.png': 'image/png',
+};
+
+/** The installable app's files beside index.html, at fixed names (asked for again each time, answered 304 when unchanged). */
+const APP_FILES = ['app.webmanifest', 'sw.js', 'icon-192.png', 'icon-512.png', 'apple-touch-icon.png'];
 
 interface Asset {
   body: Buffer;
@@ -38,6 +46,15 @@ interface Asset {
 export interface ConsoleBuild {
   index: Buffer;
   assets: Map<string, Asset>;
+  /** APP_FILES, by name. */
+  appFiles: Map<string, Asset>;
+}
+
+function assetOf(path: string): Asset | undefined {
+  const type = TYPES[extname(path)];
+  if (!type || !existsSync(path)) return undefined;
+  const body = readFileSync(path);
+  return { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
 }
 
 /** Reads the built console once; undefined when it was not built (npm run build does it). */
@@ -46,12 +63,15 @@ export function loadConsoleBuild(): ConsoleBuild | undefined {
   if (!existsSync(join(root, 'index.html'))) return undefined;
   const assets = new Map<string, Asset>();
   for (const name of readdirSync(join(root, 'assets'))) {
-    const type = TYPES[extname(name)];
-    if (!type) continue;
-    const body = readFileSync(join(root, 'assets', name));
-    assets.set(name, { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` });
+    const asset = assetOf(join(root, 'assets', name));
+    if (asset) assets.set(name, asset);
   }
-  return { index: readFileSync(join(root, 'index.html')), assets };
+  const appFiles = new Map<string, Asset>();
+  for (const name of APP_FILES) {
+    const file = assetOf(join(root, name));
+    if (file) appFiles.set(name, file);
+  }
+  return { index: readFileSync(join(root, 'index.html')), assets, appFiles };
 }
 
 function notBuilt(): HeraldError {
@@ -78,14 +98,26 @@ export const consoleRoutes =
         .send(build.index);
     };
 
+    const sendAsset = (request: FastifyRequest, reply: FastifyReply, asset: Asset, cacheControl: string) => {
+      securityHeaders(reply).header('cache-control', cacheControl).header('etag', asset.etag).type(asset.type);
+      if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
+      return reply.send(asset.body);
+    };
+
     app.get('/console/assets/:name', { config: publicAccess, schema: { params: Type.Object({ name: Type.String({ maxLength: 100 }) }), hide: true } }, async (request, reply) => {
       if (!build) throw notBuilt();
       const asset = build.assets.get(request.params.name);
       if (!asset) throw new HeraldError('not_found', `No console asset ${request.params.name}.`);
-      securityHeaders(reply).header('cache-control', 'public, max-age=31536000, immutable').header('etag', asset.etag).type(asset.type);
-      if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
-      return reply.send(asset.body);
+      return sendAsset(request, reply, asset, 'public, max-age=31536000, immutable');
     });
+    // Fixed names, so never cached without asking: a new build's service worker and manifest are seen at once.
+    for (const name of APP_FILES) {
+      app.get(`/console/${name}`, { config: publicAccess, schema: { hide: true } }, async (request, reply) => {
+        const file = build?.appFiles.get(name);
+        if (!file) throw notBuilt();
+        return sendAsset(request, reply, file, 'no-cache');
+      });
+    }
     app.get('/console', { config: publicAccess, schema: { hide: true } }, async (_request, reply) => sendIndex(reply));
     // Every other console path is a page of the app: the same index.html.
     app.get('/console/*', { config: publicAccess, schema: { hide: true } }, async (_request, reply) => sendIndex(reply));

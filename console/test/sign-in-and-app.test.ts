@@ -9,7 +9,8 @@ import { newAddress, startConsoleHarness, type ConsoleHarness } from './support.
 
 // The console's sign-in page beside the email link: "Sign in with a passkey" (WebAuthn through the
 // bundled @simplewebauthn/browser, Chromium's virtual authenticator over the DevTools protocol) and
-// "Sign in with SSO" (to the workspace's GET /sign-in/sso/{workspaceId}).
+// "Sign in with SSO" (to the workspace's GET /sign-in/sso/{workspaceId}); and the installable app
+// (its manifest, service worker and icons, as Chromium judges them, and an offline start).
 
 let harness: ConsoleHarness;
 let browser: Browser;
@@ -90,6 +91,50 @@ test('"Sign in with SSO" takes the browser to the workspace’s single sign-on, 
 
     await page.goto(`${harness.origin}/console/`);
     assert.equal(await page.getByLabel('Workspace id').inputValue(), harness.workspace.workspaceId);
+  } finally {
+    await context.close();
+  }
+});
+
+test('the console is an installable app: its manifest and service worker as Chromium reads them, the files as the gateway serves them, and an offline start', async () => {
+  for (const [path, type] of [
+    ['/console/app.webmanifest', 'application/manifest+json'],
+    ['/console/sw.js', 'text/javascript; charset=utf-8'],
+    ['/console/icon-192.png', 'image/png'],
+    ['/console/icon-512.png', 'image/png'],
+    ['/console/apple-touch-icon.png', 'image/png'],
+  ] as const) {
+    const response = await fetch(`${harness.origin}${path}`);
+    assert.equal(response.status, 200, path);
+    assert.deepEqual([response.headers.get('content-type'), response.headers.get('cache-control'), response.headers.get('x-content-type-options')], [type, 'no-cache', 'nosniff'], path);
+    const etag = response.headers.get('etag');
+    assert.ok(etag);
+    await response.arrayBuffer();
+    assert.equal((await fetch(`${harness.origin}${path}`, { headers: { 'if-none-match': etag } })).status, 304, path);
+  }
+
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  try {
+    await page.goto(`${harness.origin}/console/`);
+    await page.getByRole('heading', { name: 'Sign in to Herald', level: 1 }).waitFor();
+    const scope = await page.evaluate(async () => (await navigator.serviceWorker.ready).scope);
+    assert.equal(scope, `${harness.origin}/console/`);
+
+    const cdp = await context.newCDPSession(page);
+    const manifest = await cdp.send('Page.getAppManifest');
+    assert.equal(manifest.url, `${harness.origin}/console/app.webmanifest`);
+    assert.deepEqual(manifest.errors, []);
+    const parsed = JSON.parse(manifest.data ?? '{}') as { name: string; start_url: string; scope: string; display: string };
+    assert.deepEqual([parsed.name, parsed.start_url, parsed.scope, parsed.display], ['Herald Console', '/console/inbox', '/console/', 'standalone']);
+    // A Playwright context is an incognito profile, where Chromium installs nothing: that is the only objection.
+    assert.deepEqual((await cdp.send('Page.getInstallabilityErrors')).installabilityErrors.map((error) => error.errorId), ['in-incognito']);
+
+    // Offline, the installed app still opens: the cached page, which says it cannot reach Herald.
+    await context.setOffline(true);
+    await page.goto(`${harness.origin}/console/inbox`);
+    await page.getByRole('heading', { name: 'The console cannot reach Herald', level: 1 }).waitFor();
+    await context.setOffline(false);
   } finally {
     await context.close();
   }
