@@ -125,7 +125,7 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   assert.deepEqual(await page.getByRole('definition').allTextContents(), ['0', '–', '–', '0']);
   const waiting = await page.getByRole('table', { name: 'Pending decisions' }).getByRole('row', { name: /Deploy release 4\.2\?/ }).innerText();
   assert.match(waiting, /^Deploy release 4\.2\?\trelease-bot\t/);
-  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Subscribers, Segments, Templates, API keys, Members');
+  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Decisions, Subscribers, Segments, Templates, API keys, Members');
   assert.deepEqual(await seriousViolations(page), []);
   await page.screenshot({ path: await screenshotPath('console-overview.png'), fullPage: true });
 
@@ -236,7 +236,7 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await viewer.getByRole('button', { name: 'Sign in' }).click();
   await viewer.getByRole('link', { name: 'Open the Herald Console' }).click();
   await viewer.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Subscribers', 'Segments', 'Templates']);
+  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Decisions', 'Subscribers', 'Segments', 'Templates']);
   assert.deepEqual(await seriousViolations(viewer), []);
 
   // Typed in, the keys page shows what the API said; the API refuses the viewer's admin action.
