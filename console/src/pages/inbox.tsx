@@ -90,7 +90,7 @@ function useLiveInbox(): Connection {
     const refresh = () => void queryClient.invalidateQueries({ queryKey: INBOX });
     source.addEventListener('ready', () => {
       setConnection('live');
-      // What changed while the stream was away is read now.
+      // Read again once listening: a question opened between the first read and now (or while the stream was away) is not missed.
       refresh();
     });
     for (const name of ['decision', 'ask', 'resync']) source.addEventListener(name, refresh);
