@@ -71,6 +71,8 @@ export function readConfig(env: Env) {
     oauthJwksMinRefetchMs: env.integer('OAUTH_JWKS_MIN_REFETCH_MS', 30_000, { min: 0, max: 3_600_000 }),
     /** The most live question streams (GET /decisions/stream) one workspace holds open on one replica. */
     decisionStreamsPerWorkspace: env.integer('DECISION_STREAMS_PER_WORKSPACE', 20, { min: 1, max: 1_000 }),
+    /** How often an idle question stream sends a comment line, so proxies and browsers keep it open. */
+    decisionStreamHeartbeatMs: env.integer('DECISION_STREAM_HEARTBEAT_MS', 15_000, { min: 100, max: 300_000 }),
     accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
     audienceGrpcUrl: env.string('AUDIENCE_GRPC_URL', '127.0.0.1:50052'),
     campaignGrpcUrl: env.string('CAMPAIGN_GRPC_URL', '127.0.0.1:50053'),

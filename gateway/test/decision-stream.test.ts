@@ -10,6 +10,7 @@ import { memberSessions, newAddress, type Session } from './member-sessions.js';
 // approver gives in place. Each test works in its own workspace.
 
 const STREAMS = 2;
+const HEARTBEAT_MS = 300;
 let stack: Stack | undefined;
 const running = () => {
   if (!stack) throw new Error('the stack starts before the first test');
@@ -17,7 +18,7 @@ const running = () => {
 };
 
 before(async () => {
-  stack = await startStack({ decisions: true, gatewayEnv: { DECISION_STREAMS_PER_WORKSPACE: String(STREAMS) } });
+  stack = await startStack({ decisions: true, gatewayEnv: { DECISION_STREAMS_PER_WORKSPACE: String(STREAMS), DECISION_STREAM_HEARTBEAT_MS: String(HEARTBEAT_MS) } });
 });
 after(async () => {
   await stack?.stop();
@@ -33,7 +34,8 @@ interface StreamEvent {
 /** An open stream: its response, and its events one at a time as the gateway sends them. */
 interface Stream {
   response: Response;
-  next(): Promise<StreamEvent>;
+  /** The next event; `comments`: a block of comment lines (a heartbeat) is one too, as event ':' with data {text}. */
+  next(options?: { comments: boolean }): Promise<StreamEvent>;
   close(): void;
 }
 
@@ -45,7 +47,7 @@ async function openStream(headers: Record<string, string>): Promise<Stream> {
   let buffer = '';
   const stream: Stream = {
     response,
-    async next() {
+    async next({ comments } = { comments: false }) {
       assert.ok(response.body, 'the stream has a body');
       reader ??= response.body.pipeThrough(new TextDecoderStream()).getReader();
       for (;;) {
@@ -54,6 +56,7 @@ async function openStream(headers: Record<string, string>): Promise<Stream> {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           const lines = block.split('\n').filter((line) => !line.startsWith(':') && !line.startsWith('retry:'));
+          if (lines.length === 0 && comments && block.startsWith(':')) return { event: ':', data: { text: block } };
           if (lines.length === 0) continue;
           const event = lines.find((line) => line.startsWith('event: '))?.slice(7) ?? 'message';
           const data = lines.find((line) => line.startsWith('data: '))?.slice(6) ?? '{}';
@@ -132,6 +135,20 @@ test('a bound key’s stream hears only its end-user’s decisions', async () =>
     assert.equal(own.status, 200);
     const heard = await stream.next();
     assert.deepEqual([heard.event, heard.data.decisionId, heard.data.externalId], ['decision', own.body.decisionId, 'alice']);
+  } finally {
+    stream.close();
+  }
+});
+
+test('an idle stream gets a heartbeat comment line; the next change still arrives after it', async () => {
+  const workspace = await createWorkspace();
+  const stream = await listening(keyHeaders(workspace.apiKey));
+  try {
+    assert.deepEqual(await stream.next({ comments: true }), { event: ':', data: { text: ': heartbeat' } });
+    assert.deepEqual(await stream.next({ comments: true }), { event: ':', data: { text: ': heartbeat' } });
+    const opened = await post(workspace.apiKey, '/decisions', { question: 'After the heartbeat?' });
+    const event = await stream.next();
+    assert.deepEqual([event.event, event.data.decisionId], ['decision', opened.body.decisionId]);
   } finally {
     stream.close();
   }

@@ -18,12 +18,11 @@ import { withErrors } from '../schemas/common.js';
  * hears only its end-user's decisions and a caller that may not read asks hears no ask.
  */
 
-/** A comment line this often keeps proxies and the browser from closing an idle stream. */
-export const HEARTBEAT_MS = 15_000;
-
 export interface DecisionStreamOptions extends QuestionRouteOptions {
   /** The most streams one workspace holds open on one gateway replica (DECISION_STREAMS_PER_WORKSPACE). */
   streamsPerWorkspace: number;
+  /** How often a comment line keeps proxies and the browser from closing an idle stream (DECISION_STREAM_HEARTBEAT_MS). */
+  heartbeatMs: number;
 }
 
 /** Whether the caller may read `scope` (its role for a member's session, its scopes for a key). */
@@ -35,7 +34,7 @@ function mayRead(principal: Principal, scope: 'ask'): boolean {
 const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 
 export const decisionStreamRoutes =
-  ({ clients, waiters, publicOrigin, streamsPerWorkspace }: DecisionStreamOptions): FastifyPluginAsyncTypebox =>
+  ({ clients, waiters, publicOrigin, streamsPerWorkspace, heartbeatMs }: DecisionStreamOptions): FastifyPluginAsyncTypebox =>
   async (app) => {
     app.get(
       '/decisions/stream',
@@ -48,7 +47,7 @@ export const decisionStreamRoutes =
           description: [
             'A `text/event-stream` that stays open. Events: `ready` (the stream listens: what changes from now on is sent),',
             '`decision` and `ask` (a question was opened, answered or cancelled: data is its record as GET /decisions/{decisionId} or GET /ask/{correlationId} returns it),',
-            '`resync` (changes may have been missed: read the lists again). A comment line every 15 s keeps it open.',
+            '`resync` (changes may have been missed: read the lists again). A comment line every 15 s (`DECISION_STREAM_HEARTBEAT_MS`) keeps it open.',
             'A bound key hears only its end-user\'s decisions; asks are sent only to callers that may read them.',
             `At most ${'`DECISION_STREAMS_PER_WORKSPACE`'} streams per workspace and gateway replica (20 by default): beyond, 429.`,
           ].join(' '),
@@ -94,7 +93,7 @@ export const decisionStreamRoutes =
             extra: { retryAfter: 30, limit: streamsPerWorkspace },
           });
         }
-        const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), HEARTBEAT_MS);
+        const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), heartbeatMs);
         raw.once('close', () => {
           ended = true;
           clearInterval(heartbeat);

@@ -55,7 +55,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(templateRoutes(clients), { prefix: API_PREFIX });
   await app.register(flowRoutes(clients), { prefix: API_PREFIX });
   await app.register(askRoutes(questions), { prefix: API_PREFIX });
-  await app.register(decisionStreamRoutes({ ...questions, streamsPerWorkspace: config.decisionStreamsPerWorkspace }), { prefix: API_PREFIX });
+  await app.register(decisionStreamRoutes({ ...questions, streamsPerWorkspace: config.decisionStreamsPerWorkspace, heartbeatMs: config.decisionStreamHeartbeatMs }), { prefix: API_PREFIX });
   await app.register(decisionRoutes(questions), { prefix: API_PREFIX });
   await app.register(answerPageRoutes({ ...questions, limiter, ipRateLimitPerMinute: config.ipRateLimitPerMinute }));
   await app.register(keyRoutes(clients), { prefix: API_PREFIX });
