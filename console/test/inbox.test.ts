@@ -9,7 +9,7 @@ import { newAddress, screenshotPath, startConsoleHarness, type ConsoleHarness } 
 
 // The decisions inbox in Debian's Chromium on the real stack: questions appear live (the page's
 // EventSource on GET /decisions/stream), an approver answers in place by keyboard while an agent
-// waits on POST /ask, a viewer is refused by the API. The harness's workspace is on the Partner
+// waits on POST /ask and gets it with answeredBy (the member, channel console), a viewer is refused by the API. The harness's workspace is on the Partner
 // plan, which has no /ask: these tests use a Growth workspace of their own.
 
 let harness: ConsoleHarness;
@@ -50,7 +50,7 @@ async function seriousViolations(page: Page): Promise<Array<{ id: string; target
 const ask = (body: Record<string, unknown>) => call<Record<string, unknown>>(harness.origin, `${SERVER_API}/ask`, { method: 'POST', key: workspace.apiKey, body });
 
 test('an approver answers by keyboard from the inbox while an agent waits on /ask: the question appears live, the agent gets the answer, the history shows it; no serious axe violation', async () => {
-  const { context, page } = await memberOnInbox('approver');
+  const { context, page, memberId } = await memberOnInbox('approver');
   try {
     // The agent asks after the page is open: the question appears without a reload.
     const waiting = ask({ question: 'Ship release 1.2 to production?', agentName: 'release-bot', timeoutSeconds: 50 });
@@ -69,10 +69,13 @@ test('an approver answers by keyboard from the inbox while an agent waits on /as
     const agent = await waiting;
     assert.equal(agent.status, 200, JSON.stringify(agent.body));
     assert.deepEqual([agent.body.status, agent.body.answered, agent.body.value], ['answered', true, 'yes']);
+    const { at, ...answeredBy } = agent.body.answeredBy as Record<string, string>;
+    assert.deepEqual(answeredBy, { kind: 'member', id: memberId, displayName: 'Avery approver', channel: 'console' });
+    assert.ok(at && Date.parse(at) > 0);
     // It leaves the waiting list and shows in the history with its answer.
     await card.waitFor({ state: 'detached' });
     const row = page.getByRole('table', { name: 'Settled questions' }).getByRole('row', { name: /Ship release 1\.2 to production\?/ });
-    assert.deepEqual((await row.getByRole('cell').allInnerTexts()).slice(0, 3), ['release-bot', 'answered', 'yes']);
+    assert.deepEqual((await row.getByRole('cell').allInnerTexts()).slice(0, 4), ['release-bot', 'answered', 'yes', 'Avery approver (member, console)']);
     assert.deepEqual(await seriousViolations(page), []);
   } finally {
     await context.close();

@@ -94,7 +94,7 @@ async function member(workspaceId: string, role: string): Promise<{ session: Ses
 test('a member’s stream: decisions and asks as they open and settle, nothing of another workspace', async () => {
   const workspace = await createWorkspace();
   const other = await createWorkspace();
-  const { session } = await member(workspace.workspaceId, 'approver');
+  const { session, memberId } = await member(workspace.workspaceId, 'approver');
   const stream = await listening(sessionHeaders(session));
   try {
     // Another workspace's question says nothing here: the next event is this workspace's.
@@ -115,6 +115,7 @@ test('a member’s stream: decisions and asks as they open and settle, nothing o
     assert.equal(answered.status, 200, JSON.stringify(answered.body));
     const settled = await stream.next();
     assert.deepEqual([settled.event, settled.data.decisionId, settled.data.status, settled.data.answer], ['decision', opened.body.decisionId, 'answered', 'yes']);
+    assert.deepEqual([(settled.data.answeredBy as Record<string, string>).kind, (settled.data.answeredBy as Record<string, string>).id], ['member', memberId]);
 
     assert.equal((await call(running().gatewayUrl, `${SERVER_API}/ask/${String(asked.body.correlationId)}`, { method: 'DELETE', key: workspace.apiKey })).status, 200);
     const withdrawn = await stream.next();
@@ -198,7 +199,7 @@ test(`a workspace holds at most ${STREAMS} streams on a replica; a closed one fr
 test('POST /ask/{id}: an approver answers in place and the waiting agent gets it; a viewer is refused; a settled or foreign one is not answered', async () => {
   const workspace = await createWorkspace();
   const other = await createWorkspace();
-  const { session: approver } = await member(workspace.workspaceId, 'approver');
+  const { session: approver, memberId } = await member(workspace.workspaceId, 'approver');
   const { session: viewer } = await member(workspace.workspaceId, 'viewer');
   const stream = await listening(keyHeaders(workspace.apiKey));
   try {
@@ -220,10 +221,35 @@ test('POST /ask/{id}: an approver answers in place and the waiting agent gets it
     const agent = await waiting;
     assert.equal(agent.status, 200);
     assert.deepEqual([agent.body.correlationId, agent.body.status, agent.body.value], [id, 'answered', 'yes']);
+    // Recorded as the member's answer, from the console.
+    const { at, ...answeredBy } = agent.body.answeredBy as Record<string, string>;
+    assert.deepEqual(answeredBy, { kind: 'member', id: memberId, displayName: 'A approver', channel: 'console' });
+    assert.ok(at && Date.parse(at) > 0);
 
     const again = await sessions.withSession(approver, `${SERVER_API}/ask/${id}`, { method: 'POST', body: { answer: 'no' } });
     assert.equal(again.status, 409);
   } finally {
     stream.close();
   }
+});
+
+test('a decision naming a member as its approver: another member’s answer is refused (403), the named member’s is recorded', async () => {
+  const workspace = await createWorkspace();
+  const named = await member(workspace.workspaceId, 'approver');
+  const other = await member(workspace.workspaceId, 'approver');
+  const opened = await post(workspace.apiKey, '/decisions', { question: 'Promote the canary?', approvers: [{ kind: 'member', id: named.memberId }] });
+  assert.equal(opened.status, 200, JSON.stringify(opened.body));
+  const path = `${SERVER_API}/decisions/${String(opened.body.decisionId)}`;
+
+  const refused = await sessions.withSession(other.session, path, { method: 'POST', body: { answer: 'yes' } });
+  assert.equal(refused.status, 403, JSON.stringify(refused.body));
+  assert.equal(refused.body.code, 'forbidden');
+  const still = await call<Record<string, unknown>>(running().gatewayUrl, path, { key: workspace.apiKey });
+  assert.deepEqual([still.body.status, still.body.answeredBy], ['pending', null]);
+
+  const answered = await sessions.withSession(named.session, path, { method: 'POST', body: { answer: 'no' } });
+  assert.equal(answered.status, 200, JSON.stringify(answered.body));
+  const { at, ...answeredBy } = answered.body.answeredBy as Record<string, string>;
+  assert.deepEqual([answered.body.status, answered.body.answer, answeredBy], ['answered', 'no', { kind: 'member', id: named.memberId, displayName: 'A approver', channel: 'console' }]);
+  assert.ok(at && Date.parse(at) > 0);
 });

@@ -10,7 +10,8 @@ import { ErrorNote, Table, When } from '../ui.js';
  * The decisions inbox: the questions waiting for a person (GET /decisions?status=pending and, for a
  * role that may read asks, GET /ask?status=pending), kept live by GET /decisions/stream (server-sent
  * events: each open, answer or cancellation makes the lists be read again), answered in place
- * (POST /decisions/{id}, POST /ask/{id}), and the settled ones with their answers.
+ * (POST /decisions/{id}, POST /ask/{id}: recorded as answeredBy the member, channel console), and the
+ * settled ones with their answers and who gave them.
  */
 
 const INBOX = ['inbox'] as const;
@@ -28,6 +29,8 @@ interface Question {
   agentName: string | null;
   status: string;
   answer: string | null;
+  /** Who answered (a member, a key, a Slack user, …), null until answered. */
+  answeredBy: Decision['answeredBy'];
   createdAt: string;
   expiresAt: string;
 }
@@ -43,6 +46,7 @@ const fromDecision = (decision: Decision): Question => ({
   agentName: decision.agentName,
   status: decision.status,
   answer: decision.answer,
+  answeredBy: decision.answeredBy,
   createdAt: decision.createdAt,
   expiresAt: decision.expiresAt,
 });
@@ -58,6 +62,7 @@ const fromAsk = (ask: AskRecord): Question => ({
   agentName: ask.agentName,
   status: ask.status,
   answer: ask.value ?? null,
+  answeredBy: ask.answeredBy,
   createdAt: ask.createdAt,
   expiresAt: ask.expiresAt,
 });
@@ -139,13 +144,14 @@ export function InboxPage() {
         <ErrorNote error={all.error} />
         {all.data && settled.length === 0 ? <p>No question has been settled yet.</p> : null}
         {settled.length > 0 ? (
-          <Table caption="Settled questions" columns={['Question', 'Asked by', 'Status', 'Answer', 'Asked']}>
+          <Table caption="Settled questions" columns={['Question', 'Asked by', 'Status', 'Answer', 'Answered by', 'Asked']}>
             {settled.map((question) => (
               <tr key={question.id}>
                 <th scope="row">{question.question}</th>
                 <td>{question.agentName ?? '–'}</td>
                 <td>{question.status}</td>
                 <td>{question.answer ?? '–'}</td>
+                <td>{question.answeredBy ? `${question.answeredBy.displayName} (${question.answeredBy.kind}, ${question.answeredBy.channel})` : '–'}</td>
                 <td>
                   <When at={question.createdAt} never="–" />
                 </td>

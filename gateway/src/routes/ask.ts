@@ -7,6 +7,7 @@ import type { FastifyRequest } from 'fastify';
 
 import { principalOf } from '../access.js';
 import {
+  answererOf,
   AnswerValue,
   answerText,
   askRecord,
@@ -159,7 +160,7 @@ export const askRoutes =
         },
       },
       async (request) => {
-        const answered = questionOf(await clients.decision.answerQuestion({ ref: owned(request, request.params.correlationId), answer: answerText(request.body.answer) }));
+        const answered = questionOf(await clients.decision.answerQuestion({ ref: owned(request, request.params.correlationId), answer: answerText(request.body.answer), answeredBy: answererOf(request) }));
         return askRecord(answered, publicOrigin);
       },
     );

@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 
 import { endUserOf, principalOf } from '../access.js';
 import {
+  answererOf,
   AnswerValue,
   answerText,
   checkQuestion,
@@ -154,11 +155,13 @@ export const decisionRoutes =
             { answer: AnswerValue },
             { additionalProperties: false },
           ),
-          response: withErrors({ 200: DecisionRecord, 409: ErrorResponse }),
+          response: withErrors({ 200: DecisionRecord, 403: ErrorResponse, 409: ErrorResponse }),
         },
       },
       async (request) => {
-        const answered = questionOf(await clients.decision.answerQuestion({ ...owned(request, request.params.decisionId), answer: answerText(request.body.answer) }));
+        const answered = questionOf(
+          await clients.decision.answerQuestion({ ...owned(request, request.params.decisionId), answer: answerText(request.body.answer), answeredBy: answererOf(request) }),
+        );
         return decisionRecord(answered, publicOrigin);
       },
     );

@@ -1389,9 +1389,33 @@ export interface operations {
                     "application/json": {
                         agentName: string | null;
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         context: string | null;
                         correlationId: string;
                         createdAt: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
@@ -1415,8 +1439,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -1426,6 +1466,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -1628,9 +1676,33 @@ export interface operations {
                         data: {
                             agentName: string | null;
                             answered: boolean;
+                            answeredBy: {
+                                /** @description When (ISO 8601) */
+                                at: string;
+                                /** @description slack | email | web_push | answer_page | api | console */
+                                channel: string;
+                                displayName: string;
+                                /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                                id: string;
+                                /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                                kind: string;
+                            } | null;
+                            /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
                             context: string | null;
                             correlationId: string;
                             createdAt: string;
+                            escalation: {
+                                afterSeconds: number;
+                                approvers: {
+                                    id: string;
+                                    kind: string;
+                                }[];
+                                channels: string[];
+                            }[];
                             expiresAt: string;
                             /** @description Seconds the question stays open (600 when asked) */
                             expiresInSeconds: number;
@@ -1677,10 +1749,28 @@ export interface operations {
                 "application/json": {
                     /** @description Who is asking, shown to the person */
                     agentName?: string;
+                    /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                    approvers?: {
+                        id: string;
+                        /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                        kind: "slack" | "email" | "subscriber" | "key" | "member";
+                    }[];
                     /** @description HTTPS URL that receives the answer (a public address) */
                     callbackUrl?: string;
                     /** @description Background shown with the question */
                     context?: string;
+                    /** @description While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime) */
+                    escalation?: {
+                        /** @description Seconds after the question opened */
+                        afterSeconds: number;
+                        /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                        approvers?: {
+                            id: string;
+                            /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                            kind: "slack" | "email" | "subscriber" | "key" | "member";
+                        }[];
+                        channels?: ("web_push" | "slack" | "email")[];
+                    }[];
                     /** @description Only the subscribers with these external ids */
                     externalIds?: string[];
                     /** @description The choices (select only) */
@@ -1717,9 +1807,33 @@ export interface operations {
                     "application/json": {
                         agentName: string | null;
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         context: string | null;
                         correlationId: string;
                         createdAt: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
@@ -1786,9 +1900,33 @@ export interface operations {
                     "application/json": {
                         agentName: string | null;
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         context: string | null;
                         correlationId: string;
                         createdAt: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
@@ -1847,9 +1985,33 @@ export interface operations {
                     "application/json": {
                         agentName: string | null;
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         context: string | null;
                         correlationId: string;
                         createdAt: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
@@ -1902,9 +2064,33 @@ export interface operations {
                     "application/json": {
                         agentName: string | null;
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         context: string | null;
                         correlationId: string;
                         createdAt: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
@@ -2583,8 +2769,24 @@ export interface operations {
                             agentName: string | null;
                             answer: string | null;
                             answeredAt: string | null;
+                            answeredBy: {
+                                /** @description When (ISO 8601) */
+                                at: string;
+                                /** @description slack | email | web_push | answer_page | api | console */
+                                channel: string;
+                                displayName: string;
+                                /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                                id: string;
+                                /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                                kind: string;
+                            } | null;
                             /** @description True only for a yes to a confirm decision */
                             approved: boolean;
+                            /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
                             /** @description user | owner | team */
                             audience: string;
                             cancelledAt: string | null;
@@ -2594,6 +2796,14 @@ export interface operations {
                             decisionPageUrl: string;
                             /** @description True when an idempotent replay returned the first decision */
                             duplicate: boolean;
+                            escalation: {
+                                afterSeconds: number;
+                                approvers: {
+                                    id: string;
+                                    kind: string;
+                                }[];
+                                channels: string[];
+                            }[];
                             expiresAt: string;
                             expiresInSeconds: number;
                             externalId: string | null;
@@ -2644,11 +2854,29 @@ export interface operations {
                 "application/json": {
                     /** @description Who is asking, shown to the person */
                     agentName?: string;
+                    /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                    approvers?: {
+                        id: string;
+                        /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                        kind: "slack" | "email" | "subscriber" | "key" | "member";
+                    }[];
                     audience?: "user" | "owner" | "team";
                     /** @description HTTPS URL that receives the answer (a public address) */
                     callbackUrl?: string;
                     /** @description Background shown with the question */
                     context?: string;
+                    /** @description While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime) */
+                    escalation?: {
+                        /** @description Seconds after the question opened */
+                        afterSeconds: number;
+                        /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                        approvers?: {
+                            id: string;
+                            /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                            kind: "slack" | "email" | "subscriber" | "key" | "member";
+                        }[];
+                        channels?: ("web_push" | "slack" | "email")[];
+                    }[];
                     /**
                      * @description How long it stays answerable
                      * @default 3600
@@ -2697,8 +2925,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2708,6 +2952,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2766,8 +3018,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2777,6 +3045,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2838,8 +3114,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2849,6 +3141,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2904,8 +3204,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2915,6 +3231,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
