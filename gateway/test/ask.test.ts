@@ -24,6 +24,8 @@ interface AskRecord {
   liveUrl: string;
   pollUrl: string;
   expiresInSeconds: number;
+  expiresAt: string;
+  createdAt: string;
   mode: string;
   hint?: string;
 }
@@ -92,15 +94,24 @@ test('wait=false returns pending at once; GET reads it; another workspace sees 4
   const id = created.body.correlationId;
   assert.match(id, /^ask_[0-9a-f]{32}$/);
   assert.match(created.body.liveUrl, new RegExp(`^http://localhost:8080/a/${id}\\.[A-Za-z0-9_-]{43}$`));
+  // Opened now, open for 10 minutes.
+  assert.ok(Math.abs(Date.parse(created.body.createdAt) - Date.now()) < 60_000);
+  assert.equal(Date.parse(created.body.expiresAt) - Date.parse(created.body.createdAt), 600_000);
   assert.deepEqual(created.body, {
     correlationId: id,
     question: 'Ship v2?',
     type: 'confirm',
     status: 'pending',
     answered: false,
+    options: [],
+    context: 'All checks green.',
+    placeholder: null,
+    agentName: 'ci-bot',
     liveUrl: created.body.liveUrl,
     pollUrl: `http://localhost:8080/api/v1/server/ask/${id}`,
     expiresInSeconds: 600,
+    expiresAt: created.body.expiresAt,
+    createdAt: created.body.createdAt,
     mode: 'browser',
     approvers: [],
     answeredBy: null,
