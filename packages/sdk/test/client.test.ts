@@ -352,16 +352,22 @@ test('ask: create without waiting, read, withdraw; the pending limit is a RateLi
   const asked = await herald.ask({ question: 'Deploy to production?', wait: false });
   assert.match(asked.correlationId, /^ask_/);
   assert.deepEqual(
-    { ...asked, liveUrl: '', expiresInSeconds: 0 },
+    { ...asked, liveUrl: '', expiresInSeconds: 0, expiresAt: '', createdAt: '' },
     {
       correlationId: asked.correlationId,
       question: 'Deploy to production?',
       type: 'confirm',
       status: 'pending',
       answered: false,
+      options: [],
+      context: null,
+      placeholder: null,
+      agentName: null,
       liveUrl: '',
       pollUrl: `http://localhost:8080/api/v1/server/ask/${asked.correlationId}`,
       expiresInSeconds: 0,
+      expiresAt: '',
+      createdAt: '',
       mode: 'browser',
       approvers: [],
       answeredBy: null,
