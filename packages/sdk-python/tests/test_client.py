@@ -243,17 +243,26 @@ class AskTest(unittest.TestCase):
         asked = herald.ask({"question": "Deploy to production?", "wait": False})
         self.assertRegex(asked["correlationId"], r"^ask_")
         self.assertEqual(
-            {**asked, "liveUrl": ""},
+            {**asked, "liveUrl": "", "expiresAt": "", "createdAt": ""},
             {
                 "correlationId": asked["correlationId"],
                 "question": "Deploy to production?",
                 "type": "confirm",
                 "status": "pending",
                 "answered": False,
+                "options": [],
+                "context": None,
+                "placeholder": None,
+                "agentName": None,
                 "liveUrl": "",
                 "pollUrl": f"http://localhost:8080/api/v1/server/ask/{asked['correlationId']}",
                 "expiresInSeconds": int(env("HERALD_ASK_LIFETIME_SECONDS")),
+                "expiresAt": "",
+                "createdAt": "",
                 "mode": "browser",
+                "approvers": [],
+                "answeredBy": None,
+                "escalation": [],
             },
         )
         self.assertEqual(herald.get_ask(asked["correlationId"])["status"], "pending")
