@@ -269,6 +269,12 @@ class AskTest(unittest.TestCase):
         waited = herald.get_ask(asked["correlationId"], wait=1)
         self.assertEqual(waited["status"], "timeout")
         self.assertTrue(waited.get("hint", "").startswith("No answer yet."))
+        second = herald.ask({"question": "Roll back?", "wait": False})
+        answered = herald.answer_ask(second["correlationId"], True)
+        answered_by = answered["answeredBy"]
+        assert answered_by is not None
+        self.assertEqual((answered["status"], answered.get("value"), answered_by["kind"]), ("answered", "yes", "key"))
+        self.assertEqual(raised(ConflictError, lambda: herald.answer_ask(second["correlationId"], "no")).code, "conflict")
         withdrawn = herald.withdraw_ask(asked["correlationId"])
         self.assertEqual((withdrawn["status"], withdrawn["answered"]), ("withdrawn", False))
         self.assertEqual(raised(ConflictError, lambda: herald.withdraw_ask(asked["correlationId"])).code, "conflict")

@@ -409,6 +409,11 @@ export class Herald {
     return this.request('GET', `/ask${query({ ...params })}`, undefined, options);
   }
 
+  /** Records the answer to an open question (as an approver would): confirm `"yes"`/`"no"` (or true/false); select: one of the options; input: 1–2,000 characters. */
+  answerAsk(correlationId: string, answer: string | boolean, options?: RequestOptions): Promise<AskRecord> {
+    return this.request('POST', `/ask/${segment(correlationId)}`, { answer }, options);
+  }
+
   withdrawAsk(correlationId: string, options?: RequestOptions): Promise<AskRecord> {
     return this.request('DELETE', `/ask/${segment(correlationId)}`, undefined, options);
   }

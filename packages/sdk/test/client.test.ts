@@ -383,6 +383,10 @@ test('ask: create without waiting, read, withdraw; the pending limit is a RateLi
   // Waiting on a question asked earlier until the budget ends: the question is still open.
   const stillOpen = await herald.waitForAsk(asked, { totalTimeoutMs: 1_500, windowSeconds: 1 });
   assert.deepEqual({ status: stillOpen.status, answered: stillOpen.answered }, { status: 'timeout', answered: false });
+  const second = await herald.ask({ question: 'Roll back?', wait: false });
+  const answered = await herald.answerAsk(second.correlationId, true);
+  assert.deepEqual([answered.status, answered.value, answered.answeredBy?.kind], ['answered', 'yes', 'key']);
+  assert.equal((await rejection(ConflictError, herald.answerAsk(second.correlationId, 'no'))).code, 'conflict');
   const withdrawn = await herald.withdrawAsk(asked.correlationId);
   assert.deepEqual({ status: withdrawn.status, answered: withdrawn.answered }, { status: 'withdrawn', answered: false });
   const again = await rejection(ConflictError, herald.withdrawAsk(asked.correlationId));

@@ -368,6 +368,10 @@ class Herald:
         """The workspace's questions, newest first; ``status="pending"`` for those waiting for a person."""
         return cast(AskPage, self.request("GET", f"/ask{_query({'status': status, 'limit': limit, 'cursor': cursor})}", timeout=timeout))
 
+    def answer_ask(self, correlation_id: str, answer: str | bool, *, timeout: float | None = None) -> AskRecord:
+        """Records the answer to an open question: confirm "yes"/"no" (or True/False); select: an option; input: 1-2,000 characters."""
+        return cast(AskRecord, self.request("POST", f"/ask/{_segment(correlation_id)}", {"answer": answer}, timeout=timeout))
+
     def withdraw_ask(self, correlation_id: str, *, timeout: float | None = None) -> AskRecord:
         return cast(AskRecord, self.request("DELETE", f"/ask/{_segment(correlation_id)}", timeout=timeout))
 
