@@ -39,9 +39,9 @@ interface Stream {
   close(): void;
 }
 
-async function openStream(headers: Record<string, string>): Promise<Stream> {
+async function openStream(headers: Record<string, string>, gatewayUrl = running().gatewayUrl): Promise<Stream> {
   const controller = new AbortController();
-  const response = await fetch(`${running().gatewayUrl}${SERVER_API}/decisions/stream`, { headers, signal: controller.signal });
+  const response = await fetch(`${gatewayUrl}${SERVER_API}/decisions/stream`, { headers, signal: controller.signal });
   // Made at the first next(): a refused stream's body is read as JSON instead.
   let reader: ReadableStreamDefaultReader<string> | undefined;
   let buffer = '';
@@ -73,8 +73,8 @@ async function openStream(headers: Record<string, string>): Promise<Stream> {
 }
 
 /** A stream that is listening (its `ready` event came). */
-async function listening(headers: Record<string, string>): Promise<Stream> {
-  const stream = await openStream(headers);
+async function listening(headers: Record<string, string>, gatewayUrl?: string): Promise<Stream> {
+  const stream = await openStream(headers, gatewayUrl);
   assert.equal(stream.response.status, 200);
   assert.equal(stream.response.headers.get('content-type'), 'text/event-stream; charset=utf-8');
   assert.equal(stream.response.headers.get('cache-control'), 'no-store');
@@ -252,4 +252,17 @@ test('a decision naming a member as its approver: another member’s answer is r
   const { at, ...answeredBy } = answered.body.answeredBy as Record<string, string>;
   assert.deepEqual([answered.body.status, answered.body.answer, answeredBy], ['answered', 'no', { kind: 'member', id: named.memberId, displayName: 'A approver', channel: 'console' }]);
   assert.ok(at && Date.parse(at) > 0);
+});
+
+test('a gateway shutting down ends its streams at once (the browser reconnects elsewhere)', async () => {
+  const url = await running().addGateway({ DECISION_STREAMS_PER_WORKSPACE: String(STREAMS), DECISION_STREAM_HEARTBEAT_MS: String(HEARTBEAT_MS) });
+  const gateway = running().gateways.at(-1);
+  assert.ok(gateway);
+  const workspace = await createWorkspace();
+  const stream = await listening(keyHeaders(workspace.apiKey), url);
+  const started = Date.now();
+  const exited = gateway.stop();
+  await assert.rejects(stream.next({ comments: true }), /the stream ended/);
+  assert.ok(Date.now() - started < 5_000, `ended after ${Date.now() - started} ms`);
+  assert.equal(await exited, 0);
 });
