@@ -49,7 +49,7 @@ export const decisionStreamRoutes =
             '`decision` and `ask` (a question was opened, answered or cancelled: data is its record as GET /decisions/{decisionId} or GET /ask/{correlationId} returns it),',
             '`resync` (changes may have been missed: read the lists again). A comment line every 15 s (`DECISION_STREAM_HEARTBEAT_MS`) keeps it open.',
             'A bound key hears only its end-user\'s decisions; asks are sent only to callers that may read them.',
-            `At most ${'`DECISION_STREAMS_PER_WORKSPACE`'} streams per workspace and gateway replica (20 by default): beyond, 429.`,
+            'At most `DECISION_STREAMS_PER_WORKSPACE` streams per workspace and gateway replica (20 by default): beyond, 429.',
           ].join(' '),
           response: withErrors({ 200: Type.String({ description: 'text/event-stream' }) }),
         },
