@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import AxeBuilder from '@axe-core/playwright';
 import { call, chromiumPath, eventually, pushSubscription, SERVER_API } from '@herald/testkit';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
-import { newAddress, screenshotPath, signInLinkFromMail, signInThroughConsole, SITE_DOMAIN, startConsoleHarness, type ConsoleHarness } from './support.js';
+import { newAddress, screenshotPath, seriousViolations, signInLinkFromMail, signInThroughConsole, SITE_DOMAIN, startConsoleHarness, type ConsoleHarness } from './support.js';
 
 // The console in Debian's Chromium (playwright-core, no browser download) on the real
 // stack: served by the gateway under /console, signed in by an email link read from Mailpit, every
@@ -31,14 +30,6 @@ async function ownerPage(): Promise<{ context: BrowserContext; page: Page }> {
   return { context, page };
 }
 
-/** axe-core's serious and critical findings on the page as it is now. */
-async function seriousViolations(page: Page): Promise<Array<{ id: string; targets: string[] }>> {
-  const { violations } = await new AxeBuilder({ page }).analyze();
-  return violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => ({ id: violation.id, targets: violation.nodes.map((node) => node.target.join(' ')) }));
-}
-
 /** What the page's own fetch gets from the API (with its cookie and, when given, a CSRF token). */
 function fetchFromPage(page: Page, method: string, path: string, body?: unknown, csrf?: string): Promise<{ status: number; body: unknown }> {
   return page.evaluate(
@@ -58,7 +49,7 @@ async function csrfOf(page: Page): Promise<string> {
 }
 
 test('the gateway serves the console: index.html on every console path (no-cache, strict CSP), hashed assets immutable, unknown assets 404', async () => {
-  const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+  const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
   const pages = await Promise.all(['/console', '/console/', '/console/keys', '/console/no/such/page'].map((path) => fetch(`${harness.origin}${path}`)));
   const html = await pages[0]?.text();
   for (const response of pages) {
