@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 import AxeBuilder from '@axe-core/playwright';
 import { admin, createWorkspace, freePort, startMailpit, startSendingHarness, startStack, type Mailpit, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
-import type { Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 /**
  * The console on a real stack, as the browser tests and the load benchmark use it: a gateway at
@@ -115,4 +115,13 @@ export async function seriousViolations(page: Page): Promise<Array<{ id: string;
   return violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map((violation) => ({ id: violation.id, targets: violation.nodes.map((node) => node.target.join(' ')) }));
+}
+
+/** A fresh browser profile (no cookie) with the owner signed in. */
+export async function ownerPage(browser: Browser, harness: ConsoleHarness): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const before = (await harness.mailpit.messagesTo(harness.ownerEmail)).length;
+  await signInThroughConsole(page, harness, harness.ownerEmail, before);
+  return { context, page };
 }

@@ -22,6 +22,8 @@ export const SERIES: ReadonlyArray<{ key: Counter; label: string; className: str
 const WIDTH = 720;
 const HEIGHT = 240;
 const PAD = { left: 44, right: 12, top: 12, bottom: 28 };
+/** Up to this many buckets each point is marked too (a single bucket draws no line). */
+const MARKED = 120;
 
 const timeFormat = (bucket: string) =>
   new Intl.DateTimeFormat(undefined, bucket === 'day' ? { dateStyle: 'medium' } : { hour: '2-digit', minute: '2-digit', ...(bucket === 'hour' ? { day: 'numeric', month: 'short' } : {}) });
@@ -38,7 +40,8 @@ export function StatsChart({ series }: { series: CampaignStatsSeries }) {
   const x = (index: number) => PAD.left + (data.length <= 1 ? plotWidth / 2 : (index / (data.length - 1)) * plotWidth);
   const y = (value: number) => PAD.top + plotHeight - (value / top) * plotHeight;
   const points = (key: Counter) => data.map((bucket, index) => `${x(index).toFixed(1)},${y(bucket[key]).toFixed(1)}`).join(' ');
-  const ticks = [0, Math.round(top / 2), top].filter((value, index, all) => all.indexOf(value) === index);
+  // Every count up to 5; else the bottom, the middle and the top.
+  const ticks = top <= 5 ? Array.from({ length: top + 1 }, (_, value) => value) : [0, Math.round(top / 2), top];
   const labelled = data.length <= 1 ? [0] : [0, Math.floor((data.length - 1) / 2), data.length - 1];
   const summary = SERIES.map(({ key, label }) => `${label} ${totals[key]}`).join(', ');
 
@@ -63,7 +66,10 @@ export function StatsChart({ series }: { series: CampaignStatsSeries }) {
           </text>
         ))}
         {SERIES.map(({ key, className }) => (
-          <polyline key={key} className={`line ${className}`} points={points(key)} data-series={key} />
+          <g key={key} className={className}>
+            <polyline className="line" points={points(key)} data-series={key} />
+            {data.length <= MARKED ? data.map((bucket, index) => <circle key={bucket.at} className="point" cx={x(index)} cy={y(bucket[key])} r={3.5} />) : null}
+          </g>
         ))}
       </svg>
       <figcaption>

@@ -1,11 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { Campaign, CampaignStats, CampaignStatsSeries, CreateCampaignRequest, Page, Segment, Site } from '@herald/sdk';
-import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { type FormEvent, useState } from 'react';
 
 import { api } from '../api.js';
 import { Link, navigate, useSearchParam } from '../router.js';
 import { useCan } from '../session.js';
-import { ErrorNote, Table, When } from '../ui.js';
+import { DetailHeading, ErrorNote, Table, When } from '../ui.js';
 import { StatsChart } from './campaign-chart.js';
 
 /**
@@ -29,6 +29,18 @@ const MOVES: Record<Campaign['status'], Array<{ move: Move; label: string }>> = 
 };
 
 const campaignPath = (id: string, rest = '') => `/campaigns/${encodeURIComponent(id)}${rest}`;
+
+type Bucket = 'minute' | 'hour' | 'day';
+const BUCKET_MS: Record<Bucket, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000 };
+/** A new campaign's chart still spans this many buckets (the API starts at its creation by default). */
+const AT_LEAST = 30;
+
+/** The series query: from the campaign's creation (the API's default), or the last AT_LEAST buckets when it is younger. */
+function seriesPath(id: string, bucket: Bucket, createdAt: string | undefined): string {
+  const earliest = Date.now() - AT_LEAST * BUCKET_MS[bucket];
+  const young = createdAt === undefined || Date.parse(createdAt) > earliest;
+  return campaignPath(id, `/stats/series?bucket=${bucket}${young ? `&from=${encodeURIComponent(new Date(earliest).toISOString())}` : ''}`);
+}
 
 export function CampaignsPage() {
   const selected = useSearchParam('campaign');
@@ -215,7 +227,10 @@ function Compose() {
 function NotificationPreview({ draft }: { draft: Pick<Draft, 'title' | 'body' | 'iconUrl' | 'imageUrl' | 'actionUrl'> }) {
   const mayReadSite = useCan()('account', 'GET');
   const site = useQuery({ queryKey: ['site'], queryFn: () => api<Site>('GET', '/site'), enabled: mayReadSite });
-  const picture = (url: string) => /^https?:\/\//.test(url.trim());
+  // An address the browser could not load shows as the empty frame (and is named), not a broken image.
+  const [unloadable, setUnloadable] = useState<ReadonlySet<string>>(new Set());
+  const failed = (url: string) => () => setUnloadable((current) => new Set(current).add(url));
+  const picture = (url: string) => /^https?:\/\//.test(url.trim()) && !unloadable.has(url.trim());
   return (
     <section className="preview" aria-labelledby="preview-heading">
       <h2 id="preview-heading">Preview</h2>
@@ -225,13 +240,20 @@ function NotificationPreview({ draft }: { draft: Pick<Draft, 'title' | 'body' | 
           <span aria-hidden="true">now</span>
         </div>
         <div className="notification-main">
-          {picture(draft.iconUrl) ? <img className="notification-icon" src={draft.iconUrl.trim()} alt="" /> : <span className="notification-icon placeholder" aria-hidden="true" />}
+          {picture(draft.iconUrl) ? (
+            <img className="notification-icon" src={draft.iconUrl.trim()} alt="" onError={failed(draft.iconUrl.trim())} />
+          ) : (
+            <span className="notification-icon placeholder" aria-hidden="true" />
+          )}
           <div>
             <p className="notification-title">{draft.title || 'Title'}</p>
             <p className="notification-body">{draft.body || 'The body of the notification.'}</p>
           </div>
         </div>
-        {picture(draft.imageUrl) ? <img className="notification-image" src={draft.imageUrl.trim()} alt="The large image" /> : null}
+        {picture(draft.imageUrl) ? <img className="notification-image" src={draft.imageUrl.trim()} alt="The large image" onError={failed(draft.imageUrl.trim())} /> : null}
+        {unloadable.size > 0 && [draft.iconUrl, draft.imageUrl].some((url) => unloadable.has(url.trim())) ? (
+          <p className="notification-action">The browser could not load {[draft.iconUrl, draft.imageUrl].filter((url) => unloadable.has(url.trim())).join(' or ')}.</p>
+        ) : null}
         <p className="notification-action">{draft.actionUrl.trim() ? `A click opens ${draft.actionUrl.trim()}` : 'A click opens your site'}</p>
       </div>
     </section>
@@ -239,25 +261,20 @@ function NotificationPreview({ draft }: { draft: Pick<Draft, 'title' | 'body' | 
 }
 
 function CampaignDetail({ id }: { id: string }) {
-  const heading = useRef<HTMLHeadingElement>(null);
-  const [bucket, setBucket] = useState<'minute' | 'hour' | 'day'>('minute');
+  const [bucket, setBucket] = useState<Bucket>('minute');
   const campaign = useQuery({ queryKey: [...CAMPAIGNS, id], queryFn: () => api<Campaign>('GET', campaignPath(id)), refetchInterval: LIVE_MS });
   const stats = useQuery({ queryKey: [...CAMPAIGNS, id, 'stats'], queryFn: () => api<CampaignStats>('GET', campaignPath(id, '/stats')), refetchInterval: LIVE_MS });
+  const createdAt = campaign.data?.createdAt;
   const series = useQuery({
     queryKey: [...CAMPAIGNS, id, 'series', bucket],
-    queryFn: () => api<CampaignStatsSeries>('GET', campaignPath(id, `/stats/series?bucket=${bucket}`)),
+    queryFn: () => api<CampaignStatsSeries>('GET', seriesPath(id, bucket, createdAt)),
+    enabled: createdAt !== undefined,
     refetchInterval: LIVE_MS,
   });
-  useEffect(() => heading.current?.focus(), [id]);
   const current = campaign.data;
   return (
     <>
-      <p>
-        <Link to="/campaigns">All campaigns</Link>
-      </p>
-      <h2 ref={heading} tabIndex={-1}>
-        {current?.name ?? 'Campaign'}
-      </h2>
+      <DetailHeading back="/campaigns" backLabel="All campaigns" title={current?.name ?? 'Campaign'} focusKey={id} />
       <ErrorNote error={campaign.error} />
       {current ? (
         <>

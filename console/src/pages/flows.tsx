@@ -1,11 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { CreateFlowRequest, Flow, FlowRun, FlowStep, Page } from '@herald/sdk';
-import { type FormEvent, useEffect, useMemo, useRef, useState } from 'react';
+import { type FormEvent, useMemo, useState } from 'react';
 
 import { api } from '../api.js';
 import { Link, navigate, useSearchParam } from '../router.js';
 import { useCan } from '../session.js';
-import { ErrorNote, Table, When } from '../ui.js';
+import { DetailHeading, ErrorNote, Table, When } from '../ui.js';
 
 /**
  * Flows: the list with activate and pause, a new flow with its steps, and a flow's page
@@ -269,7 +269,6 @@ function StepFields({ step, number, onChange }: { step: StepDraft; number: numbe
 function FlowDetail({ id }: { id: string }) {
   const can = useCan();
   const queryClient = useQueryClient();
-  const heading = useRef<HTMLHeadingElement>(null);
   const flow = useQuery({ queryKey: [...FLOWS, id], queryFn: () => api<Flow>('GET', flowPath(id)), refetchInterval: LIVE_MS });
   const runs = useQuery({ queryKey: [...FLOWS, id, 'runs'], queryFn: () => api<Page<FlowRun>>('GET', flowPath(id, '/runs?limit=50')), refetchInterval: LIVE_MS });
   const [steps, setSteps] = useState<StepDraft[] | undefined>(undefined);
@@ -280,18 +279,12 @@ function FlowDetail({ id }: { id: string }) {
       void queryClient.invalidateQueries({ queryKey: FLOWS });
     },
   });
-  useEffect(() => heading.current?.focus(), [id]);
   const current = flow.data;
   const saved = useMemo(() => current?.steps.map((step) => draftOf(step.stepType, step.config)) ?? [], [current]);
   const editing = steps ?? saved;
   return (
     <>
-      <p>
-        <Link to="/flows">All flows</Link>
-      </p>
-      <h2 ref={heading} tabIndex={-1}>
-        {current?.name ?? 'Flow'}
-      </h2>
+      <DetailHeading back="/flows" backLabel="All flows" title={current?.name ?? 'Flow'} focusKey={id} />
       <ErrorNote error={flow.error} />
       {current ? (
         <>
