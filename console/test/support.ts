@@ -31,7 +31,7 @@ export const SITE_DOMAIN = 'shop.example.test';
 let addressCounter = 0;
 export const newAddress = (who: string): string => `${who}-${process.pid}-${(addressCounter += 1)}@example.test`;
 
-/** `sending`: also the delivery fleet, pushing to a strict push peer, and the flow service (campaigns and flows end to end). */
+/** `sending`: also the delivery fleet, pushing to a strict push peer (campaigns and flows end to end). */
 export async function startConsoleHarness({ sending = false }: { sending?: boolean } = {}): Promise<ConsoleHarness> {
   const mailpit = await startMailpit();
   const port = await freePort();
@@ -43,7 +43,7 @@ export async function startConsoleHarness({ sending = false }: { sending?: boole
       gateways: 0,
       decisions: true,
       env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>' },
-      services: sending ? ['campaign', 'flow'] : ['campaign'],
+      services: ['campaign', 'flow'],
     };
     if (sending) {
       sendingHarness = await startSendingHarness(options);
