@@ -22,8 +22,14 @@ void queryClient.prefetchQuery(meQuery);
 if (window.location.pathname === BASE || window.location.pathname === `${BASE}/`) prefetchOverview(queryClient);
 
 // The installable app: the service worker keeps the shell for offline starts (console/src/sw.ts).
+// Registered once the page has loaded, so its install (which fetches the shell again) does not
+// compete with the first page's own requests.
 if ('serviceWorker' in navigator) {
-  navigator.serviceWorker.register(`${BASE}/sw.js`, { scope: `${BASE}/` }).catch((err: unknown) => console.warn('the console works without its service worker', err));
+  window.addEventListener(
+    'load',
+    () => void navigator.serviceWorker.register(`${BASE}/sw.js`, { scope: `${BASE}/` }).catch((err: unknown) => console.warn('the console works without its service worker', err)),
+    { once: true },
+  );
 }
 
 const root = document.getElementById('root');
