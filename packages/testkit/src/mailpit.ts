@@ -18,6 +18,10 @@ export interface MailpitMessage {
   subject: string;
   text: string;
   html: string;
+  /** The Message-ID header, without its angle brackets. */
+  messageId: string;
+  /** When Mailpit accepted it (its own clock, millisecond precision). */
+  receivedAt: Date;
 }
 
 export interface Mailpit {
@@ -32,10 +36,12 @@ export interface Mailpit {
 
 interface Summary {
   ID: string;
+  Created: string;
   To: { Address: string }[];
 }
 interface Full {
   ID: string;
+  MessageID: string;
   From: { Address: string };
   To: { Address: string }[];
   Subject: string;
@@ -87,10 +93,20 @@ export async function startMailpit(): Promise<Mailpit> {
     const { messages } = await api<{ messages: Summary[] }>(`/messages?limit=1000`);
     // The API lists newest first.
     const mine = messages.filter((m) => m.To.some((to) => to.Address.toLowerCase() === wanted)).reverse();
+    const created = new Map(mine.map((m) => [m.ID, m.Created]));
     return Promise.all(
       mine.map(async ({ ID }) => {
         const full = await api<Full>(`/message/${ID}`);
-        return { id: full.ID, from: full.From.Address, to: full.To.map((to) => to.Address), subject: full.Subject, text: full.Text, html: full.HTML };
+        return {
+          id: full.ID,
+          from: full.From.Address,
+          to: full.To.map((to) => to.Address),
+          subject: full.Subject,
+          text: full.Text,
+          html: full.HTML,
+          messageId: full.MessageID,
+          receivedAt: new Date(created.get(ID) ?? ''),
+        };
       }),
     );
   }
