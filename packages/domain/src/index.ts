@@ -7,4 +7,5 @@ export * from './engagement.js';
 export * from './placeholders.js';
 export * from './questions.js';
 export * from './reachability.js';
+export * from './approvers.js';
 export * from './html.js';
