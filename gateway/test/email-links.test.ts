@@ -3,7 +3,10 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { answerChannel } from '@herald/bus';
-import { call, connectDatabase, createWorkspace, requiredEnv, SERVER_API, startMailpit, startStack, type Mailpit, type MailpitMessage, type Stack } from '@herald/testkit';
+import { HeraldError } from '@herald/errors';
+import { createClient } from '@herald/grpc';
+import { DecisionServiceClient, QuestionKind } from '@herald/proto/herald/decision/v1/decision';
+import { call, connectDatabase, createWorkspace, freePort, requiredEnv, SERVER_API, startMailpit, startStack, type Mailpit, type MailpitMessage, type Stack } from '@herald/testkit';
 import { Redis } from 'ioredis';
 
 // The email channel end to end: a decision (or ask) naming an email approver is mailed to it
@@ -244,7 +247,7 @@ test('a used link is 409; the other link of an answered question is 409 too; not
 
   const reject = await postPage(links.get('Reject') as string);
   assert.equal(reject.status, 409);
-  assert.ok(reject.html.includes('This decision was already answered: Approve.'));
+  assert.ok(reject.html.includes(`This decision was already answered by ${to}: Approve.`));
   const record = (await read(apiKey, decision.decisionId)).body;
   assert.deepEqual([record.status, record.answer], ['answered', 'yes']);
   assert.equal((await eventsOf(decision.decisionId, 'answered')).length, 1);
@@ -263,6 +266,12 @@ test('a forged or altered link is 404, as a page and in the error shape', async 
     `${id}.${'A'.repeat(43)}`,
     'nothing',
   ];
+  // A genuine answer-page link is not an email link: its page is /a/.
+  const answerPage = (await read(apiKey, decision.decisionId)).body as unknown as { decisionPageUrl: string };
+  const pageToken = new URL(answerPage.decisionPageUrl).pathname.slice(3);
+  const wrongPage = await getPage(`${ORIGIN}/e/${pageToken}`);
+  assert.equal(wrongPage.status, 404);
+  assert.ok(wrongPage.html.includes('This link is not valid'));
   for (const token of forgeries) {
     const link = `${ORIGIN}/e/${token}`;
     const page = await getPage(link);
@@ -273,6 +282,8 @@ test('a forged or altered link is 404, as a page and in the error shape', async 
     assert.deepEqual([api.status, api.body.code], [404, 'not_found']);
   }
   assert.equal((await read(apiKey, decision.decisionId)).body.status, 'pending');
+  // Nothing was opened: a forged link records no view.
+  assert.deepEqual(await eventsOf(decision.decisionId, 'viewed'), []);
 });
 
 test('an expired question: the page says so and its POST is 409', async () => {
@@ -344,4 +355,38 @@ test('the answer page records a viewed entry too', async () => {
   assert.equal(response.status, 200);
   const viewed = await eventsOf(decision.decisionId, 'viewed');
   assert.deepEqual(viewed, [{ actor: { kind: 'link', id: '', displayName: 'the holder of the answer link', channel: 'answer_page' }, detail: { surface: 'answer_page' } }]);
+});
+
+test('RecordQuestionView over gRPC: only by a token, only for a known surface; a forged token is not found', async () => {
+  // A replica of the decision service on a known port, for the gRPC side.
+  const port = await freePort();
+  await stack.startService('decision', { GRPC_PORT: String(port) });
+  const decision = createClient(DecisionServiceClient, `127.0.0.1:${port}`);
+  try {
+    const { apiKey, workspaceId } = await createWorkspace();
+    const opened = await open(apiKey, {});
+    const page = (await read(apiKey, opened.decisionId)).body as unknown as { decisionPageUrl: string };
+    const token = new URL(page.decisionPageUrl).pathname.slice(3);
+    const refused = async (request: Parameters<typeof decision.recordQuestionView>[0], code: string, message: string) => {
+      const err = await decision.recordQuestionView(request).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.ok(err instanceof HeraldError, String(err));
+      assert.deepEqual([err.code, err.message], [code, message]);
+    };
+    await refused(
+      { ref: { by: { $case: 'owned', value: { workspaceId, kind: QuestionKind.QUESTION_KIND_DECISION, id: opened.decisionId, externalIdScope: '' } } }, surface: 'answer_page' },
+      'invalid_request',
+      'ref must be a token: a view is of a page opened by its link',
+    );
+    await refused({ ref: { by: { $case: 'token', value: token } }, surface: 'inbox' }, 'invalid_request', 'surface must be one of answer_page, email_link');
+    await refused({ ref: { by: { $case: 'token', value: `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}` } }, surface: 'answer_page' }, 'not_found', 'No such question.');
+    await refused({ ref: { by: { $case: 'token', value: token } }, surface: 'email_link' }, 'not_found', 'No such link.');
+    const viewed = await decision.recordQuestionView({ ref: { by: { $case: 'token', value: token } }, surface: 'answer_page' });
+    assert.deepEqual([viewed.question?.id, viewed.emailLink], [opened.decisionId, undefined]);
+    assert.equal((await eventsOf(opened.decisionId, 'viewed')).length, 1);
+  } finally {
+    decision.close();
+  }
 });

@@ -85,7 +85,10 @@ const noticePage = (heading: string, text: string): string => shell(heading, `<h
 
 function closedText(question: Question): string {
   const noun = question.kind === QuestionKind.QUESTION_KIND_ASK ? 'question' : 'decision';
-  if (question.status === 'answered') return `This ${noun} was already answered: ${labelOf(question, question.answer)}.`;
+  if (question.status === 'answered') {
+    const by = question.answeredBy?.displayName;
+    return `This ${noun} was already answered${by ? ` by ${by}` : ''}: ${labelOf(question, question.answer)}.`;
+  }
   if (question.status === 'cancelled') return `This ${noun} was withdrawn; no answer is needed.`;
   return `This ${noun} expired without an answer; it can no longer be answered.`;
 }
@@ -131,7 +134,7 @@ export const emailLinkRoutes =
       try {
         const { question, emailLink } = await clients.decision.recordQuestionView({ ...byToken(token), surface: 'email_link' });
         const shown = questionOf({ question });
-        if (!emailLink) throw new HeraldError('not_found', 'No such link.', { title: 'Not found' });
+        if (!emailLink) throw new Error('decision service returned no email link');
         if (emailLink.used) throw new HeraldError('conflict', 'This link was already used: each email link answers once.', { title: 'Link already used', extra: { reason: 'link_used' } });
         if (shown.status !== 'pending') return sendFormPage(reply, 200, noticePage('Nothing to answer', closedText(shown)));
         return sendFormPage(reply, 200, confirmPage(shown, emailLink, token), 'same-origin');

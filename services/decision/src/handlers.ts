@@ -376,8 +376,10 @@ export function decisionHandlers(
         if (!VIEW_SURFACES.has(surface)) throw new HeraldError('invalid_request', `surface must be one of ${[...VIEW_SURFACES].join(', ')}`);
         const { row, token } = await resolveRef(ref);
         if (!token) throw new Error('a token reference resolved without its token');
-        await withTransaction(pool, (tx) => store.appendEvent(tx, row.id, 'viewed', { actor: { ...linkAnswerer(token) }, detail: { surface } }));
         const link = emailLinkOf(row, token);
+        // An email link's page opened with any other link: not one of its links.
+        if (surface === 'email_link' && !link) throw new HeraldError('not_found', 'No such link.', { title: 'Not found' });
+        await withTransaction(pool, (tx) => store.appendEvent(tx, row.id, 'viewed', { actor: { ...linkAnswerer(token) }, detail: { surface } }));
         return { question: view(row), emailLink: link && { address: link.address, choice: link.choice, used: await store.emailLinkUsed(pool, link) } };
       },
 
