@@ -20,7 +20,8 @@ let stack: Stack;
 let mailpit: Mailpit;
 let redis: Redis;
 before(async () => {
-  mailpit = await startMailpit();
+  // Addresses at refused.example are refused for good (a 5xx reply), like a mailbox that does not exist.
+  mailpit = await startMailpit({ allowedRecipients: '@example\\.test$' });
   stack = await startStack({ decisions: true, env: { SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>' } });
   redis = new Redis(requiredEnv('REDIS_URL'));
 });
@@ -159,6 +160,28 @@ test('a decision with an email approver is mailed once, with its facts and one l
     (await eventsOf(decision.decisionId, 'delivered')).map((event) => event.detail),
     [{ channel: 'email', target: to, result: 'delivered', reached: 1, ref: message.messageId }],
   );
+});
+
+test('an address the mail server refuses for good: that delivery fails (recorded), the others are made', async () => {
+  const { apiKey } = await createWorkspace();
+  const [refused, accepted] = [`nobody-${process.pid}@refused.example`, address('colleague')];
+  const decision = await open(apiKey, { approvers: [{ kind: 'email', id: refused }, { kind: 'email', id: accepted }] });
+  const message = await mailpit.waitForMessage(accepted);
+  for (;;) {
+    const deliveries = await deliveriesOf(decision.decisionId);
+    if (deliveries.every((delivery) => delivery.state !== 'pending')) {
+      assert.deepEqual(deliveries, [
+        { channel: 'email', target: accepted, state: 'delivered', result: message.messageId },
+        { channel: 'email', target: refused, state: 'failed', result: null },
+      ]);
+      break;
+    }
+    await sleep(20);
+  }
+  assert.deepEqual(await mailpit.messagesTo(refused), []);
+  const failed = (await eventsOf(decision.decisionId, 'delivered')).map((event) => event.detail).find((detail) => detail.target === refused);
+  assert.deepEqual(failed, { channel: 'email', target: refused, result: 'failed', error: 'the mail server refused it: 550' });
+  assert.equal((await read(apiKey, decision.decisionId)).body.status, 'pending');
 });
 
 test('select: one link per option; input: one link to a page with a text field', async () => {

@@ -55,9 +55,16 @@ function mailpitBinary(): string {
   return bin;
 }
 
-export async function startMailpit(): Promise<Mailpit> {
+export interface MailpitOptions {
+  /** A regular expression (Go's syntax) recipients must match; any other is refused for good (a 5xx reply). Default: all accepted. */
+  allowedRecipients?: string;
+}
+
+export async function startMailpit({ allowedRecipients }: MailpitOptions = {}): Promise<Mailpit> {
   const [smtpPort, httpPort] = [await freePort(), await freePort()];
-  const child = spawn(mailpitBinary(), ['--smtp', `127.0.0.1:${smtpPort}`, '--listen', `127.0.0.1:${httpPort}`, '--smtp-auth-accept-any', '--smtp-auth-allow-insecure', '--disable-version-check', '--quiet'], {
+  const args = ['--smtp', `127.0.0.1:${smtpPort}`, '--listen', `127.0.0.1:${httpPort}`, '--smtp-auth-accept-any', '--smtp-auth-allow-insecure', '--disable-version-check', '--quiet'];
+  if (allowedRecipients !== undefined) args.push('--smtp-allowed-recipients', allowedRecipients);
+  const child = spawn(mailpitBinary(), args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
