@@ -198,6 +198,10 @@ test('select: one link per option; input: one link to a page with a text field',
   const page = await getPage(link);
   assert.equal(page.status, 200);
   assert.ok(page.html.includes('<textarea id="answer" name="answer" rows="4" maxlength="2000" required placeholder="A &lt;reason&gt;"></textarea>'));
+  const empty = await postPage(link, {});
+  assert.equal(empty.status, 400);
+  assert.ok(empty.html.includes('Invalid request body: answer must be 1 to 2000 characters.'));
+  assert.equal((await read(apiKey, input.decisionId)).body.status, 'pending');
   const posted = await postPage(link, { answer: 'The <window> is open' });
   assert.equal(posted.status, 200, posted.html);
   assert.ok(posted.html.includes('Your answer was recorded: The &lt;window&gt; is open.'));
@@ -257,6 +261,9 @@ test('a used link is 409; the other link of an answered question is 409 too; not
   const decision = await open(apiKey, { approvers: [{ kind: 'email', id: to }] });
   const links = linksOf(await mailpit.waitForMessage(to));
   const approve = links.get('Approve') as string;
+  // The link gives its own answer: another one in the form is refused.
+  const other = await call<Record<string, unknown>>(stack.gatewayUrl, pathOf(approve), { method: 'POST', rawBody: 'answer=no', headers: { origin: ORIGIN, 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.deepEqual([other.status, other.body.code, other.body.fields], [400, 'invalid_request', [{ field: 'answer', in: 'body', problem: 'must be the answer the link names' }]]);
   assert.equal((await postPage(approve)).status, 200);
 
   const again = await postPage(approve);
