@@ -23,8 +23,11 @@ import type { AnswerTokens } from './tokens.js';
 /** The web push of a question: through the campaign service, to the approver devices it addresses. */
 export const WEB_PUSH: QuestionDelivery = { channel: 'web_push', target: 'approver_devices' };
 
-/** The deliveries a newly opened question gets: web push, unless the workspace answers in the terminal. */
-export const deliveriesOf = (mode: string): QuestionDelivery[] => (mode === 'terminal' ? [] : [WEB_PUSH]);
+/** The deliveries a newly opened question gets: web push, unless the workspace answers in the terminal; and its Slack default channel when Slack is connected. */
+export const deliveriesOf = (mode: string, slackChannel: string | undefined): QuestionDelivery[] => [
+  ...(mode === 'terminal' ? [] : [WEB_PUSH]),
+  ...(slackChannel === undefined ? [] : [{ channel: 'slack', target: `channel:${slackChannel}` }]),
+];
 
 /** Records the deliveries of each QuestionOpened, once per event. */
 export function recordOpenedDeliveries(pool: Pool) {
@@ -47,10 +50,12 @@ export interface DeliveryDeps {
   pollMs: number;
   /** How long a claimed delivery is held: longer than a call with its deadline. */
   leaseMs: number;
+  /** The Slack channel (slack.ts). */
+  slack: { deliver(question: store.QuestionRow, target: string): Promise<store.DeliveryOutcome> };
 }
 
 /** Makes the recorded deliveries, each once; see the module's comment. */
-export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, retry, pollMs, leaseMs }: DeliveryDeps): WorkLoop {
+export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, retry, pollMs, leaseMs, slack }: DeliveryDeps): WorkLoop {
   /** The push of a question: the answer page as its URL, Yes/No buttons for a confirm question (the service worker posts the action to answerUrl). */
   async function webPush(question: store.QuestionRow, key: string): Promise<store.DeliveryOutcome> {
     const token = tokens.sign(question.id);
@@ -78,8 +83,9 @@ export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, 
     const question = await store.findQuestion(pool, row.question_id, {});
     if (!question || question.status !== 'pending' || question.expired) return { state: 'skipped', error: `the question is ${question?.expired ? 'expired' : (question?.status ?? 'gone')}` };
     // A channel of a newer version (during a rolling deploy): left to a replica that knows it.
-    if (row.channel !== WEB_PUSH.channel) return { state: 'pending', error: `this replica does not know the channel ${row.channel}`, retryAt: new Date(Date.now() + retry.capMs) };
+    if (row.channel !== WEB_PUSH.channel && row.channel !== 'slack') return { state: 'pending', error: `this replica does not know the channel ${row.channel}`, retryAt: new Date(Date.now() + retry.capMs) };
     try {
+      if (row.channel === 'slack') return await slack.deliver(question, row.target);
       return await webPush(question, `question:${row.question_id}:${row.channel}:${row.target}`);
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);

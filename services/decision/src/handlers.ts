@@ -8,7 +8,7 @@ import { implementService, type PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import type { AccountServiceClient, Principal } from '@herald/proto/herald/account/v1/account';
 import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
-import { DecisionServiceService, QuestionKind, type CreateQuestionRequest, type Question, type QuestionRef, type Reachability } from '@herald/proto/herald/decision/v1/decision';
+import { DecisionServiceService, QuestionKind, type AnswerQuestionRequest, type CreateQuestionRequest, type Question, type QuestionRef, type Reachability } from '@herald/proto/herald/decision/v1/decision';
 import { DecisionEvent } from '@herald/proto/herald/decision/v1/events';
 import { assertWebhookUrl } from '@herald/webhooks';
 
@@ -201,7 +201,7 @@ export function decisionHandlers(
       eventId,
       occurredAt: row.created_at.toISOString(),
       workspaceId: row.workspace_id,
-      kind: { $case: 'questionOpened', value: { questionId: row.id, kind: view(row).kind, deliveries: deliveriesOf(row.mode) } },
+      kind: { $case: 'questionOpened', value: { questionId: row.id, kind: view(row).kind, deliveries: deliveriesOf(row.mode, (await store.findSlackConnection(tx, row.workspace_id))?.default_channel) } },
     }).finish();
     await enqueue(tx, store.SCHEMA, [{ topic: topics.decisionEvents.name, key: row.id, payload: event, eventId }]);
   }
@@ -294,7 +294,15 @@ export function decisionHandlers(
     return { question: view(first), duplicate: true };
   }
 
-  return implementService(
+  /** Records an answer to an open question (AnswerQuestion; Slack's clicks answer through it too). */
+  async function answer(request: AnswerQuestionRequest): Promise<Question> {
+    const row = await resolve(request.ref);
+    if (row.status !== 'pending' || row.expired) throw notOpen(row);
+    const value = checkAnswer(row, request.answer);
+    return view(await resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value)));
+  }
+
+  const service = implementService(
     DecisionServiceService,
     {
       async openQuestion(request) {
@@ -332,10 +340,7 @@ export function decisionHandlers(
       },
 
       async answerQuestion(request) {
-        const row = await resolve(request.ref);
-        if (row.status !== 'pending' || row.expired) throw notOpen(row);
-        const answer = checkAnswer(row, request.answer);
-        return { question: view(await resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, answer))) };
+        return { question: await answer(request) };
       },
 
       async cancelQuestion(request) {
@@ -346,4 +351,5 @@ export function decisionHandlers(
     },
     logger,
   );
+  return { service, answer };
 }

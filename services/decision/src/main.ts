@@ -7,13 +7,16 @@ import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { DecisionServiceService } from '@herald/proto/herald/decision/v1/decision';
+import { SlackServiceService } from '@herald/proto/herald/decision/v1/slack';
 import { dispatcherSettings, startWebhookDispatcher, webhookMigrations } from '@herald/webhooks';
 import { Redis } from 'ioredis';
 
 import { readConfig } from './config.js';
 import { recordOpenedDeliveries, startDeliveries } from './deliveries.js';
 import { decisionHandlers, type WakeWaiters } from './handlers.js';
-import { migrationsDir, SCHEMA } from './store.js';
+import { SecretBox } from './sealed-secrets.js';
+import { slackChannel, slackHandlers, startSlackUpdates } from './slack.js';
+import { migrationsDir, SCHEMA, slackMessagesDue } from './store.js';
 import { AnswerTokens } from './tokens.js';
 import { startExpiryReports } from './webhooks.js';
 
@@ -27,12 +30,20 @@ const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);
 const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-decision`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
+const slack = { pool, logger, secrets: new SecretBox(config.channelSecretKeys), apiUrl: config.slackApiUrl, answeredBy: () => undefined };
 const deliveries = startDeliveries({
   pool,
   logger,
   campaign,
   tokens,
   publicOrigin: config.publicOrigin,
+  retry: { baseMs: config.deliveryRetryBaseMs, capMs: config.deliveryRetryCapMs },
+  pollMs: config.deliveryPollMs,
+  leaseMs: config.deliveryLeaseMs,
+  slack: slackChannel(slack),
+});
+const slackUpdates = startSlackUpdates({
+  ...slack,
   retry: { baseMs: config.deliveryRetryBaseMs, capMs: config.deliveryRetryCapMs },
   pollMs: config.deliveryPollMs,
   leaseMs: config.deliveryLeaseMs,
@@ -52,8 +63,14 @@ redis.on('error', () => undefined);
 const wakeWaiters: WakeWaiters = async (questionId) => {
   // The message is when it was sent: the gateways measure the wake-up's latency from it.
   await redis.publish(answerChannel(config.namespace, questionId), String(Date.now())).catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'));
+  // Its Slack messages show the outcome now rather than at its expiry (however it was answered).
+  await slackMessagesDue(pool, questionId, 0).catch((err: unknown) => logger.warn({ err, questionId }, 'could not mark slack messages for update'));
 };
-const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience })]]);
+const decision = decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience });
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
+  [DecisionServiceService, decision.service],
+  [SlackServiceService, slackHandlers({ ...slack, answer: decision.answer })],
+]);
 logger.info({ port: server.port }, 'decision service serving');
 // Joining the consumer group can wait for a rebalance; serving does not wait for it (events stay in Kafka meanwhile).
 const opened = bus.subscribe({ consumer: consumers.questionDeliveries, concurrency: 4, handle: recordOpenedDeliveries(pool) }).catch((err: unknown) => {
@@ -64,7 +81,7 @@ const opened = bus.subscribe({ consumer: consumers.questionDeliveries, concurren
 drainOnSignal(
   async () => {
     await Promise.all([server.drain(config.shutdownGraceMs), opened.then((subscription) => subscription.stop())]);
-    await Promise.all([dispatcher.stop(), expiryReports.stop(), deliveries.stop(), relay.stop()]);
+    await Promise.all([dispatcher.stop(), expiryReports.stop(), deliveries.stop(), slackUpdates.stop(), relay.stop()]);
     await bus.close();
     account.close();
     audience.close();
