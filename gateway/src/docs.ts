@@ -40,6 +40,7 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'ask',
       'decisions',
       'webhooks',
+      'slack',
     ],
   },
   {
