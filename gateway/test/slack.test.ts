@@ -52,6 +52,14 @@ interface Connection {
   connectedAt: string;
 }
 
+interface AnsweredBy {
+  kind: string;
+  id: string;
+  displayName: string;
+  channel: string;
+  at: string;
+}
+
 interface Decision {
   decisionId: string;
   status: string;
@@ -59,6 +67,7 @@ interface Decision {
   approved: boolean;
   expiresAt: string;
   answeredAt: string | null;
+  answeredBy: AnsweredBy | null;
 }
 
 const connect = (key: string, body: unknown) => call<Connection & { code?: string }>(stack.gatewayUrl, `${SERVER_API}/channels/slack`, { method: 'PUT', key, body });
@@ -270,10 +279,11 @@ test('Approve answers the decision and wakes the waiting caller; the message is 
   assert.equal(answered.body.status, 'answered');
   assert.equal(answered.body.answer, 'yes');
   assert.equal(answered.body.approved, true);
+  assert.deepEqual(answered.body.answeredBy, { kind: 'slack', id: 'U0ALICE', displayName: 'alice', channel: 'slack', at: answered.body.answeredAt });
 
   const [update] = await peer.waitForCalls('chat.update', 1, (c) => c.args.ts === posted.response.ts);
   assert.ok(update);
-  const line = `:white_check_mark: Approved · ${slackTime(answered.body.answeredAt ?? '')}`;
+  const line = `:white_check_mark: Approved by <@U0ALICE> · ${slackTime(answered.body.answeredAt ?? '')}`;
   assert.deepEqual(update.args, {
     channel: CHANNEL,
     ts: posted.response.ts,
@@ -287,7 +297,7 @@ test('Approve answers the decision and wakes the waiting caller; the message is 
   const again = await click(team, decision.decisionId, { action_id: 'herald_no', value: 'no', text: plain('Reject') }, { id: 'U0BOB', name: 'bob' });
   assert.equal(again.status, 200);
   const [note] = await peer.waitForCalls('chat.postEphemeral', 1, (c) => c.args.user === 'U0BOB' && c.teamId === team.teamId);
-  assert.deepEqual(note?.args, { channel: CHANNEL, user: 'U0BOB', text: 'This question was already answered: :white_check_mark: Approved.' });
+  assert.deepEqual(note?.args, { channel: CHANNEL, user: 'U0BOB', text: 'This question was already answered by <@U0ALICE>: :white_check_mark: Approved.' });
   assert.equal((await readDecision(workspace.apiKey, decision.decisionId)).body.answer, 'yes');
 });
 
@@ -340,11 +350,12 @@ test('an input question is answered through the modal: views.open with the trigg
   const read = await readDecision(workspace.apiKey, decision.decisionId);
   assert.equal(read.body.status, 'answered');
   assert.equal(read.body.answer, 'Fixes the login loop.');
+  assert.deepEqual(read.body.answeredBy, { kind: 'slack', id: 'U0ALICE', displayName: 'alice', channel: 'slack', at: read.body.answeredAt });
 
   // A second submission keeps the modal open with Slack's error form.
   const late = await send(slackInteractionRequest(team.signingSecret, submission('Another answer')));
   assert.equal(late.status, 200);
-  assert.deepEqual(late.body, { response_action: 'errors', errors: { answer: 'This question was already answered: :speech_balloon: Answered “Fixes the login loop.”.' } });
+  assert.deepEqual(late.body, { response_action: 'errors', errors: { answer: 'This question was already answered by <@U0ALICE>: :speech_balloon: Answered “Fixes the login loop.”.' } });
 });
 
 test('a 429 from Slack is retried after its Retry-After, then posted once', async () => {
@@ -422,4 +433,52 @@ test('forged, replayed, stale and foreign interactions, and unknown actions, are
   assert.equal(read.body.status, 'pending');
   assert.equal(peer.calls('chat.update').filter((c) => c.teamId === team.teamId).length, 0);
   assert.equal(peer.calls('chat.postEphemeral').filter((c) => c.teamId === team.teamId).length, 0);
+});
+
+/** The kinds and actors of a question's record, in order. */
+async function recordOf(questionId: string): Promise<Array<{ kind: string; actor: Record<string, unknown> | null }>> {
+  const db = await connectDatabase();
+  try {
+    const { rows } = await db.query<{ kind: string; actor: Record<string, unknown> | null }>('SELECT kind, actor FROM decision.question_events WHERE question_id = $1 ORDER BY seq', [questionId]);
+    return rows;
+  } finally {
+    await db.end();
+  }
+}
+
+test('a named Slack approver gets a direct message; a click by anyone else is refused (403), noted to them, recorded as refused, and changes nothing', async () => {
+  const { workspace, team } = await connected();
+  const decision = await openDecision(workspace.apiKey, { question: 'Wire 12,000 EUR to ACME?', approvers: [{ kind: 'slack', id: 'U0CFO' }] });
+  const [dm] = await peer.waitForCalls('chat.postMessage', 1, (c) => JSON.stringify(c.args.blocks).includes(`herald:${decision.decisionId}`));
+  assert.equal(dm?.args.channel, 'D0CFO');
+  assert.deepEqual(
+    peer.calls('conversations.open').filter((c) => c.teamId === team.teamId).map((c) => c.args),
+    [{ users: 'U0CFO' }],
+  );
+  // Named approvers replace the default channel: nothing is posted there.
+  assert.equal(peer.calls('chat.postMessage').filter((c) => c.teamId === team.teamId && c.args.channel === CHANNEL).length, 0);
+
+  const refused = await click(team, decision.decisionId, APPROVE, { id: 'U0INTERN', name: 'intern' });
+  assert.equal(refused.status, 403);
+  assert.deepEqual(
+    refused.body,
+    errorBody('forbidden', 403, 'Not an approver', 'Only the approvers this decision names may answer it.', 'Answer through a link or message sent to one of its approvers, or with a key it names.'),
+  );
+  const [note] = await peer.waitForCalls('chat.postEphemeral', 1, (c) => c.teamId === team.teamId);
+  assert.deepEqual(note?.args, { channel: CHANNEL, user: 'U0INTERN', text: 'You are not among the approvers of this question; your answer was not taken.' });
+  assert.equal((await readDecision(workspace.apiKey, decision.decisionId)).body.status, 'pending');
+  // The refused attempt is the record's only change (its delivery's entry may land before or after it).
+  const entries = await recordOf(decision.decisionId);
+  assert.deepEqual(
+    entries.filter((entry) => entry.kind !== 'delivered').map((entry) => [entry.kind, entry.kind === 'refused' ? entry.actor : null]),
+    [
+      ['opened', null],
+      ['refused', { kind: 'slack', id: 'U0INTERN', displayName: 'intern', channel: 'slack' }],
+    ],
+  );
+
+  const approved = await click(team, decision.decisionId, APPROVE, { id: 'U0CFO', name: 'cfo' });
+  assert.equal(approved.status, 200);
+  const read = await readDecision(workspace.apiKey, decision.decisionId);
+  assert.deepEqual([read.body.status, read.body.answer, read.body.answeredBy?.id], ['answered', 'yes', 'U0CFO']);
 });

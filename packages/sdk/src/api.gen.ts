@@ -1403,7 +1403,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1423,8 +1447,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -1434,6 +1474,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -1635,7 +1683,31 @@ export interface operations {
                     "application/json": {
                         data: {
                             answered: boolean;
+                            answeredBy: {
+                                /** @description When (ISO 8601) */
+                                at: string;
+                                /** @description slack | email | web_push | answer_page | api | console */
+                                channel: string;
+                                displayName: string;
+                                /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                                id: string;
+                                /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                                kind: string;
+                            } | null;
+                            /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
                             correlationId: string;
+                            escalation: {
+                                afterSeconds: number;
+                                approvers: {
+                                    id: string;
+                                    kind: string;
+                                }[];
+                                channels: string[];
+                            }[];
                             /** @description Seconds the question stays open (600 when asked) */
                             expiresInSeconds: number;
                             /** @description Present on timeout */
@@ -1678,10 +1750,28 @@ export interface operations {
                 "application/json": {
                     /** @description Who is asking, shown to the person */
                     agentName?: string;
+                    /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                    approvers?: {
+                        id: string;
+                        /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                        kind: "slack" | "email" | "subscriber" | "key" | "member";
+                    }[];
                     /** @description HTTPS URL that receives the answer (a public address) */
                     callbackUrl?: string;
                     /** @description Background shown with the question */
                     context?: string;
+                    /** @description While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime) */
+                    escalation?: {
+                        /** @description Seconds after the question opened */
+                        afterSeconds: number;
+                        /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                        approvers?: {
+                            id: string;
+                            /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                            kind: "slack" | "email" | "subscriber" | "key" | "member";
+                        }[];
+                        channels?: ("web_push" | "slack" | "email")[];
+                    }[];
                     /** @description Only the subscribers with these external ids */
                     externalIds?: string[];
                     /** @description The choices (select only) */
@@ -1717,7 +1807,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1779,7 +1893,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1826,7 +1964,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -2608,8 +2770,24 @@ export interface operations {
                             agentName: string | null;
                             answer: string | null;
                             answeredAt: string | null;
+                            answeredBy: {
+                                /** @description When (ISO 8601) */
+                                at: string;
+                                /** @description slack | email | web_push | answer_page | api | console */
+                                channel: string;
+                                displayName: string;
+                                /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                                id: string;
+                                /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                                kind: string;
+                            } | null;
                             /** @description True only for a yes to a confirm decision */
                             approved: boolean;
+                            /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
                             /** @description user | owner | team */
                             audience: string;
                             cancelledAt: string | null;
@@ -2619,6 +2797,14 @@ export interface operations {
                             decisionPageUrl: string;
                             /** @description True when an idempotent replay returned the first decision */
                             duplicate: boolean;
+                            escalation: {
+                                afterSeconds: number;
+                                approvers: {
+                                    id: string;
+                                    kind: string;
+                                }[];
+                                channels: string[];
+                            }[];
                             expiresAt: string;
                             expiresInSeconds: number;
                             externalId: string | null;
@@ -2669,11 +2855,29 @@ export interface operations {
                 "application/json": {
                     /** @description Who is asking, shown to the person */
                     agentName?: string;
+                    /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                    approvers?: {
+                        id: string;
+                        /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                        kind: "slack" | "email" | "subscriber" | "key" | "member";
+                    }[];
                     audience?: "user" | "owner" | "team";
                     /** @description HTTPS URL that receives the answer (a public address) */
                     callbackUrl?: string;
                     /** @description Background shown with the question */
                     context?: string;
+                    /** @description While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime) */
+                    escalation?: {
+                        /** @description Seconds after the question opened */
+                        afterSeconds: number;
+                        /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                        approvers?: {
+                            id: string;
+                            /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                            kind: "slack" | "email" | "subscriber" | "key" | "member";
+                        }[];
+                        channels?: ("web_push" | "slack" | "email")[];
+                    }[];
                     /**
                      * @description How long it stays answerable
                      * @default 3600
@@ -2722,8 +2926,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2733,6 +2953,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2791,8 +3019,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2802,6 +3046,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2863,8 +3115,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2874,6 +3142,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2929,8 +3205,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2940,6 +3232,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;

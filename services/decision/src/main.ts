@@ -12,8 +12,9 @@ import { dispatcherSettings, startWebhookDispatcher, webhookMigrations } from '@
 import { Redis } from 'ioredis';
 
 import { readConfig } from './config.js';
-import { recordOpenedDeliveries, startDeliveries } from './deliveries.js';
-import { decisionHandlers, type WakeWaiters } from './handlers.js';
+import { recordOpenedDeliveries, startDeliveries, webPushChannel } from './deliveries.js';
+import { createAnswering, type WakeWaiters } from './answering.js';
+import { decisionHandlers } from './handlers.js';
 import { SecretBox } from './sealed-secrets.js';
 import { slackChannel, slackHandlers, startSlackUpdates } from './slack.js';
 import { migrationsDir, SCHEMA, slackMessagesDue } from './store.js';
@@ -30,17 +31,14 @@ const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);
 const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-decision`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
-const slack = { pool, logger, secrets: new SecretBox(config.channelSecretKeys), apiUrl: config.slackApiUrl, answeredBy: () => undefined };
+const slack = { pool, logger, secrets: new SecretBox(config.channelSecretKeys), apiUrl: config.slackApiUrl };
 const deliveries = startDeliveries({
   pool,
   logger,
-  campaign,
-  tokens,
-  publicOrigin: config.publicOrigin,
+  channels: { web_push: webPushChannel(campaign, tokens, config.publicOrigin), slack: slackChannel(slack) },
   retry: { baseMs: config.deliveryRetryBaseMs, capMs: config.deliveryRetryCapMs },
   pollMs: config.deliveryPollMs,
   leaseMs: config.deliveryLeaseMs,
-  slack: slackChannel(slack),
 });
 const slackUpdates = startSlackUpdates({
   ...slack,
@@ -66,10 +64,9 @@ const wakeWaiters: WakeWaiters = async (questionId) => {
   // Its Slack messages show the outcome now rather than at its expiry (however it was answered).
   await slackMessagesDue(pool, questionId, 0).catch((err: unknown) => logger.warn({ err, questionId }, 'could not mark slack messages for update'));
 };
-const decision = decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience });
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
-  [DecisionServiceService, decision.service],
-  [SlackServiceService, slackHandlers({ ...slack, answer: decision.answer })],
+  [DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience })],
+  [SlackServiceService, slackHandlers({ ...slack, answering: createAnswering(pool, wakeWaiters, logger) })],
 ]);
 logger.info({ port: server.port }, 'decision service serving');
 // Joining the consumer group can wait for a rebalance; serving does not wait for it (events stay in Kafka meanwhile).

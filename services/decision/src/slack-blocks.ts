@@ -1,6 +1,6 @@
 import type { ActionsBlock, KnownBlock, ModalView } from '@slack/web-api';
 
-import type { QuestionRow } from './store.js';
+import type { AnsweredByJson, QuestionRow } from './store.js';
 
 /**
  * The Block Kit of a question's Slack message: the question, its context, the tool call it is
@@ -27,13 +27,6 @@ export const INPUT_MODAL = { callbackId: 'herald_input', blockId: 'answer', acti
 
 export const BLOCK_PREFIX = 'herald:';
 const MAX_BUTTONS = 5;
-
-/** Who answered, as the message shows it. */
-export interface Answerer {
-  id: string;
-  kind: string;
-  displayName: string;
-}
 
 const cut = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 /** Text for mrkdwn: Slack's three control characters escaped. */
@@ -109,10 +102,11 @@ function outcome(question: QuestionRow): string {
 }
 
 /** Who answered, as Slack shows a person: a mention for a Slack user, else the recorded name. */
-const answererText = (by: Answerer): string => (by.kind === 'slack' ? `<@${by.id}>` : escape(by.displayName || by.id));
+const answererText = (by: AnsweredByJson): string => (by.kind === 'slack' ? `<@${by.id}>` : escape(by.displayName || by.id));
 
 /** The message of a question no longer open: the description, then how it ended, by whom and when. */
-export function endedMessage(question: QuestionRow, by: Answerer | undefined): { text: string; blocks: KnownBlock[] } {
+export function endedMessage(question: QuestionRow): { text: string; blocks: KnownBlock[] } {
+  const by = question.answered_by;
   const when = question.answered_at ?? question.cancelled_at ?? question.expires_at;
   const line = `${outcome(question)}${by ? ` by ${answererText(by)}` : ''} · ${slackTime(when)}`;
   return { text: cut(`${question.question}: ${line}`, 3_000), blocks: [...describe(question), { type: 'context', elements: [{ type: 'mrkdwn', text: line }] }] };
@@ -146,7 +140,8 @@ export function inputModal(question: QuestionRow): ModalView {
 }
 
 /** The "already answered" note a second click gets. */
-export function alreadyEnded(question: QuestionRow, by: Answerer | undefined): string {
+export function alreadyEnded(question: QuestionRow): string {
+  const by = question.answered_by;
   if (question.status === 'answered') return `This question was already answered${by ? ` by ${answererText(by)}` : ''}: ${outcome(question)}.`;
   return `This question is no longer open: ${outcome(question)}.`;
 }

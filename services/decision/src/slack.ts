@@ -5,13 +5,14 @@ import type { Pool } from '@herald/db';
 import { HeraldError } from '@herald/errors';
 import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
-import { QuestionKind, type AnswerQuestionRequest, type Question } from '@herald/proto/herald/decision/v1/decision';
 import { SlackServiceService, type HandleSlackInteractionRequest, type HandleSlackInteractionResponse, type SlackConnection } from '@herald/proto/herald/decision/v1/slack';
 import { WebAPIPlatformError, WebAPIRateLimitedError, WebClient } from '@slack/web-api';
 import { retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
 
+import type { Answering } from './answering.js';
+import type { Channel } from './deliveries.js';
 import type { SecretBox } from './sealed-secrets.js';
-import { ACTIONS, alreadyEnded, BLOCK_PREFIX, endedMessage, INPUT_MODAL, inputModal, openMessage, type Answerer } from './slack-blocks.js';
+import { ACTIONS, alreadyEnded, BLOCK_PREFIX, endedMessage, INPUT_MODAL, inputModal, openMessage } from './slack-blocks.js';
 import * as store from './store.js';
 
 /**
@@ -102,7 +103,7 @@ function slackFailure(err: unknown): store.DeliveryOutcome {
 }
 
 /** The Slack channel of question deliveries: posts the question to `channel:<id>` or, as a direct message, to `user:<id>`. */
-export function slackChannel(deps: SlackDeps) {
+export function slackChannel(deps: SlackDeps): Channel {
   return {
     async deliver(question: store.QuestionRow, target: string): Promise<store.DeliveryOutcome> {
       const connection = await store.findSlackConnection(deps.pool, question.workspace_id);
@@ -122,22 +123,19 @@ export function slackChannel(deps: SlackDeps) {
   };
 }
 
-/** Who answered a question, as its record names them (the spine's answeredBy). */
-type AnsweredOf = (question: store.QuestionRow) => Answerer | undefined;
-
 /**
  * Updates each posted message once its question ended (answered, cancelled, expired), on the shared
  * work loop: a message is due at its question's expiry, sooner once it is answered. A message whose
  * question is still open is looked at again at its expiry.
  */
-export function startSlackUpdates(deps: SlackDeps & { answeredBy: AnsweredOf; retry: { baseMs: number; capMs: number }; pollMs: number; leaseMs: number }): WorkLoop {
+export function startSlackUpdates(deps: SlackDeps & { retry: { baseMs: number; capMs: number }; pollMs: number; leaseMs: number }): WorkLoop {
   async function update(row: store.ClaimedSlackMessage): Promise<{ state: 'updated' } | { state: 'pending'; dueAt: Date }> {
     const question = await store.findQuestion(deps.pool, row.question_id, {});
     if (question && question.status === 'pending' && !question.expired) return { state: 'pending', dueAt: question.expires_at };
     const connection = await store.findSlackConnection(deps.pool, row.workspace_id);
     if (!question || !connection) return { state: 'updated' };
     try {
-      await webClient(deps, deps.secrets.open(connection.bot_token)).chat.update({ channel: row.channel_id, ts: row.ts, ...endedMessage(question, deps.answeredBy(question)) });
+      await webClient(deps, deps.secrets.open(connection.bot_token)).chat.update({ channel: row.channel_id, ts: row.ts, ...endedMessage(question) });
       return { state: 'updated' };
     } catch (err) {
       if (err instanceof WebAPIRateLimitedError) return { state: 'pending', dueAt: new Date(Date.now() + err.retryAfter * 1_000) };
@@ -228,8 +226,7 @@ function clickedAnswer(question: store.QuestionRow, action: NonNullable<Interact
 
 export interface InteractionDeps extends SlackDeps {
   /** The decision service's answering (approvers checked, refused attempts recorded, waiters woken). */
-  answer: (request: AnswerQuestionRequest) => Promise<Question>;
-  answeredBy: AnsweredOf;
+  answering: Answering;
 }
 
 /** Slack's interactivity requests: a click on a question's buttons or select, and the input modal's submission. */
@@ -245,19 +242,12 @@ export function slackInteractions(deps: InteractionDeps) {
   }
 
   /** Answers as the Slack user; HeraldErrors (not open, not an approver) are the caller's to turn into Slack's replies. */
-  async function answerAs(connection: store.SlackConnectionRow, payload: InteractionPayload, question: store.QuestionRow, answer: string): Promise<void> {
+  async function answerAs(payload: InteractionPayload, question: store.QuestionRow, answer: string): Promise<void> {
+    const id = payload.user?.id;
+    if (!id) throw badRequest('The payload names no Slack user.');
     await store.slackMessagesDue(pool, question.id, CLICK_UPDATE_MARGIN_MS);
-    const user = payload.user ?? {};
-    await deps.answer({
-      ref: {
-        by: {
-          $case: 'owned',
-          value: { workspaceId: connection.workspace_id, id: question.id, kind: question.kind === 'ask' ? QuestionKind.QUESTION_KIND_ASK : QuestionKind.QUESTION_KIND_DECISION, externalIdScope: '' },
-        },
-      },
-      answer,
-    });
-    logger.info({ workspaceId: connection.workspace_id, questionId: question.id, slackUser: user.id }, 'question answered in slack');
+    await deps.answering.answer(question, answer, { kind: 'slack', id, displayName: payload.user?.name || payload.user?.username || id, channel: 'slack' });
+    logger.info({ workspaceId: question.workspace_id, questionId: question.id, slackUser: id }, 'question answered in slack');
   }
 
   /** The question of the connection's workspace an interaction names; another workspace's is unknown alike. */
@@ -273,7 +263,7 @@ export function slackInteractions(deps: InteractionDeps) {
     const question = await questionOf(connection, action.block_id.slice(BLOCK_PREFIX.length));
     const answer = clickedAnswer(question, action);
     if (question.status !== 'pending' || question.expired) {
-      await ephemeral(client, payload, alreadyEnded(question, deps.answeredBy(question)));
+      await ephemeral(client, payload, alreadyEnded(question));
       return { bodyJson: '' };
     }
     if (answer === undefined) {
@@ -281,13 +271,13 @@ export function slackInteractions(deps: InteractionDeps) {
       return { bodyJson: '' };
     }
     try {
-      await answerAs(connection, payload, question, answer);
+      await answerAs(payload, question, answer);
     } catch (err) {
       if (!(err instanceof HeraldError)) throw err;
       if (err.code === 'conflict') {
         // Answered meanwhile (another click, another channel): the first answer stands.
         const ended = await store.findQuestion(pool, question.id, {});
-        await ephemeral(client, payload, alreadyEnded(ended ?? question, ended ? deps.answeredBy(ended) : undefined));
+        await ephemeral(client, payload, alreadyEnded(ended ?? question));
         return { bodyJson: '' };
       }
       if (err.code === 'forbidden') await ephemeral(client, payload, 'You are not among the approvers of this question; your answer was not taken.');
@@ -303,14 +293,14 @@ export function slackInteractions(deps: InteractionDeps) {
     const answer = view.state?.values?.[INPUT_MODAL.blockId]?.[INPUT_MODAL.actionId]?.value ?? '';
     const refuse = (text: string): HandleSlackInteractionResponse => ({ bodyJson: JSON.stringify({ response_action: 'errors', errors: { [INPUT_MODAL.blockId]: text } }) });
     if (question.type !== 'input') throw badRequest('This question does not take a typed answer.');
-    if (question.status !== 'pending' || question.expired) return refuse(alreadyEnded(question, deps.answeredBy(question)));
+    if (question.status !== 'pending' || question.expired) return refuse(alreadyEnded(question));
     try {
-      await answerAs(connection, payload, question, answer);
+      await answerAs(payload, question, answer);
     } catch (err) {
       if (!(err instanceof HeraldError)) throw err;
       if (err.code === 'conflict') {
         const ended = await store.findQuestion(pool, question.id, {});
-        return refuse(alreadyEnded(ended ?? question, ended ? deps.answeredBy(ended) : undefined));
+        return refuse(alreadyEnded(ended ?? question));
       }
       if (err.code === 'forbidden') return refuse('You are not among the approvers of this question.');
       if (err.code === 'invalid_request') return refuse(err.message);
