@@ -8,6 +8,7 @@ import {
   createKey,
   createWorkspace,
   errorBody,
+  eventually,
   SERVER_API,
   slackInteractionRequest,
   startSlackPeer,
@@ -367,7 +368,9 @@ test('a 429 from Slack is retried after its Retry-After, then posted once', asyn
   assert.ok(posted.at - startedAt >= 1_000, `posted ${posted.at - startedAt} ms after the open, before the Retry-After`);
   const db = await connectDatabase();
   try {
-    const { rows } = await db.query(`SELECT state, attempts, result FROM decision.question_deliveries WHERE question_id = $1 AND channel = 'slack'`, [decision.decisionId]);
+    // Recorded once the decision service has Slack's answer (just after the peer gave it).
+    const delivery = async () => (await db.query(`SELECT state, attempts, result FROM decision.question_deliveries WHERE question_id = $1 AND channel = 'slack'`, [decision.decisionId])).rows;
+    const rows = await eventually('the slack delivery recorded', delivery, (found) => found[0]?.state !== 'pending');
     assert.deepEqual(rows, [{ state: 'delivered', attempts: 2, result: `${CHANNEL}:${String(posted.response.ts)}` }]);
   } finally {
     await db.end();
