@@ -250,6 +250,9 @@ export function slackInteractions(deps: InteractionDeps) {
     logger.info({ workspaceId: question.workspace_id, questionId: question.id, slackUser: id }, 'question answered in slack');
   }
 
+  /** How a question that stopped being open while it was being answered ended (another click, another channel: the first answer stands). */
+  const endedMeanwhile = async (question: store.QuestionRow): Promise<string> => alreadyEnded((await store.findQuestion(pool, question.id, {})) ?? question);
+
   /** The question of the connection's workspace an interaction names; another workspace's is unknown alike. */
   async function questionOf(connection: store.SlackConnectionRow, id: string): Promise<store.QuestionRow> {
     const question = await store.findQuestion(pool, id, { workspaceId: connection.workspace_id });
@@ -275,9 +278,7 @@ export function slackInteractions(deps: InteractionDeps) {
     } catch (err) {
       if (!(err instanceof HeraldError)) throw err;
       if (err.code === 'conflict') {
-        // Answered meanwhile (another click, another channel): the first answer stands.
-        const ended = await store.findQuestion(pool, question.id, {});
-        await ephemeral(client, payload, alreadyEnded(ended ?? question));
+        await ephemeral(client, payload, await endedMeanwhile(question));
         return { bodyJson: '' };
       }
       if (err.code === 'forbidden') await ephemeral(client, payload, 'You are not among the approvers of this question; your answer was not taken.');
@@ -298,10 +299,7 @@ export function slackInteractions(deps: InteractionDeps) {
       await answerAs(payload, question, answer);
     } catch (err) {
       if (!(err instanceof HeraldError)) throw err;
-      if (err.code === 'conflict') {
-        const ended = await store.findQuestion(pool, question.id, {});
-        return refuse(alreadyEnded(ended ?? question));
-      }
+      if (err.code === 'conflict') return refuse(await endedMeanwhile(question));
       if (err.code === 'forbidden') return refuse('You are not among the approvers of this question.');
       if (err.code === 'invalid_request') return refuse(err.message);
       throw err;
