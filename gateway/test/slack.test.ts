@@ -485,3 +485,28 @@ test('a named Slack approver gets a direct message; a click by anyone else is re
   const read = await readDecision(workspace.apiKey, decision.decisionId);
   assert.deepEqual([read.body.status, read.body.answer, read.body.answeredBy?.id], ['answered', 'yes', 'U0CFO']);
 });
+
+test('an answer given elsewhere (the API) and a cancellation update the Slack message too', async () => {
+  const { workspace } = await connected();
+  const byKey = await openDecision(workspace.apiKey, { question: 'Purge the CDN cache?' });
+  const cancelled = await openDecision(workspace.apiKey, { question: 'Restart the queue workers?' });
+  const [postedA, postedB] = [await postedFor(byKey.decisionId), await postedFor(cancelled.decisionId)];
+
+  const answered = await call<Decision>(stack.gatewayUrl, `${SERVER_API}/decisions/${byKey.decisionId}`, { method: 'POST', key: workspace.apiKey, body: { answer: false } });
+  assert.equal(answered.status, 200);
+  const by = answered.body.answeredBy;
+  assert.ok(by);
+  const [updateA] = await peer.waitForCalls('chat.update', 1, (c) => c.args.ts === postedA.response.ts);
+  assert.deepEqual(updateA?.args.blocks, [
+    { type: 'section', text: { type: 'mrkdwn', text: '*Purge the CDN cache?*' } },
+    { type: 'context', elements: [{ type: 'mrkdwn', text: `:x: Rejected by ${by.displayName} · ${slackTime(answered.body.answeredAt ?? '')}` }] },
+  ]);
+
+  const withdrawn = await call<Decision & { cancelledAt: string }>(stack.gatewayUrl, `${SERVER_API}/decisions/${cancelled.decisionId}`, { method: 'DELETE', key: workspace.apiKey });
+  assert.equal(withdrawn.status, 200);
+  const [updateB] = await peer.waitForCalls('chat.update', 1, (c) => c.args.ts === postedB.response.ts);
+  assert.deepEqual(updateB?.args.blocks, [
+    { type: 'section', text: { type: 'mrkdwn', text: '*Restart the queue workers?*' } },
+    { type: 'context', elements: [{ type: 'mrkdwn', text: `:no_entry_sign: Cancelled · ${slackTime(withdrawn.body.cancelledAt)}` }] },
+  ]);
+});
