@@ -190,7 +190,8 @@ const badRequest = (message: string) => new HeraldError('invalid_request', messa
 const inWindow = (timestamp: string): boolean => /^\d{1,12}$/.test(timestamp) && Math.abs(Date.now() / 1_000 - Number(timestamp)) <= SIGNATURE_WINDOW_SECONDS;
 
 /** Slack's v0 signature of a request: HMAC-SHA256 of `v0:<timestamp>:<raw body>` with the signing secret, compared in constant time. */
-function verifySlackSignature(signingSecret: string, timestamp: string, rawBody: Buffer, signature: string): boolean {
+function verifySlackSignature(signingSecret: string | undefined, timestamp: string, rawBody: Buffer, signature: string): boolean {
+  if (signingSecret === undefined) return false;
   const expected = Buffer.from(`v0=${createHmac('sha256', signingSecret).update(`v0:${timestamp}:`).update(rawBody).digest('hex')}`);
   const given = Buffer.from(signature);
   return given.length === expected.length && timingSafeEqual(given, expected);
@@ -307,6 +308,16 @@ export function slackInteractions(deps: InteractionDeps) {
     return { bodyJson: '' };
   }
 
+  /** The connection's signing secret; one sealed with a key no longer configured verifies nothing (logged: the workspace must connect again). */
+  function signingSecretOf(connection: store.SlackConnectionRow): string | undefined {
+    try {
+      return deps.secrets.open(connection.signing_secret);
+    } catch (err) {
+      logger.error({ err, workspaceId: connection.workspace_id }, 'cannot open the slack signing secret; the workspace must connect slack again');
+      return undefined;
+    }
+  }
+
   return async function handleSlackInteraction({ rawBody, timestamp, signature }: HandleSlackInteractionRequest): Promise<HandleSlackInteractionResponse> {
     const body = Buffer.from(rawBody);
     // The window first (cheap), then the team's connection (read from the unverified payload), then its signature.
@@ -314,7 +325,7 @@ export function slackInteractions(deps: InteractionDeps) {
     const payload = parsePayload(body);
     const teamId = payload.team?.id ?? payload.user?.team_id ?? '';
     const connection = teamId === '' ? undefined : await store.findSlackConnectionByTeam(pool, teamId);
-    if (!connection || !verifySlackSignature(deps.secrets.open(connection.signing_secret), timestamp, body, signature)) throw unauthenticated();
+    if (!connection || !verifySlackSignature(signingSecretOf(connection), timestamp, body, signature)) throw unauthenticated();
     const client = webClient(deps, deps.secrets.open(connection.bot_token));
     if (payload.type === 'block_actions') return blockAction(connection, client, payload);
     if (payload.type === 'view_submission') return viewSubmission(connection, payload);
