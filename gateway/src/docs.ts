@@ -47,7 +47,6 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'escalation',
       'audit',
       'webhooks',
-      'slack',
     ],
   },
   {
