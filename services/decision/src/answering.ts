@@ -62,8 +62,12 @@ function checkAnswer(row: store.QuestionRow, answer: string): string {
 const asApprover = (by: Answerer): Approver | undefined => (by.kind === 'link' ? undefined : { kind: by.kind, id: by.id });
 
 export interface Answering {
-  /** Records the first answer; forbidden (and recorded as refused) when `by` is not among the question's approvers. */
-  answer(row: store.QuestionRow, answer: string, by: Answerer): Promise<store.QuestionRow>;
+  /**
+   * Records the first answer; forbidden (and recorded as refused) when `by` is not among the
+   * question's approvers. `alsoDo` runs in the answer's transaction once the answer is recorded
+   * (an email link is used up there); what it throws undoes the answer.
+   */
+  answer(row: store.QuestionRow, answer: string, by: Answerer, alsoDo?: (tx: Queryable) => Promise<void>): Promise<store.QuestionRow>;
   /** Withdraws (ask) or cancels (decision) an open question. */
   cancel(row: store.QuestionRow): Promise<store.QuestionRow>;
 }
@@ -79,10 +83,12 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
     outcome: 'answered' | 'cancelled',
     change: (db: Queryable) => Promise<store.QuestionRow | undefined>,
     actor: Answerer | null,
+    alsoDo?: (tx: Queryable) => Promise<void>,
   ): Promise<store.QuestionRow> {
     const resolved = await withTransaction(pool, async (tx) => {
       const updated = await change(tx);
       if (!updated) return undefined;
+      await alsoDo?.(tx);
       await store.appendEvent(tx, updated.id, outcome, { actor: actor && { ...actor }, detail: outcome === 'answered' ? { answer: updated.answer } : {} });
       await reportResolution(tx, updated, outcome);
       return updated;
@@ -95,7 +101,7 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
   }
 
   return {
-    async answer(row, answer, by) {
+    async answer(row, answer, by, alsoDo) {
       if (row.status !== 'pending' || row.expired) throw notOpen(row);
       const value = checkAnswer(row, answer);
       const approver = asApprover(by);
@@ -108,7 +114,7 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
           hint: 'Answer through a link or message sent to one of its approvers, or with a key it names.',
         });
       }
-      const answered = await resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value, by), by);
+      const answered = await resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value, by), by, alsoDo);
       countAnswer(by.channel, 'answered');
       return answered;
     },
