@@ -36,7 +36,7 @@ after(() => harness.stop());
 
 const ORIGIN = 'http://localhost:8080';
 const RESOURCE_METADATA = `${ORIGIN}/.well-known/oauth-protected-resource`;
-const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question', 'create_campaign', 'send_campaign', 'get_campaign_stats', 'create_flow', 'list_flow_runs'];
+const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question', 'get_question_events', 'create_campaign', 'send_campaign', 'get_campaign_stats', 'create_flow', 'list_flow_runs'];
 
 interface Connection {
   client: Client;
@@ -213,6 +213,7 @@ test('the manifest at /.well-known/mcp', async () => {
       ['ask_user', 'ask'],
       ['wait_for_answer', 'ask'],
       ['cancel_question', 'ask'],
+      ['get_question_events', 'ask'],
       ['create_campaign', 'campaigns'],
       ['send_campaign', 'campaigns'],
       ['get_campaign_stats', 'campaigns'],

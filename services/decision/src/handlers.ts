@@ -343,6 +343,27 @@ export function decisionHandlers(
         if (row.status !== 'pending' || row.expired) throw notOpen(row);
         return { question: view(await resolveOpen(row, 'cancelled', (tx) => store.recordCancel(tx, row.id))) };
       },
+
+      async listQuestionEvents({ ref, limit, cursor }) {
+        const row = await resolve(ref);
+        // The cursor is the position of the page's last entry (its seq), in the lists' cursor format.
+        const page = pageRequest(limit, cursor);
+        if (page.after !== undefined && (page.after.createdUs !== '0' || !/^[1-9][0-9]{0,8}$/.test(page.after.id))) throw invalidFields('querystring', [{ field: 'cursor', in: 'querystring', problem: 'is not a cursor returned by this endpoint' }]);
+        const entries = await store.listEvents(pool, row.id, Number(page.after?.id ?? 0), page.fetch);
+        const { rows, nextCursor } = page.page(entries.map((entry) => ({ ...entry, id: String(entry.seq), created_us: '0' })));
+        return {
+          events: rows.map((entry) => ({
+            seq: entry.seq,
+            kind: entry.kind,
+            at: entry.at,
+            actorJson: entry.actor === null ? '' : JSON.stringify(entry.actor),
+            detailJson: JSON.stringify(entry.detail),
+            prevHash: entry.prev_hash,
+            hash: entry.hash,
+          })),
+          nextCursor,
+        };
+      },
     },
     logger,
   );

@@ -304,3 +304,23 @@ export async function recordDelivery(db: Queryable, key: DeliveryKey, claim: str
     await db.query(`UPDATE question_deliveries SET state = $5, last_error = $6, finished_at = clock_timestamp(), ${RELEASED} ${where}`, [...params, outcome.state, outcome.error]);
   }
 }
+
+/** An entry of a question's record (question_events), as read back. */
+export interface EventRow {
+  seq: number;
+  kind: string;
+  /** RFC 3339 with microseconds, as the database keeps it. */
+  at: string;
+  actor: Record<string, unknown> | null;
+  detail: Record<string, unknown>;
+  prev_hash: string;
+  hash: string;
+}
+
+const EVENT_COLUMNS = `seq, kind, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at, actor, detail, prev_hash, hash`;
+
+/** A page of a question's record, oldest first, after entry `afterSeq`. */
+export async function listEvents(db: Queryable, questionId: string, afterSeq: number, limit: number): Promise<EventRow[]> {
+  const { rows } = await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM question_events WHERE question_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [questionId, afterSeq, limit]);
+  return rows;
+}
