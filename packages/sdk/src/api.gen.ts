@@ -1401,7 +1401,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1421,8 +1445,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -1432,6 +1472,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -1633,7 +1681,31 @@ export interface operations {
                     "application/json": {
                         data: {
                             answered: boolean;
+                            answeredBy: {
+                                /** @description When (ISO 8601) */
+                                at: string;
+                                /** @description slack | email | web_push | answer_page | api | console */
+                                channel: string;
+                                displayName: string;
+                                /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                                id: string;
+                                /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                                kind: string;
+                            } | null;
+                            /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
                             correlationId: string;
+                            escalation: {
+                                afterSeconds: number;
+                                approvers: {
+                                    id: string;
+                                    kind: string;
+                                }[];
+                                channels: string[];
+                            }[];
                             /** @description Seconds the question stays open (600 when asked) */
                             expiresInSeconds: number;
                             /** @description Present on timeout */
@@ -1676,10 +1748,28 @@ export interface operations {
                 "application/json": {
                     /** @description Who is asking, shown to the person */
                     agentName?: string;
+                    /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                    approvers?: {
+                        id: string;
+                        /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                        kind: "slack" | "email" | "subscriber" | "key" | "member";
+                    }[];
                     /** @description HTTPS URL that receives the answer (a public address) */
                     callbackUrl?: string;
                     /** @description Background shown with the question */
                     context?: string;
+                    /** @description While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime) */
+                    escalation?: {
+                        /** @description Seconds after the question opened */
+                        afterSeconds: number;
+                        /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                        approvers?: {
+                            id: string;
+                            /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                            kind: "slack" | "email" | "subscriber" | "key" | "member";
+                        }[];
+                        channels?: ("web_push" | "slack" | "email")[];
+                    }[];
                     /** @description Only the subscribers with these external ids */
                     externalIds?: string[];
                     /** @description The choices (select only) */
@@ -1715,7 +1805,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1777,7 +1891,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1824,7 +1962,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -2554,8 +2716,24 @@ export interface operations {
                             agentName: string | null;
                             answer: string | null;
                             answeredAt: string | null;
+                            answeredBy: {
+                                /** @description When (ISO 8601) */
+                                at: string;
+                                /** @description slack | email | web_push | answer_page | api | console */
+                                channel: string;
+                                displayName: string;
+                                /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                                id: string;
+                                /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                                kind: string;
+                            } | null;
                             /** @description True only for a yes to a confirm decision */
                             approved: boolean;
+                            /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
                             /** @description user | owner | team */
                             audience: string;
                             cancelledAt: string | null;
@@ -2565,6 +2743,14 @@ export interface operations {
                             decisionPageUrl: string;
                             /** @description True when an idempotent replay returned the first decision */
                             duplicate: boolean;
+                            escalation: {
+                                afterSeconds: number;
+                                approvers: {
+                                    id: string;
+                                    kind: string;
+                                }[];
+                                channels: string[];
+                            }[];
                             expiresAt: string;
                             expiresInSeconds: number;
                             externalId: string | null;
@@ -2615,11 +2801,29 @@ export interface operations {
                 "application/json": {
                     /** @description Who is asking, shown to the person */
                     agentName?: string;
+                    /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                    approvers?: {
+                        id: string;
+                        /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                        kind: "slack" | "email" | "subscriber" | "key" | "member";
+                    }[];
                     audience?: "user" | "owner" | "team";
                     /** @description HTTPS URL that receives the answer (a public address) */
                     callbackUrl?: string;
                     /** @description Background shown with the question */
                     context?: string;
+                    /** @description While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime) */
+                    escalation?: {
+                        /** @description Seconds after the question opened */
+                        afterSeconds: number;
+                        /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                        approvers?: {
+                            id: string;
+                            /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                            kind: "slack" | "email" | "subscriber" | "key" | "member";
+                        }[];
+                        channels?: ("web_push" | "slack" | "email")[];
+                    }[];
                     /**
                      * @description How long it stays answerable
                      * @default 3600
@@ -2668,8 +2872,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2679,6 +2899,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2737,8 +2965,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2748,6 +2992,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2809,8 +3061,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2820,6 +3088,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2875,8 +3151,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2886,6 +3178,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
