@@ -55,14 +55,17 @@ export interface Channel {
   deliver(question: store.QuestionRow, target: string, key: string): Promise<store.DeliveryOutcome>;
 }
 
-/** Records the deliveries of each QuestionOpened, once per event. */
+/** Records the deliveries and the escalation steps of each QuestionOpened, once per event. */
 export function recordOpenedDeliveries(pool: Pool) {
   return async (message: IncomingMessage): Promise<void> => {
     const event = DecisionEvent.decode(message.value);
     if (event.kind?.$case !== 'questionOpened') return;
     const opened = event.kind.value;
     const eventId = message.headers[EVENT_ID_HEADER] ?? event.eventId;
-    await handleOnce(pool, store.SCHEMA, consumers.questionDeliveries.group, eventId, (tx) => store.insertDeliveries(tx, opened.questionId, opened.deliveries));
+    await handleOnce(pool, store.SCHEMA, consumers.questionDeliveries.group, eventId, async (tx) => {
+      await store.insertDeliveries(tx, opened.questionId, opened.deliveries);
+      await store.insertEscalations(tx, opened.questionId);
+    });
   };
 }
 

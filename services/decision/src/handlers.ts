@@ -364,7 +364,7 @@ export function decisionHandlers(
           events: rows.map((entry) => ({
             seq: entry.seq,
             kind: entry.kind,
-            at: entry.at,
+            at: entry.at.toISOString(),
             actorJson: entry.actor === null ? '' : JSON.stringify(entry.actor),
             detailJson: JSON.stringify(entry.detail),
             prevHash: entry.prev_hash,
