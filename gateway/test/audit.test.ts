@@ -95,7 +95,7 @@ test('a decision record: opened, delivered, refused, answered, in one chain; pag
   const refused = await call<{ code: string }>(gateway(), `${SERVER_API}/decisions/${id}`, { method: 'POST', key, body: { answer: 'yes' } });
   assert.deepEqual([refused.status, refused.body.code], [403, 'forbidden']);
   // The approver answers through the link the push carried.
-  const [pushed] = harness.peer.received(audience.subscribers[0]?.endpoint ?? '', { includeReplaced: true });
+  const [pushed] = await eventually('the push received', async () => harness.peer.received(audience.subscribers[0]?.endpoint ?? '', { includeReplaced: true }), (messages) => messages.length === 1);
   assert.ok(pushed);
   const url = String(harness.openPush(pushed).payload.url);
   const token = url.slice(url.indexOf('/a/') + 3);
