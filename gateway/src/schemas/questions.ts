@@ -79,7 +79,7 @@ export const QuestionEventRecord = Type.Object({
     ['opened', 'delivered', 'viewed', 'answered', 'refused', 'escalated', 'cancelled', 'expired'].map((kind) => Type.Literal(kind)),
     { description: 'What happened' },
   ),
-  at: Type.String({ description: 'When (RFC 3339, microseconds)' }),
+  at: Type.String({ description: 'When it was written (ISO 8601, milliseconds; as hashed)' }),
   actor: Nullable(Type.Record(Type.String(), Type.String(), { description: 'Who acted (answered, refused, viewed): kind, id, displayName, channel; null for what Herald did' })),
   detail: Type.Record(Type.String(), Type.Unknown(), { description: 'What happened (delivered: channel, target, result; escalated: the step and the deliveries it added)' }),
   prevHash: Type.String({ description: "The previous entry's hash (empty for the first)" }),

@@ -2041,7 +2041,7 @@ export interface operations {
                             actor: {
                                 [key: string]: string;
                             } | null;
-                            /** @description When (RFC 3339, microseconds) */
+                            /** @description When it was written (ISO 8601, milliseconds; as hashed) */
                             at: string;
                             /** @description What happened (delivered: channel, target, result; escalated: the step and the deliveries it added) */
                             detail: {
@@ -3246,7 +3246,7 @@ export interface operations {
                             actor: {
                                 [key: string]: string;
                             } | null;
-                            /** @description When (RFC 3339, microseconds) */
+                            /** @description When it was written (ISO 8601, milliseconds; as hashed) */
                             at: string;
                             /** @description What happened (delivered: channel, target, result; escalated: the step and the deliveries it added) */
                             detail: {

@@ -42,8 +42,8 @@ export function startEscalations({ pool, logger, pollMs }: EscalationDeps): Work
     const fired = await withTransaction(pool, async (tx) => {
       const question = await store.lockQuestion(tx, row.question_id);
       const step = question?.escalation[row.step];
-      const closed = !question || !step ? 'gone' : question.expired ? 'expired' : question.status !== 'pending' ? question.status : undefined;
-      if (closed !== undefined || !question || !step) {
+      const closed = !question || !step ? 'gone' : question.expired ? 'expired' : question.status === 'pending' ? undefined : question.status;
+      if (closed !== undefined || !step) {
         await store.finishEscalation(tx, row, token, 'skipped', `the question is ${closed ?? 'gone'}`);
         return undefined;
       }

@@ -945,7 +945,7 @@ class QuestionEvent(TypedDict):
     seq: int
     #: What happened
     kind: Literal["opened", "delivered", "viewed", "answered", "refused", "escalated", "cancelled", "expired"]
-    #: When (RFC 3339, microseconds)
+    #: When it was written (ISO 8601, milliseconds; as hashed)
     at: str
     actor: dict[str, str] | None
     #: What happened (delivered: channel, target, result; escalated: the step and the deliveries it added)

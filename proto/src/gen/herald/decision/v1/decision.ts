@@ -341,7 +341,7 @@ export interface QuestionEvent {
   seq: number;
   /** opened | delivered | viewed | answered | refused | escalated | cancelled | expired */
   kind: string;
-  /** RFC 3339 with microseconds. */
+  /** RFC 3339 with milliseconds (as hashed). */
   at: string;
   /** Who acted (answered, refused, viewed); empty for what the service did on its own. */
   actorJson: string;
