@@ -3,7 +3,7 @@ import { isApprover, type Approver } from '@herald/domain';
 import { HeraldError, invalidFields } from '@herald/errors';
 import type { Logger } from '@herald/logging';
 
-import { countQuestion } from './metrics.js';
+import { countAnswer, countQuestion } from './metrics.js';
 import * as store from './store.js';
 import { reportResolution } from './webhooks.js';
 
@@ -98,12 +98,15 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
       if (row.approvers.length > 0 && (approver === undefined || !isApprover(row.approvers, approver))) {
         await withTransaction(pool, (tx) => store.appendEvent(tx, row.id, 'refused', { actor: { ...by }, detail: { answer: value, reason: 'not an approver' } }));
         logger.info({ workspaceId: row.workspace_id, questionId: row.id, kind: by.kind, channel: by.channel }, 'an answer from someone who is not an approver was refused');
+        countAnswer(by.channel, 'refused');
         throw new HeraldError('forbidden', `Only the approvers this ${noun(row.kind)} names may answer it.`, {
           title: 'Not an approver',
           hint: 'Answer through a link or message sent to one of its approvers, or with a key it names.',
         });
       }
-      return resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value, by), by);
+      const answered = await resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value, by), by);
+      countAnswer(by.channel, 'answered');
+      return answered;
     },
     async cancel(row) {
       if (row.status !== 'pending' || row.expired) throw notOpen(row);
