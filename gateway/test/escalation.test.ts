@@ -232,3 +232,32 @@ test('a decision service killed -9 before a step is due fires it exactly once af
   assert.equal(pushesTo(bob.endpoint).length, 1);
   assert.equal((await eventsOf(key, id)).filter((event) => event.kind === 'escalated').length, 1);
 });
+
+test('a decision service killed -9 at the due time, beside another replica: the step fires exactly once', async () => {
+  const { key, alice, bob } = await approvers();
+  // Two replicas work the steps (the test before left two running; one more if not).
+  const replicas = () => harness.stack.services.filter((service) => service.child.exitCode === null && service.child.signalCode === null && service.output().includes('decision service serving'));
+  if (replicas().length < 2) await harness.stack.startService('decision', {});
+  const opened = await decide(key, {
+    question: 'Escalate while a replica dies?',
+    externalId: alice.externalId,
+    escalation: [{ afterSeconds: 2, channels: ['web_push'], approvers: [{ kind: 'subscriber', id: bob.externalId }] }],
+  });
+  const id = opened.body.decisionId;
+  const db = await connectDatabase();
+  try {
+    await eventually('the step due', async () => (await db.query(`SELECT 1 FROM decision.question_escalations WHERE question_id = $1 AND due_at <= clock_timestamp()`, [id])).rowCount, (count) => count === 1);
+  } finally {
+    await db.end();
+  }
+  // Whichever replica claimed it (or none yet), one of them dies now: the one the gateway does not call (the last started).
+  const victim = replicas().at(-1);
+  if (!victim) throw new Error('no decision replica');
+  victim.child.kill('SIGKILL');
+  await victim.exited;
+  await eventually('the step fired', () => escalationsOf(id), (rows) => rows[0]?.state === 'fired', 60_000);
+  await eventually('bob pushed', async () => pushesTo(bob.endpoint).length, (count) => count === 1, 60_000);
+  await waitForQuiet(harness.stack.topicPrefix, QUESTION_PIPELINE);
+  assert.equal(pushesTo(bob.endpoint).length, 1);
+  assert.equal((await eventsOf(key, id)).filter((event) => event.kind === 'escalated').length, 1);
+});
