@@ -36,7 +36,7 @@ after(() => harness.stop());
 
 const ORIGIN = 'http://localhost:8080';
 const RESOURCE_METADATA = `${ORIGIN}/.well-known/oauth-protected-resource`;
-const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question', 'create_campaign', 'send_campaign', 'get_campaign_stats', 'create_flow', 'list_flow_runs'];
+const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question', 'get_question_events', 'create_campaign', 'send_campaign', 'get_campaign_stats', 'create_flow', 'list_flow_runs'];
 
 interface Connection {
   client: Client;
@@ -213,6 +213,7 @@ test('the manifest at /.well-known/mcp', async () => {
       ['ask_user', 'ask'],
       ['wait_for_answer', 'ask'],
       ['cancel_question', 'ask'],
+      ['get_question_events', 'ask'],
       ['create_campaign', 'campaigns'],
       ['send_campaign', 'campaigns'],
       ['get_campaign_stats', 'campaigns'],
@@ -293,6 +294,7 @@ test('arguments are checked as REST checks bodies: invalid_request naming each a
     await invalid('ask_user', { question: 'Pick', type: 'select' }, [{ field: 'options', problem: 'is required for a select question' }]);
     await invalid('wait_for_answer', { correlationId: '' }, [{ field: 'correlationId', problem: 'must NOT have fewer than 1 characters' }]);
     await invalid('cancel_question', {}, [{ field: 'correlationId', problem: 'is required' }]);
+    await invalid('get_question_events', { correlationId: 'ask_x', limit: 101 }, [{ field: 'limit', problem: 'must be <= 100' }]);
     await invalid('send_notification', { title: 't', body: 'b', url: 'ftp://example.test' }, [{ field: 'url', problem: 'must match pattern "^https?://[^\\s]+$"' }]);
 
     const unknown = await callTool(connection, 'wait_for_answer', { correlationId: 'ask_00000000000000000000000000000000', timeoutMs: 0 });
@@ -458,11 +460,23 @@ test('ask_user waits for the answer; after a time-out wait_for_answer picks it u
     const again = await callTool(connection, 'cancel_question', { correlationId: open.body.correlationId });
     assert.equal(again.isError, true);
     assert.equal(again.body.code, 'conflict');
+    // Its record, through get_question_events: opened by the key, then withdrawn (recorded cancelled).
+    const recorded = await callTool(connection, 'get_question_events', { correlationId: open.body.correlationId });
+    assert.equal(recorded.isError, false);
+    const entries = recorded.body.data as Array<{ kind: string; seq: number; prevHash: string; hash: string }>;
+    assert.deepEqual(
+      entries.filter((entry) => entry.kind !== 'delivered').map((entry) => entry.kind),
+      ['opened', 'cancelled'],
+    );
+    assert.deepEqual([entries[0]?.seq, entries[0]?.prevHash, recorded.body.hasMore], [1, '', false]);
+    const paged = await callTool(connection, 'get_question_events', { correlationId: open.body.correlationId, limit: 1 });
+    assert.deepEqual([(paged.body.data as unknown[]).length, paged.body.hasMore], [1, true]);
     // Another workspace's question does not exist for this key.
     const other = await createWorkspace();
     const stranger = await connect(other.apiKey);
     try {
       assert.equal((await callTool(stranger, 'wait_for_answer', { correlationId, timeoutMs: 0 })).body.code, 'not_found');
+      assert.equal((await callTool(stranger, 'get_question_events', { correlationId })).body.code, 'not_found');
     } finally {
       await stranger.close();
     }

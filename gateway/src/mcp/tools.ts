@@ -153,6 +153,27 @@ export const TOOLS: readonly HeraldTool[] = [
     },
   }),
   tool({
+    name: 'get_question_events',
+    title: "Read a question's record",
+    description:
+      "The record of a question asked with ask_user, oldest first: {data: [{seq, kind (opened | delivered | viewed | answered | refused | escalated | cancelled | expired), at, actor (who answered or tried: kind, id, displayName, channel; null for Herald's own steps), detail, prevHash, hash}], hasMore, nextCursor}. " +
+      'Each entry carries the hash of the one before it, so a changed record shows.',
+    scope: 'ask',
+    annotations: { title: "Read a question's record", readOnlyHint: true, openWorldHint: false },
+    inputSchema: Type.Object(
+      {
+        correlationId: CorrelationId,
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })),
+        cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: 'nextCursor of the previous page' })),
+      },
+      { additionalProperties: false },
+    ),
+    async run({ correlationId, limit, cursor }, rest) {
+      const query = new URLSearchParams({ limit: String(limit ?? 100), ...(cursor ? { cursor } : {}) });
+      return rest.call('GET', `/ask/${encodeURIComponent(correlationId)}/events?${query.toString()}`);
+    },
+  }),
+  tool({
     name: 'create_campaign',
     title: 'Create a campaign',
     description:

@@ -71,3 +71,17 @@ export const DecisionRecord = Type.Object({
   duplicate: Type.Boolean({ description: 'True when an idempotent replay returned the first decision' }),
 });
 
+
+/** An entry of a question's record (GET /decisions/{id}/events, GET /ask/{id}/events). */
+export const QuestionEventRecord = Type.Object({
+  seq: Type.Integer({ minimum: 1, description: '1, 2, ... per question' }),
+  kind: Type.Union(
+    ['opened', 'delivered', 'viewed', 'answered', 'refused', 'escalated', 'cancelled', 'expired'].map((kind) => Type.Literal(kind)),
+    { description: 'What happened' },
+  ),
+  at: Type.String({ description: 'When it was written (ISO 8601, milliseconds; as hashed)' }),
+  actor: Nullable(Type.Record(Type.String(), Type.String(), { description: 'Who acted (answered, refused, viewed): kind, id, displayName, channel; null for what Herald did' })),
+  detail: Type.Record(Type.String(), Type.Unknown(), { description: 'What happened (delivered: channel, target, result; escalated: the step and the deliveries it added)' }),
+  prevHash: Type.String({ description: "The previous entry's hash (empty for the first)" }),
+  hash: Type.String({ description: "Hex SHA-256 of prevHash and the entry's canonical JSON" }),
+});

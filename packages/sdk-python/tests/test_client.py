@@ -296,6 +296,13 @@ class DecisionTest(unittest.TestCase):
         cancelled = herald.cancel_decision(team["decisionId"])
         self.assertEqual((cancelled["status"], cancelled["approved"]), ("cancelled", False))
         self.assertEqual([decision["decisionId"] for decision in herald.list_decisions(status="cancelled", limit=1)["data"]], [team["decisionId"]])
+        record = herald.list_decision_events(team["decisionId"])
+        self.assertEqual([entry["kind"] for entry in record["data"] if entry["kind"] != "delivered"], ["opened", "cancelled"])
+        self.assertEqual((record["data"][0]["seq"], record["data"][0]["prevHash"], record["hasMore"]), (1, "", False))
+        first_page = herald.list_decision_events(team["decisionId"], limit=1)
+        paged = first_page["data"] + herald.list_decision_events(team["decisionId"], cursor=first_page["nextCursor"])["data"]
+        self.assertEqual(paged[: len(record["data"])], record["data"])
+        raised(NotFoundError, lambda: herald.list_ask_events(team["decisionId"]))
         raised(ConflictError, lambda: herald.create_decision({"question": "Hello?", "externalId": "nobody", "requireReachable": True}))
         self.assertEqual(
             herald.get_reachability(external_id="user-1"),

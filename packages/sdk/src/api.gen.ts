@@ -109,6 +109,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/ask/{correlationId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The question's record, oldest first: each entry chained to the one before by its hash */
+        get: operations["listAskEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server/authorize": {
         parameters: {
             query?: never;
@@ -316,6 +333,23 @@ export interface paths {
         post: operations["answerDecision"];
         /** Cancel a pending decision */
         delete: operations["cancelDecision"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/decisions/{decisionId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The decision's record, oldest first: each entry chained to the one before by its hash */
+        get: operations["listDecisionEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2034,6 +2068,61 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listAskEvents: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path: {
+                correlationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            actor: {
+                                [key: string]: string;
+                            } | null;
+                            /** @description When it was written (ISO 8601, milliseconds; as hashed) */
+                            at: string;
+                            /** @description What happened (delivered: channel, target, result; escalated: the step and the deliveries it added) */
+                            detail: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Hex SHA-256 of prevHash and the entry's canonical JSON */
+                            hash: string;
+                            /** @description What happened */
+                            kind: "opened" | "delivered" | "viewed" | "answered" | "refused" | "escalated" | "cancelled" | "expired";
+                            /** @description The previous entry's hash (empty for the first) */
+                            prevHash: string;
+                            /** @description 1, 2, ... per question */
+                            seq: number;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     authorize: {
         parameters: {
             query?: never;
@@ -3342,6 +3431,61 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDecisionEvents: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path: {
+                decisionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            actor: {
+                                [key: string]: string;
+                            } | null;
+                            /** @description When it was written (ISO 8601, milliseconds; as hashed) */
+                            at: string;
+                            /** @description What happened (delivered: channel, target, result; escalated: the step and the deliveries it added) */
+                            detail: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Hex SHA-256 of prevHash and the entry's canonical JSON */
+                            hash: string;
+                            /** @description What happened */
+                            kind: "opened" | "delivered" | "viewed" | "answered" | "refused" | "escalated" | "cancelled" | "expired";
+                            /** @description The previous entry's hash (empty for the first) */
+                            prevHash: string;
+                            /** @description 1, 2, ... per question */
+                            seq: number;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

@@ -118,6 +118,8 @@ export type DecisionRequest = RequestBody<'createDecision'>;
 export type Decision = Success<'getDecision'>;
 export type DecisionQuery = QueryOf<'listDecisions'>;
 export type Reachability = Decision['reachability'];
+/** An entry of a question's record (GET /decisions/{id}/events, GET /ask/{id}/events). */
+export type QuestionEvent = Item<'listDecisionEvents', 'data'>;
 export type PersonReachability = Success<'getReachability'>;
 
 // ---- Webhooks ----

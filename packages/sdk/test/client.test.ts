@@ -489,6 +489,16 @@ test('decisions: create with an Idempotency-Key, replay, read, answer, cancel, r
   assert.deepEqual({ status: cancelled.status, approved: cancelled.approved }, { status: 'cancelled', approved: false });
   const inbox = await herald.listDecisions({ status: 'cancelled', limit: 1 });
   assert.deepEqual(inbox.data.map((decision) => decision.decisionId), [other.decisionId]);
+  // Its record: opened, then cancelled, chained; a page of one continues with its cursor.
+  const record = await herald.listDecisionEvents(other.decisionId);
+  const kinds = record.data.map((entry) => entry.kind).filter((kind) => kind !== 'delivered');
+  assert.deepEqual(kinds, ['opened', 'cancelled']);
+  assert.deepEqual([record.data[0]?.seq, record.data[0]?.prevHash, record.data[1]?.prevHash], [1, '', record.data[0]?.hash]);
+  const firstPage = await herald.listDecisionEvents(other.decisionId, { limit: 1 });
+  const rest = await herald.listDecisionEvents(other.decisionId, { limit: 100, cursor: firstPage.nextCursor ?? '' });
+  // (A delivery still in flight may add an entry after the first read.)
+  assert.deepEqual([...firstPage.data, ...rest.data].slice(0, record.data.length), record.data);
+  await rejection(NotFoundError, herald.listAskEvents(other.decisionId));
   const unreachable = await rejection(ConflictError, herald.createDecision({ question: 'Hello?', externalId: 'nobody', requireReachable: true }));
   assert.equal(unreachable.code, 'conflict');
 
