@@ -256,6 +256,9 @@ class AskTest(unittest.TestCase):
                 "pollUrl": f"http://localhost:8080/api/v1/server/ask/{asked['correlationId']}",
                 "expiresInSeconds": int(env("HERALD_ASK_LIFETIME_SECONDS")),
                 "mode": "browser",
+                "approvers": [],
+                "answeredBy": None,
+                "escalation": [],
             },
         )
         self.assertEqual(herald.get_ask(asked["correlationId"])["status"], "pending")
