@@ -140,6 +140,7 @@ export function decisionHandlers(
     idempotencyKey: row.idempotency_key ?? '',
     callbackUrl: row.callback_url ?? '',
     approved: isApproved(row),
+    keyId: row.key_id,
   });
 
   /** The question a reference names; a foreign, unknown or forged one is 404 alike. */

@@ -20,6 +20,8 @@ export interface QuestionRow {
   id: string;
   workspace_id: string;
   kind: Kind;
+  /** The API key that opened it. */
+  key_id: string;
   type: string;
   question: string;
   options: string[];

@@ -275,6 +275,8 @@ export interface Question {
    * other answer never approve.
    */
   approved: boolean;
+  /** The API key that opened it: the answer page shows it beside the asking agent. (28-30: approvers.) */
+  keyId: string;
 }
 
 function createBaseQuestionRef(): QuestionRef {
@@ -2453,6 +2455,7 @@ function createBaseQuestion(): Question {
     idempotencyKey: "",
     callbackUrl: "",
     approved: false,
+    keyId: "",
   };
 }
 
@@ -2538,6 +2541,9 @@ export const Question: MessageFns<Question> = {
     }
     if (message.approved !== false) {
       writer.uint32(216).bool(message.approved);
+    }
+    if (message.keyId !== "") {
+      writer.uint32(250).string(message.keyId);
     }
     return writer;
   },
@@ -2771,6 +2777,14 @@ export const Question: MessageFns<Question> = {
             message.approved = reader.bool();
             continue;
           }
+          case 31: {
+            if (tag !== 250) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2868,6 +2882,11 @@ export const Question: MessageFns<Question> = {
         ? globalThis.String(object.callback_url)
         : "",
       approved: isSet(object.approved) ? globalThis.Boolean(object.approved) : false,
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
     };
   },
 
@@ -2954,6 +2973,9 @@ export const Question: MessageFns<Question> = {
     if (message.approved !== false) {
       obj.approved = message.approved;
     }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
     return obj;
   },
 
@@ -2991,6 +3013,7 @@ export const Question: MessageFns<Question> = {
     message.idempotencyKey = object.idempotencyKey ?? "";
     message.callbackUrl = object.callbackUrl ?? "";
     message.approved = object.approved ?? false;
+    message.keyId = object.keyId ?? "";
     return message;
   },
 };
