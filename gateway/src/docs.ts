@@ -18,7 +18,7 @@ const DOCS_DIR = new URL('../../../docs/', import.meta.url);
 
 /** Where each page is listed in llms.txt and the navigation; a page not named here goes last. */
 const SECTIONS: Array<{ name: string; pages: string[] }> = [
-  { name: 'Guides', pages: ['quick-start', 'authentication', 'members', 'console', 'approval-flow', 'mcp', 'load-testing', 'operating'] },
+  { name: 'Guides', pages: ['quick-start', 'authentication', 'members', 'console', 'approval-flow', 'approvers', 'mcp', 'load-testing', 'operating'] },
   {
     name: 'Reference',
     pages: [

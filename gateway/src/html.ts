@@ -105,7 +105,7 @@ const UNITS: [string, number][] = [
   ['second', 1],
 ];
 
-/** Seconds as at most two whole units, largest first: "2 days 3 hours", "14 minutes", "1 minute 5 seconds". */
+/** Seconds as at most two whole units, largest first, seconds only under a minute: "2 days 3 hours", "14 minutes", "40 seconds". */
 export function durationText(seconds: number): string {
   let rest = Math.max(0, Math.floor(seconds));
   const amounts = UNITS.map(([unit, size]) => {
@@ -117,7 +117,7 @@ export function durationText(seconds: number): string {
   if (first === -1) return count(0, 'second');
   return amounts
     .slice(first, first + 2)
-    .filter(([, n]) => n > 0)
+    .filter(([unit, n]) => n > 0 && (unit !== 'second' || first === UNITS.length - 1))
     .map(([unit, n]) => count(n, unit))
     .join(' ');
 }
