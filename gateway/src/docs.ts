@@ -18,7 +18,8 @@ const DOCS_DIR = new URL('../../../docs/', import.meta.url);
 
 /** Where each page is listed in llms.txt and the navigation; a page not named here goes last. */
 const SECTIONS: Array<{ name: string; pages: string[] }> = [
-  { name: 'Guides', pages: ['quick-start', 'authentication', 'members', 'console', 'approval-flow', 'approvers', 'mcp', 'load-testing', 'operating'] },
+  { name: 'Guides', pages: ['quick-start', 'authentication', 'members', 'console', 'approval-flow', 'approvers', 'mcp', 'agents', 'load-testing', 'operating'] },
+  { name: 'Running Herald', pages: ['configuration', 'local-infrastructure', 'kubernetes', 'cli', 'testing', 'openapi'] },
   {
     name: 'Reference',
     pages: [
@@ -28,6 +29,7 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'account',
       'subscribers',
       'browser-sdk',
+      'server-sdks',
       'notifications',
       'campaigns',
       'templates',
@@ -37,8 +39,13 @@ const SECTIONS: Array<{ name: string; pages: string[] }> = [
       'policy',
       'keys-and-enrollment',
       'approver-devices',
+      'questions',
       'ask',
       'decisions',
+      'slack',
+      'email',
+      'escalation',
+      'audit',
       'webhooks',
     ],
   },

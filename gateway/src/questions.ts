@@ -1,7 +1,18 @@
-import { answerPageUrl, ASK_EXPIRED_HINT, askStatusOf, askStillOpenHint, type QuestionStatus } from '@herald/domain';
+import {
+  answerPageUrl,
+  APPROVER_KINDS,
+  ASK_EXPIRED_HINT,
+  askStatusOf,
+  askStillOpenHint,
+  DELIVERY_CHANNELS,
+  MAX_APPROVER_ID_LENGTH,
+  MAX_APPROVERS,
+  MAX_ESCALATION_STEPS,
+  type QuestionStatus,
+} from '@herald/domain';
 import { invalidFields } from '@herald/errors';
 import type { Principal } from '@herald/proto/herald/account/v1/account';
-import type { OpenQuestionRequest, Question, QuestionKind } from '@herald/proto/herald/decision/v1/decision';
+import type { AnsweredBy, OpenQuestionRequest, Question, QuestionKind } from '@herald/proto/herald/decision/v1/decision';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
@@ -24,7 +35,37 @@ export const MAX_WAIT_SECONDS = 55;
 
 export const QuestionType = Type.Union([Type.Literal('confirm'), Type.Literal('select'), Type.Literal('input')]);
 
+const ApproverSchema = Type.Object(
+  {
+    kind: Type.Union(
+      APPROVER_KINDS.map((kind) => Type.Literal(kind)),
+      { description: 'slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)' },
+    ),
+    id: Type.String({ minLength: 1, maxLength: MAX_APPROVER_ID_LENGTH }),
+  },
+  { additionalProperties: false },
+);
+
+const Approvers = Type.Array(ApproverSchema, {
+  maxItems: MAX_APPROVERS,
+  description: 'Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.',
+});
+
+const EscalationSchema = Type.Array(
+  Type.Object(
+    {
+      afterSeconds: Type.Integer({ minimum: 1, maximum: 86_400, description: 'Seconds after the question opened' }),
+      channels: Type.Optional(Type.Array(Type.Union(DELIVERY_CHANNELS.map((channel) => Type.Literal(channel))), { maxItems: DELIVERY_CHANNELS.length, uniqueItems: true })),
+      approvers: Type.Optional(Approvers),
+    },
+    { additionalProperties: false },
+  ),
+  { maxItems: MAX_ESCALATION_STEPS, description: 'While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime)' },
+);
+
 export const QuestionFields = {
+  approvers: Type.Optional(Approvers),
+  escalation: Type.Optional(EscalationSchema),
   question: Type.String({ minLength: 1, maxLength: 500, description: 'What the person is asked' }),
   type: Type.Optional(QuestionType),
   options: Type.Optional(
@@ -45,6 +86,8 @@ interface QuestionInput {
   placeholder?: string;
   agentName?: string;
   callbackUrl?: string;
+  approvers?: Array<{ kind: string; id: string }>;
+  escalation?: Array<{ afterSeconds: number; channels?: string[]; approvers?: Array<{ kind: string; id: string }> }>;
 }
 
 /** An OpenQuestion request with what /ask and /decisions fill alike; each sets the rest. */
@@ -70,6 +113,23 @@ export function newQuestion(principal: Principal, kind: QuestionKind, body: Ques
     lifetimeSeconds: 0,
     idempotencyKey: '',
     requireReachable: false,
+    approvers: body.approvers ?? [],
+    escalation: (body.escalation ?? []).map((step) => ({ afterSeconds: step.afterSeconds, channels: step.channels ?? [], approvers: step.approvers ?? [] })),
+  };
+}
+
+/** Who answers with an API key: the key, or a bound key's end-user (the subscriber it speaks for). */
+export function keyAnswerer(principal: Principal): AnsweredBy {
+  if (principal.boundExternalId) return { kind: 'subscriber', id: principal.boundExternalId, displayName: principal.boundExternalId, channel: 'api', at: '' };
+  return { kind: 'key', id: principal.keyId, displayName: principal.keyId, channel: 'api', at: '' };
+}
+
+/** What the records show of who may answer and who did. */
+function people(question: Question) {
+  return {
+    approvers: question.approvers,
+    answeredBy: question.answeredBy ?? null,
+    escalation: question.escalation,
   };
 }
 
@@ -144,6 +204,7 @@ export function askRecord(question: Question, publicOrigin: string, timedOut = f
     pollUrl,
     expiresInSeconds: question.expiresInSeconds,
     mode: question.mode,
+    ...people(question),
   };
   const status = askStatusOf(question.status as QuestionStatus);
   switch (status) {
@@ -192,6 +253,7 @@ export function decisionRecord(question: Question, publicOrigin: string, duplica
     cancelledAt: orNull(question.cancelledAt),
     reachability: question.reachability ?? { reachable: false, browserSubscriptions: 0, nativeAppDevices: 0 },
     idempotencyKey: orNull(question.idempotencyKey),
+    ...people(question),
     duplicate,
   };
 }

@@ -102,6 +102,9 @@ test('wait=false returns pending at once; GET reads it; another workspace sees 4
     pollUrl: `http://localhost:8080/api/v1/server/ask/${id}`,
     expiresInSeconds: 600,
     mode: 'browser',
+    approvers: [],
+    answeredBy: null,
+    escalation: [],
   });
   const again = await read(apiKey, id);
   assert.equal(again.status, 200);

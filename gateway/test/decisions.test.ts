@@ -163,6 +163,9 @@ test('POST /decisions opens a pending decision (defaults); GET reads it; other w
     cancelledAt: null,
     reachability: { reachable: false, browserSubscriptions: 0, nativeAppDevices: 0 },
     idempotencyKey: null,
+    approvers: [],
+    answeredBy: null,
+    escalation: [],
     duplicate: false,
   });
   const again = await read(apiKey, id);

@@ -428,6 +428,10 @@ test('ask_user waits for the answer; after a time-out wait_for_answer picks it u
       pollUrl: `${ORIGIN}/api/v1/server/ask/${id}`,
       expiresInSeconds: answered.body.expiresInSeconds,
       mode: 'browser',
+      approvers: [],
+      // Answered through its answer link, which names nobody.
+      answeredBy: { kind: 'link', id: '', displayName: 'the holder of the answer link', channel: 'answer_page', at: (answered.body.answeredBy as { at: string }).at },
+      escalation: [],
     });
 
     // The wait ends first: a correlationId and a hint naming wait_for_answer.

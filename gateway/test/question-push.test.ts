@@ -41,6 +41,10 @@ interface Pushed {
 /** Two approver devices: user-0 and user-1, each subscribed with its external id's proof. */
 const approvers = () => seedAudience(harness, 2, 'growth', (index) => ({ externalId: `user-${index}`, tags: [], verified: true }));
 
+/** The answer token of a link that names one subscriber: `<question id>.<base64url("subscriber:<externalId>")>.<MAC>`. */
+const recipientToken = (questionId: string, externalId: string) =>
+  new RegExp(`^${questionId}\\.${Buffer.from(`subscriber:${externalId}`).toString('base64url')}\\.[A-Za-z0-9_-]{43}$`);
+
 const pushedTo = (endpoint: string): Pushed[] => harness.peer.received(endpoint).map((message) => harness.openPush(message).payload as unknown as Pushed);
 
 async function monthlyUsage(workspaceId: string): Promise<number> {
@@ -65,12 +69,14 @@ test('an ask is pushed to the subscribers it targets, with Yes/No actions that a
   });
   assert.equal(asked.status, 200);
   const [pushed] = await eventually('the question pushed to alice', async () => pushedTo(alice.endpoint), (messages) => messages.length === 1);
-  const token = asked.body.liveUrl.slice(asked.body.liveUrl.indexOf('/a/') + 3);
+  // A push to one person's devices carries a link naming them (its answer says who answered).
+  const token = pushed?.url.slice(pushed.url.indexOf('/a/') + 3) ?? '';
+  assert.match(token, recipientToken(asked.body.correlationId, alice.externalId));
   assert.deepEqual(pushed, {
     notificationId: pushed?.notificationId,
     title: 'ci-bot asks',
     body: 'Deploy to production?',
-    url: asked.body.liveUrl,
+    url: `http://localhost:8080/a/${token}`,
     actions: [
       { action: 'yes', title: 'Yes' },
       { action: 'no', title: 'No' },
@@ -79,11 +85,12 @@ test('an ask is pushed to the subscribers it targets, with Yes/No actions that a
   });
   assert.match(pushed?.notificationId ?? '', /^ntf_[0-9a-f]{32}$/);
   // What the service worker does with the "no" action.
-  const answered = await call<{ status: string; value: string }>(harness.stack.gatewayUrl, new URL(pushed?.answerUrl ?? '').pathname, {
+  const answered = await call<{ status: string; value: string; answeredBy: { kind: string; id: string; channel: string } }>(harness.stack.gatewayUrl, new URL(pushed?.answerUrl ?? '').pathname, {
     method: 'POST',
     body: { answer: 'no' },
   });
   assert.deepEqual([answered.status, answered.body.status, answered.body.value], [200, 'answered', 'no']);
+  assert.deepEqual([answered.body.answeredBy.kind, answered.body.answeredBy.id, answered.body.answeredBy.channel], ['subscriber', alice.externalId, 'web_push']);
   assert.deepEqual(pushedTo(bob.endpoint), []);
   // Questions are not marketing sends: the allowance is untouched.
   assert.equal(await monthlyUsage(audience.workspace.workspaceId), 0);
@@ -101,12 +108,8 @@ test('a decision is pushed to the end-user it addresses; a replay pushes nothing
   });
   assert.equal(opened.status, 200);
   const [pushed] = await eventually('the decision pushed to bob', async () => pushedTo(bob.endpoint), (messages) => messages.length === 1);
-  assert.deepEqual({ title: pushed?.title, body: pushed?.body, url: pushed?.url, actions: pushed?.actions }, {
-    title: 'A question for you',
-    body: 'Refund order 1234?',
-    url: opened.body.decisionPageUrl,
-    actions: undefined,
-  });
+  assert.deepEqual({ title: pushed?.title, body: pushed?.body, actions: pushed?.actions }, { title: 'A question for you', body: 'Refund order 1234?', actions: undefined });
+  assert.match(pushed?.url ?? '', new RegExp(`^http://localhost:8080/a/${recipientToken(opened.body.decisionId, bob.externalId).source.slice(1)}`));
   const replay = await call(harness.stack.gatewayUrl, `${SERVER_API}/decisions`, { method: 'POST', key: audience.workspace.apiKey, body });
   assert.equal(replay.status, 200);
   await waitForQuiet(harness.stack.topicPrefix, QUESTION_PIPELINE);

@@ -62,6 +62,9 @@ export const answerPageRoutes =
         if (!(err instanceof HeraldError)) throw err;
         if (err.code === 'not_found') return sendFormPage(reply, 404, renderNotFoundPage());
         if (err.code === 'conflict') return sendFormPage(reply, 409, page(await read(token), token));
+        if (err.code === 'forbidden') {
+          return sendFormPage(reply, 403, page(await read(token), token, { problem: 'Only the approvers named for this question may answer it, and this link was not sent to one of them.' }));
+        }
         if (err.code === 'invalid_request') return sendFormPage(reply, 400, page(await read(token), token, { problem: 'That answer is not one of the choices.' }));
         throw err;
       }
@@ -97,7 +100,7 @@ export const answerPageRoutes =
             { answer: Type.Union([Type.String({ minLength: 1, maxLength: 2_000 }), Type.Boolean()], { description: 'confirm: "yes" | "no" | true | false' }) },
             { additionalProperties: false },
           ),
-          response: withErrors({ 200: Type.Union([AskRecord, DecisionRecord]), 409: ErrorResponse }),
+          response: withErrors({ 200: Type.Union([AskRecord, DecisionRecord]), 403: ErrorResponse, 409: ErrorResponse }),
         },
       },
       async (request) => record(await answer(request.params.token, answerText(request.body.answer))),

@@ -7,6 +7,7 @@ import { endUserOf, principalOf } from '../access.js';
 import {
   answerText,
   checkQuestion,
+  keyAnswerer,
   decisionRecord,
   holdForAnswer,
   listQuestions,
@@ -153,11 +154,13 @@ export const decisionRoutes =
             { answer: Type.Union([Type.String({ minLength: 1, maxLength: 2_000 }), Type.Boolean()], { description: 'confirm: "yes" | "no" | true | false' }) },
             { additionalProperties: false },
           ),
-          response: withErrors({ 200: DecisionRecord, 409: ErrorResponse }),
+          response: withErrors({ 200: DecisionRecord, 403: ErrorResponse, 409: ErrorResponse }),
         },
       },
       async (request) => {
-        const answered = questionOf(await clients.decision.answerQuestion({ ...owned(request, request.params.decisionId), answer: answerText(request.body.answer) }));
+        const answered = questionOf(
+          await clients.decision.answerQuestion({ ...owned(request, request.params.decisionId), answer: answerText(request.body.answer), answeredBy: keyAnswerer(principalOf(request)) }),
+        );
         return decisionRecord(answered, publicOrigin);
       },
     );

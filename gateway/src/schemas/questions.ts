@@ -4,6 +4,26 @@ import { Nullable } from './common.js';
 
 /** The records of /ask and /decisions (also shown by the answer page's API). */
 
+const Approver = Type.Object({ kind: Type.String(), id: Type.String() });
+
+/** Who may answer, who did, and the escalation steps: on both records. */
+const People = {
+  approvers: Type.Array(Approver, { description: 'Who may answer; empty: the holder of an answer link (and the key that opened it)' }),
+  answeredBy: Nullable(
+    Type.Object(
+      {
+        kind: Type.String({ description: 'slack | email | subscriber | key | member | link (the holder of a link that names nobody)' }),
+        id: Type.String({ description: 'A stable id: the Slack user id, the email address, the externalId, the key id, the member id' }),
+        displayName: Type.String(),
+        channel: Type.String({ description: 'slack | email | web_push | answer_page | api | console' }),
+        at: Type.String({ description: 'When (ISO 8601)' }),
+      },
+      { description: 'Who answered; null until answered' },
+    ),
+  ),
+  escalation: Type.Array(Type.Object({ afterSeconds: Type.Integer(), channels: Type.Array(Type.String()), approvers: Type.Array(Approver) })),
+};
+
 export const AskRecord = Type.Object({
   correlationId: Type.String(),
   question: Type.String(),
@@ -16,6 +36,7 @@ export const AskRecord = Type.Object({
   expiresInSeconds: Type.Integer({ description: 'Seconds the question stays open (600 when asked)' }),
   mode: Type.String({ description: 'The workspace approval mode: browser | terminal' }),
   hint: Type.Optional(Type.String({ description: 'Present on timeout' })),
+  ...People,
 });
 
 export const ReachabilityCounts = Type.Object({ reachable: Type.Boolean(), browserSubscriptions: Type.Integer(), nativeAppDevices: Type.Integer() });
@@ -46,6 +67,7 @@ export const DecisionRecord = Type.Object({
   cancelledAt: Nullable(Type.String()),
   reachability: ReachabilityCounts,
   idempotencyKey: Nullable(Type.String()),
+  ...People,
   duplicate: Type.Boolean({ description: 'True when an idempotent replay returned the first decision' }),
 });
 

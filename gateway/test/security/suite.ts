@@ -5,7 +5,7 @@ import { eventually } from '@herald/testkit';
 
 /**
  * What the security suite's files share (issue #22): the count of attacker inputs per class (each
- * file records what it sends and prints the counts when it ends; the README's "Security suite"
+ * file records what it sends and prints the counts when it ends; docs/testing.md's "Security suite"
  * section lists them), and requests sent from a chosen client address.
  */
 

@@ -7,3 +7,4 @@ export * from './engagement.js';
 export * from './placeholders.js';
 export * from './questions.js';
 export * from './reachability.js';
+export * from './approvers.js';

@@ -1367,7 +1367,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1387,8 +1411,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -1398,6 +1438,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -1599,7 +1647,31 @@ export interface operations {
                     "application/json": {
                         data: {
                             answered: boolean;
+                            answeredBy: {
+                                /** @description When (ISO 8601) */
+                                at: string;
+                                /** @description slack | email | web_push | answer_page | api | console */
+                                channel: string;
+                                displayName: string;
+                                /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                                id: string;
+                                /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                                kind: string;
+                            } | null;
+                            /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
                             correlationId: string;
+                            escalation: {
+                                afterSeconds: number;
+                                approvers: {
+                                    id: string;
+                                    kind: string;
+                                }[];
+                                channels: string[];
+                            }[];
                             /** @description Seconds the question stays open (600 when asked) */
                             expiresInSeconds: number;
                             /** @description Present on timeout */
@@ -1642,10 +1714,28 @@ export interface operations {
                 "application/json": {
                     /** @description Who is asking, shown to the person */
                     agentName?: string;
+                    /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                    approvers?: {
+                        id: string;
+                        /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                        kind: "slack" | "email" | "subscriber" | "key" | "member";
+                    }[];
                     /** @description HTTPS URL that receives the answer (a public address) */
                     callbackUrl?: string;
                     /** @description Background shown with the question */
                     context?: string;
+                    /** @description While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime) */
+                    escalation?: {
+                        /** @description Seconds after the question opened */
+                        afterSeconds: number;
+                        /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                        approvers?: {
+                            id: string;
+                            /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                            kind: "slack" | "email" | "subscriber" | "key" | "member";
+                        }[];
+                        channels?: ("web_push" | "slack" | "email")[];
+                    }[];
                     /** @description Only the subscribers with these external ids */
                     externalIds?: string[];
                     /** @description The choices (select only) */
@@ -1681,7 +1771,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1743,7 +1857,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -1790,7 +1928,31 @@ export interface operations {
                 content: {
                     "application/json": {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         correlationId: string;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         /** @description Seconds the question stays open (600 when asked) */
                         expiresInSeconds: number;
                         /** @description Present on timeout */
@@ -2465,8 +2627,24 @@ export interface operations {
                             agentName: string | null;
                             answer: string | null;
                             answeredAt: string | null;
+                            answeredBy: {
+                                /** @description When (ISO 8601) */
+                                at: string;
+                                /** @description slack | email | web_push | answer_page | api | console */
+                                channel: string;
+                                displayName: string;
+                                /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                                id: string;
+                                /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                                kind: string;
+                            } | null;
                             /** @description True only for a yes to a confirm decision */
                             approved: boolean;
+                            /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
                             /** @description user | owner | team */
                             audience: string;
                             cancelledAt: string | null;
@@ -2476,6 +2654,14 @@ export interface operations {
                             decisionPageUrl: string;
                             /** @description True when an idempotent replay returned the first decision */
                             duplicate: boolean;
+                            escalation: {
+                                afterSeconds: number;
+                                approvers: {
+                                    id: string;
+                                    kind: string;
+                                }[];
+                                channels: string[];
+                            }[];
                             expiresAt: string;
                             expiresInSeconds: number;
                             externalId: string | null;
@@ -2526,11 +2712,29 @@ export interface operations {
                 "application/json": {
                     /** @description Who is asking, shown to the person */
                     agentName?: string;
+                    /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                    approvers?: {
+                        id: string;
+                        /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                        kind: "slack" | "email" | "subscriber" | "key" | "member";
+                    }[];
                     audience?: "user" | "owner" | "team";
                     /** @description HTTPS URL that receives the answer (a public address) */
                     callbackUrl?: string;
                     /** @description Background shown with the question */
                     context?: string;
+                    /** @description While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime) */
+                    escalation?: {
+                        /** @description Seconds after the question opened */
+                        afterSeconds: number;
+                        /** @description Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel. */
+                        approvers?: {
+                            id: string;
+                            /** @description slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id) */
+                            kind: "slack" | "email" | "subscriber" | "key" | "member";
+                        }[];
+                        channels?: ("web_push" | "slack" | "email")[];
+                    }[];
                     /**
                      * @description How long it stays answerable
                      * @default 3600
@@ -2579,8 +2783,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2590,6 +2810,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2648,8 +2876,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2659,6 +2903,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2720,8 +2972,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2731,6 +2999,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;
@@ -2786,8 +3062,24 @@ export interface operations {
                         agentName: string | null;
                         answer: string | null;
                         answeredAt: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision */
                         approved: boolean;
+                        /** @description Who may answer; empty: the holder of an answer link (and the key that opened it) */
+                        approvers: {
+                            id: string;
+                            kind: string;
+                        }[];
                         /** @description user | owner | team */
                         audience: string;
                         cancelledAt: string | null;
@@ -2797,6 +3089,14 @@ export interface operations {
                         decisionPageUrl: string;
                         /** @description True when an idempotent replay returned the first decision */
                         duplicate: boolean;
+                        escalation: {
+                            afterSeconds: number;
+                            approvers: {
+                                id: string;
+                                kind: string;
+                            }[];
+                            channels: string[];
+                        }[];
                         expiresAt: string;
                         expiresInSeconds: number;
                         externalId: string | null;

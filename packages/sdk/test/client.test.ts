@@ -363,6 +363,9 @@ test('ask: create without waiting, read, withdraw; the pending limit is a RateLi
       pollUrl: `http://localhost:8080/api/v1/server/ask/${asked.correlationId}`,
       expiresInSeconds: 0,
       mode: 'browser',
+      approvers: [],
+      answeredBy: null,
+      escalation: [],
     },
   );
   assert.equal(asked.expiresInSeconds, ASK_LIFETIME_SECONDS);
@@ -458,6 +461,9 @@ test('decisions: create with an Idempotency-Key, replay, read, answer, cancel, r
       cancelledAt: null,
       reachability: { reachable: true, browserSubscriptions: 1, nativeAppDevices: 0 },
       idempotencyKey: 'refund-1234',
+      approvers: [],
+      answeredBy: null,
+      escalation: [],
       duplicate: false,
     },
   );

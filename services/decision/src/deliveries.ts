@@ -1,7 +1,7 @@
 import { backoffMs } from '@herald/backoff';
 import { consumers, EVENT_ID_HEADER, handleOnce, type IncomingMessage } from '@herald/bus';
-import type { Pool } from '@herald/db';
-import { answerActionUrl, answerPageUrl } from '@herald/domain';
+import { withTransaction, type Pool } from '@herald/db';
+import { answerActionUrl, answerPageUrl, type Approver } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
@@ -23,8 +23,37 @@ import type { AnswerTokens } from './tokens.js';
 /** The web push of a question: through the campaign service, to the approver devices it addresses. */
 export const WEB_PUSH: QuestionDelivery = { channel: 'web_push', target: 'approver_devices' };
 
-/** The deliveries a newly opened question gets: web push, unless the workspace answers in the terminal. */
-export const deliveriesOf = (mode: string): QuestionDelivery[] => (mode === 'terminal' ? [] : [WEB_PUSH]);
+/** Web push to one subscriber's approver devices (an approver named by externalId). */
+const SUBSCRIBER_TARGET = 'subscriber:';
+
+/**
+ * Where approvers are reached: a subscriber by web push to its devices, an email address by
+ * email, a Slack user by a direct message. Keys and members answer on their own surfaces (the
+ * API, the console), so they get no delivery.
+ */
+export function deliveriesTo(approvers: readonly Approver[]): QuestionDelivery[] {
+  return approvers.flatMap((approver): QuestionDelivery[] => {
+    if (approver.kind === 'subscriber') return [{ channel: 'web_push', target: `${SUBSCRIBER_TARGET}${approver.id}` }];
+    if (approver.kind === 'email') return [{ channel: 'email', target: approver.id }];
+    if (approver.kind === 'slack') return [{ channel: 'slack', target: `user:${approver.id}` }];
+    return [];
+  });
+}
+
+/**
+ * The deliveries a newly opened question gets: to each of its approvers; without approvers, web
+ * push to the approver devices it addresses, unless the workspace answers in the terminal.
+ */
+export const deliveriesOf = (question: Pick<store.QuestionRow, 'mode' | 'approvers'>): QuestionDelivery[] => {
+  if (question.approvers.length > 0) return deliveriesTo(question.approvers);
+  return question.mode === 'terminal' ? [] : [WEB_PUSH];
+};
+
+/** One way of reaching people (web push, Slack, email): makes one delivery of a question to one target. */
+export interface Channel {
+  /** `key` is the delivery's idempotency key, `question:<id>:<channel>:<target>`: the same on every attempt. */
+  deliver(question: store.QuestionRow, target: string, key: string): Promise<store.DeliveryOutcome>;
+}
 
 /** Records the deliveries of each QuestionOpened, once per event. */
 export function recordOpenedDeliveries(pool: Pool) {
@@ -37,12 +66,46 @@ export function recordOpenedDeliveries(pool: Pool) {
   };
 }
 
+/**
+ * Web push through the campaign service, as an ordinary notification with its counters: the
+ * answer page as its URL, Yes/No buttons for a confirm question (the service worker posts the
+ * action to answerUrl). A push to one person's devices carries a link naming them.
+ */
+export function webPushChannel(campaign: PromiseClient<CampaignServiceClient>, tokens: AnswerTokens, publicOrigin: string): Channel {
+  return {
+    async deliver(question, target, key) {
+      const subscriber = target.startsWith(SUBSCRIBER_TARGET) ? target.slice(SUBSCRIBER_TARGET.length) : undefined;
+      const addressed = question.target ?? { subscriberIds: [], externalIds: question.external_id ? [question.external_id] : [], tags: [] };
+      const targeting = subscriber === undefined ? addressed : { subscriberIds: [], externalIds: [subscriber], tags: [] };
+      // A push that reaches exactly one person's devices names them in its link.
+      const only = targeting.subscriberIds.length === 0 && targeting.tags.length === 0 && targeting.externalIds.length === 1 ? targeting.externalIds[0] : undefined;
+      const token = tokens.sign(question.id, only === undefined ? undefined : { kind: 'subscriber', id: only });
+      const response = await campaign.queueQuestion({
+        workspaceId: question.workspace_id,
+        siteId: question.site_id ?? '',
+        content: {
+          title: question.agent_name ? `${question.agent_name} asks` : 'A question for you',
+          body: question.question,
+          url: answerPageUrl(publicOrigin, token),
+          iconUrl: '',
+          imageUrl: '',
+          actions: question.type === 'confirm' ? [{ action: 'yes', title: 'Yes' }, { action: 'no', title: 'No' }] : [],
+          answerUrl: answerActionUrl(publicOrigin, token),
+        },
+        // The campaign service narrows any targeting to approver devices (verified external ids).
+        targeting: { ...targeting, segmentId: '', verifiedOnly: true },
+        idempotencyKey: key,
+      });
+      return { state: 'delivered', result: response.notificationId, reached: Number(response.targeted) };
+    },
+  };
+}
+
 export interface DeliveryDeps {
   pool: Pool;
   logger: Logger;
-  campaign: PromiseClient<CampaignServiceClient>;
-  tokens: AnswerTokens;
-  publicOrigin: string;
+  /** The channels this replica delivers on, by name (web_push, slack, email). */
+  channels: Partial<Record<string, Channel>>;
   retry: { baseMs: number; capMs: number };
   pollMs: number;
   /** How long a claimed delivery is held: longer than a call with its deadline. */
@@ -50,37 +113,15 @@ export interface DeliveryDeps {
 }
 
 /** Makes the recorded deliveries, each once; see the module's comment. */
-export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, retry, pollMs, leaseMs }: DeliveryDeps): WorkLoop {
-  /** The push of a question: the answer page as its URL, Yes/No buttons for a confirm question (the service worker posts the action to answerUrl). */
-  async function webPush(question: store.QuestionRow, key: string): Promise<store.DeliveryOutcome> {
-    const token = tokens.sign(question.id);
-    const target = question.target ?? { subscriberIds: [], externalIds: question.external_id ? [question.external_id] : [], tags: [] };
-    const response = await campaign.queueQuestion({
-      workspaceId: question.workspace_id,
-      siteId: question.site_id ?? '',
-      content: {
-        title: question.agent_name ? `${question.agent_name} asks` : 'A question for you',
-        body: question.question,
-        url: answerPageUrl(publicOrigin, token),
-        iconUrl: '',
-        imageUrl: '',
-        actions: question.type === 'confirm' ? [{ action: 'yes', title: 'Yes' }, { action: 'no', title: 'No' }] : [],
-        answerUrl: answerActionUrl(publicOrigin, token),
-      },
-      // The campaign service narrows any targeting to approver devices (verified external ids).
-      targeting: { ...target, segmentId: '', verifiedOnly: true },
-      idempotencyKey: key,
-    });
-    return { state: 'delivered', result: response.notificationId, reached: Number(response.targeted) };
-  }
-
+export function startDeliveries({ pool, logger, channels, retry, pollMs, leaseMs }: DeliveryDeps): WorkLoop {
   async function deliver(row: store.ClaimedDelivery): Promise<store.DeliveryOutcome> {
     const question = await store.findQuestion(pool, row.question_id, {});
     if (!question || question.status !== 'pending' || question.expired) return { state: 'skipped', error: `the question is ${question?.expired ? 'expired' : (question?.status ?? 'gone')}` };
-    // A channel of a newer version (during a rolling deploy): left to a replica that knows it.
-    if (row.channel !== WEB_PUSH.channel) return { state: 'pending', error: `this replica does not know the channel ${row.channel}`, retryAt: new Date(Date.now() + retry.capMs) };
+    // A channel of a newer version, or one this replica is not set up for: left to a replica that knows it.
+    const channel = channels[row.channel];
+    if (!channel) return { state: 'pending', error: `this replica does not know the channel ${row.channel}`, retryAt: new Date(Date.now() + retry.capMs) };
     try {
-      return await webPush(question, `question:${row.question_id}:${row.channel}:${row.target}`);
+      return await channel.deliver(question, row.target, `question:${row.question_id}:${row.channel}:${row.target}`);
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
       // A refusal that trying again will not change (a bad request): failed for good.
@@ -104,7 +145,7 @@ export function startDeliveries({ pool, logger, campaign, tokens, publicOrigin, 
       if (!row) return;
       const outcome = await deliver(row);
       // A delivery made before PostgreSQL went away is recorded once it is back, not made again after the lease.
-      await retryWhileUnreachable(() => store.recordDelivery(pool, row, token, outcome), leaseMs);
+      await retryWhileUnreachable(() => withTransaction(pool, (tx) => store.recordDelivery(tx, row, token, outcome)), leaseMs);
       if (outcome.state === 'delivered') logger.info({ questionId: row.question_id, channel: row.channel, result: outcome.result, reached: outcome.reached }, 'question delivered');
     },
   });

@@ -2,28 +2,34 @@ import { randomUUID } from 'node:crypto';
 
 import { enqueue, topics } from '@herald/bus';
 import { pageRequest, withTransaction, type Pool, type Queryable } from '@herald/db';
-import { channelCounts, partnerDecisionRequired } from '@herald/domain';
+import { APPROVER_KINDS, channelCounts, DELIVERY_CHANNELS, MAX_APPROVER_ID_LENGTH, MAX_APPROVERS, MAX_ESCALATION_STEPS, normalizedApprover, partnerDecisionRequired, type Approver } from '@herald/domain';
 import { HeraldError, invalidFields } from '@herald/errors';
 import { implementService, type PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import type { AccountServiceClient, Principal } from '@herald/proto/herald/account/v1/account';
 import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
-import { DecisionServiceService, QuestionKind, type CreateQuestionRequest, type Question, type QuestionRef, type Reachability } from '@herald/proto/herald/decision/v1/decision';
+import {
+  DecisionServiceService,
+  QuestionKind,
+  type CreateQuestionRequest,
+  type EscalationStep,
+  type Question,
+  type QuestionRef,
+  type Reachability,
+} from '@herald/proto/herald/decision/v1/decision';
 import { DecisionEvent } from '@herald/proto/herald/decision/v1/events';
 import { assertWebhookUrl } from '@herald/webhooks';
 
+import { createAnswering, type Answerer, type WakeWaiters } from './answering.js';
 import type { DecisionConfig } from './config.js';
 import * as store from './store.js';
 import { deliveriesOf } from './deliveries.js';
 import { isApproved, requestHash } from './rules.js';
-import type { AnswerTokens } from './tokens.js';
+import type { AnswerTokens, VerifiedToken } from './tokens.js';
 import { countQuestion } from './metrics.js';
-import { reportResolution } from './webhooks.js';
 
 /** Open asks per workspace (the spec's limit); one more is refused. */
 export const MAX_PENDING_ASKS = 25;
-/** Longest free-text (input) answer. */
-export const MAX_INPUT_ANSWER = 2_000;
 /** How long a decision stays open when its caller names no lifetime (the spec's default). */
 export const DEFAULT_DECISION_LIFETIME_SECONDS = 3_600;
 
@@ -37,42 +43,47 @@ function kindOf(kind: QuestionKind): store.Kind {
   throw new HeraldError('invalid_request', 'kind is required');
 }
 
-const noun = (kind: store.Kind) => (kind === 'ask' ? 'question' : 'decision');
+/** A question's approvers, checked and normalized (email addresses lower-cased, duplicates dropped). */
+function checkApprovers(approvers: Approver[], field: string): Approver[] {
+  const problem = (text: string) => invalidFields('body', [{ field, in: 'body', problem: text }]);
+  if (approvers.length > MAX_APPROVERS) throw problem(`must name at most ${MAX_APPROVERS} approvers`);
+  const kept = new Map<string, Approver>();
+  for (const approver of approvers) {
+    if (!(APPROVER_KINDS as readonly string[]).includes(approver.kind)) throw problem(`kind must be one of ${APPROVER_KINDS.join(', ')}`);
+    const normalized = normalizedApprover(approver);
+    if (normalized.id.length < 1 || normalized.id.length > MAX_APPROVER_ID_LENGTH) throw problem(`id must be 1 to ${MAX_APPROVER_ID_LENGTH} characters`);
+    if (normalized.kind === 'email' && !/^[^\s@]+@[^\s@]+$/.test(normalized.id)) throw problem(`${JSON.stringify(normalized.id)} is not an email address`);
+    kept.set(`${normalized.kind}:${normalized.id}`, normalized);
+  }
+  return [...kept.values()];
+}
 
-/** Why a question that is not open can take no answer, withdrawal or cancellation. */
-function notOpen(row: store.QuestionRow): HeraldError {
-  const what = noun(row.kind);
-  if (row.status === 'answered') {
-    return new HeraldError('conflict', `This ${what} was already answered.`, { title: 'Already answered', hint: 'The first answer stands; read it with GET.' });
-  }
-  if (row.status === 'cancelled') {
-    const verb = row.kind === 'ask' ? 'withdrawn' : 'cancelled';
-    return new HeraldError('conflict', `This ${what} was ${verb}.`, { title: `Already ${verb}` });
-  }
-  return new HeraldError('conflict', `This ${what} expired unanswered at ${row.expires_at.toISOString()}.`, {
-    title: 'Expired',
-    hint: 'An expired question is never approved; open a new one if a person still has to decide.',
+/** Escalation steps, checked: at most MAX_ESCALATION_STEPS, each later than the one before, each delivering somewhere. */
+function checkEscalation(steps: EscalationStep[]): store.EscalationStepJson[] {
+  const problem = (index: number, text: string) => invalidFields('body', [{ field: `escalation[${index}]`, in: 'body', problem: text }]);
+  if (steps.length > MAX_ESCALATION_STEPS) throw invalidFields('body', [{ field: 'escalation', in: 'body', problem: `must have at most ${MAX_ESCALATION_STEPS} steps` }]);
+  let previous = 0;
+  return steps.map((step, index) => {
+    if (step.afterSeconds <= previous) throw problem(index, index === 0 ? 'afterSeconds must be at least 1' : 'afterSeconds must be later than the step before');
+    previous = step.afterSeconds;
+    const channels = [...new Set(step.channels)];
+    const unknown = channels.find((channel) => !(DELIVERY_CHANNELS as readonly string[]).includes(channel));
+    if (unknown !== undefined) throw problem(index, `channel ${JSON.stringify(unknown)} is not one of ${DELIVERY_CHANNELS.join(', ')}`);
+    const approvers = checkApprovers(step.approvers, `escalation[${index}].approvers`);
+    if (channels.length === 0 && approvers.length === 0) throw problem(index, 'must name channels or approvers');
+    return { afterSeconds: step.afterSeconds, channels, approvers };
   });
 }
 
-/** The answer as stored: confirm answers are yes | no; the rest must fit the question. */
-function checkAnswer(row: store.QuestionRow, answer: string): string {
-  const problem = (text: string) => invalidFields('body', [{ field: 'answer', in: 'body', problem: text }]);
-  if (row.type === 'confirm') {
-    if (answer !== 'yes' && answer !== 'no') throw problem('must be "yes" or "no" (or true or false) for a confirm question');
-  } else if (row.type === 'select') {
-    if (!row.options.includes(answer)) throw problem(`must be one of the options: ${row.options.map((option) => JSON.stringify(option)).join(', ')}`);
-  } else if (answer.length < 1 || answer.length > MAX_INPUT_ANSWER) {
-    throw problem(`must be 1 to ${MAX_INPUT_ANSWER} characters`);
-  }
-  return answer;
+/** Who answers through an answer link: its recipient when it names one, else whoever holds it. */
+function linkAnswerer(token: VerifiedToken): Answerer {
+  const recipient = token.recipient;
+  if (!recipient) return { kind: 'link', id: '', displayName: 'the holder of the answer link', channel: 'answer_page' };
+  return { kind: recipient.kind, id: recipient.id, displayName: recipient.id, channel: recipient.kind === 'email' ? 'email' : 'web_push' };
 }
 
 /** The fields of a question to store, as CreateQuestion names them (OpenQuestion's, once its caller's rules are applied). */
 type OpenRequest = Omit<CreateQuestionRequest, 'requestHash' | 'requireReachable'>;
-
-/** Wakes callers waiting on a question (every gateway replica); called once its answer or cancellation is committed. */
-export type WakeWaiters = (questionId: string) => Promise<void>;
 
 /** The services a question is opened with: reachability counts the addressed person's paired devices (account) and approver browsers (audience). */
 export interface Peers {
@@ -112,6 +123,8 @@ export function decisionHandlers(
   logger: Logger,
   peers: Peers,
 ) {
+  const answering = createAnswering(pool, wakeWaiters, logger);
+
   const view = (row: store.QuestionRow): Question => ({
     id: row.id,
     workspaceId: row.workspace_id,
@@ -140,52 +153,31 @@ export function decisionHandlers(
     idempotencyKey: row.idempotency_key ?? '',
     callbackUrl: row.callback_url ?? '',
     approved: isApproved(row),
+    approvers: row.approvers,
+    answeredBy: row.answered_by ?? undefined,
+    escalation: row.escalation,
     keyId: row.key_id,
   });
 
-  /** The question a reference names; a foreign, unknown or forged one is 404 alike. */
-  async function resolve(ref: QuestionRef | undefined): Promise<store.QuestionRow> {
+  /** The question a reference names (and, for a token, what the token says); a foreign, unknown or forged one is 404 alike. */
+  async function resolveRef(ref: QuestionRef | undefined): Promise<{ row: store.QuestionRow; token?: VerifiedToken }> {
     let row: store.QuestionRow | undefined;
+    let token: VerifiedToken | undefined;
     if (ref?.by?.$case === 'owned') {
       const { workspaceId, kind, id, externalIdScope } = ref.by.value;
       if (!workspaceId) throw new HeraldError('invalid_request', 'workspace_id is required');
       row = await store.findQuestion(pool, id, { workspaceId, kind: kindOf(kind), externalId: orNull(externalIdScope) ?? undefined });
     } else if (ref?.by?.$case === 'token') {
-      const id = tokens.verify(ref.by.value);
-      row = id === undefined ? undefined : await store.findQuestion(pool, id, {});
+      token = tokens.verify(ref.by.value);
+      row = token === undefined ? undefined : await store.findQuestion(pool, token.questionId, {});
     } else {
       throw new HeraldError('invalid_request', 'ref is required');
     }
     if (!row) throw new HeraldError('not_found', 'No such question.', { title: 'Not found' });
-    return row;
+    return { row, token };
   }
 
-  /**
-   * Answers or cancels an open question together with its webhook, in one transaction. `change`
-   * finds nothing to update when the question stopped being open meanwhile (another answer, a
-   * cancellation, the expiry): that is a conflict.
-   */
-  async function resolveOpen(
-    row: store.QuestionRow,
-    outcome: 'answered' | 'cancelled',
-    change: (db: Queryable) => Promise<store.QuestionRow | undefined>,
-  ): Promise<store.QuestionRow> {
-    // Without a callback the change is one statement: no transaction (two round trips fewer on the
-    // path a waiting caller is woken by). The callback URL is fixed when the question is created.
-    const resolved =
-      row.callback_url === null
-        ? await change(pool)
-        : await withTransaction(pool, async (tx) => {
-            const updated = await change(tx);
-            if (updated) await reportResolution(tx, updated, outcome);
-            return updated;
-          });
-    if (!resolved) throw notOpen((await store.findQuestion(pool, row.id, {})) ?? row);
-    logger.info({ workspaceId: resolved.workspace_id, questionId: resolved.id }, `question ${outcome}`);
-    countQuestion(outcome, resolved.kind);
-    await wakeWaiters(resolved.id);
-    return resolved;
-  }
+  const resolve = async (ref: QuestionRef | undefined) => (await resolveRef(ref)).row;
 
   /** What an open needs besides the question's fields. */
   interface Opening {
@@ -193,6 +185,8 @@ export function decisionHandlers(
     requireReachable: boolean;
     /** Write its QuestionOpened event with it (OpenQuestion); false for the deprecated CreateQuestion, whose caller pushes. */
     opened: boolean;
+    approvers: Approver[];
+    escalation: EscalationStep[];
   }
 
   /** The QuestionOpened event of a new question, enqueued in the transaction that stores it. */
@@ -202,9 +196,18 @@ export function decisionHandlers(
       eventId,
       occurredAt: row.created_at.toISOString(),
       workspaceId: row.workspace_id,
-      kind: { $case: 'questionOpened', value: { questionId: row.id, kind: view(row).kind, deliveries: deliveriesOf(row.mode) } },
+      kind: { $case: 'questionOpened', value: { questionId: row.id, kind: view(row).kind, deliveries: deliveriesOf(row) } },
     }).finish();
     await enqueue(tx, store.SCHEMA, [{ topic: topics.decisionEvents.name, key: row.id, payload: event, eventId }]);
+  }
+
+  /** The first entry of a new question's record and, for OpenQuestion, its QuestionOpened event: in the transaction that stores it. */
+  async function record(tx: Queryable, row: store.QuestionRow, opened: boolean): Promise<void> {
+    await store.appendEvent(tx, row.id, 'opened', {
+      actor: { kind: 'key', id: row.key_id },
+      detail: { kind: row.kind, type: row.type, question: row.question, approvers: row.approvers, escalation: row.escalation },
+    });
+    if (opened) await announce(tx, row);
   }
 
   /**
@@ -212,8 +215,10 @@ export function decisionHandlers(
    * (its deliveries are made from that event). An idempotent replay of a decision returns the
    * first one and writes nothing.
    */
-  async function open(request: OpenRequest, { siteId, requireReachable, opened }: Opening): Promise<{ question: Question; duplicate: boolean }> {
+  async function open(request: OpenRequest, { siteId, requireReachable, opened, ...asked }: Opening): Promise<{ question: Question; duplicate: boolean }> {
     const kind = kindOf(request.kind);
+    const approvers = checkApprovers(asked.approvers, 'approvers');
+    const escalation = checkEscalation(asked.escalation);
     const question: store.NewQuestion = {
       id: `${kind === 'ask' ? 'ask' : 'dec'}_${randomUUID().replaceAll('-', '')}`,
       workspaceId: request.workspaceId,
@@ -236,8 +241,10 @@ export function decisionHandlers(
       target: kind === 'ask' ? { subscriberIds: request.subscriberIds, externalIds: request.externalIds, tags: request.tags } : null,
       callbackUrl: orNull(request.callbackUrl),
       idempotencyKey: orNull(request.idempotencyKey),
-      requestHash: kind === 'decision' ? requestHash({ ...request, requireReachable }) : null,
+      requestHash: kind === 'decision' ? requestHash({ ...request, requireReachable }, { approvers, escalation }) : null,
       lifetimeSeconds: kind === 'ask' ? config.askLifetimeSeconds : request.lifetimeSeconds,
+      approvers,
+      escalation,
     };
     if (!question.workspaceId || !question.question || question.lifetimeSeconds < 1) {
       throw new HeraldError('invalid_request', 'workspace_id, question and lifetime_seconds are required');
@@ -253,7 +260,7 @@ export function decisionHandlers(
           throw new HeraldError('rate_limited', `This workspace already has ${MAX_PENDING_ASKS} pending questions; answer, withdraw or let some expire first.`);
         }
         const inserted = await store.insertQuestion(tx, question);
-        if (inserted && opened) await announce(tx, inserted);
+        if (inserted) await record(tx, inserted, opened);
         return inserted;
       });
       if (!row) throw new Error('ask insert returned no row');
@@ -271,13 +278,11 @@ export function decisionHandlers(
         });
       }
     }
-    const inserted = opened
-      ? await withTransaction(pool, async (tx) => {
-          const row = await store.insertQuestion(tx, question);
-          if (row) await announce(tx, row);
-          return row;
-        })
-      : await store.insertQuestion(pool, question);
+    const inserted = await withTransaction(pool, async (tx) => {
+      const row = await store.insertQuestion(tx, question);
+      if (row) await record(tx, row, opened);
+      return row;
+    });
     if (inserted) {
       logger.info({ workspaceId: inserted.workspace_id, decisionId: inserted.id }, 'decision opened');
       countQuestion('opened', 'decision');
@@ -312,12 +317,12 @@ export function decisionHandlers(
         const lifetimeSeconds = kind === 'ask' ? 0 : request.lifetimeSeconds || DEFAULT_DECISION_LIFETIME_SECONDS;
         return open(
           { ...request, ...asked, lifetimeSeconds, workspaceId: caller.workspaceId, keyId: caller.keyId, mode: caller.approvalMode, reachability, kind: request.kind },
-          { siteId: caller.siteId, requireReachable: request.requireReachable, opened: true },
+          { siteId: caller.siteId, requireReachable: request.requireReachable, opened: true, approvers: request.approvers, escalation: request.escalation },
         );
       },
 
       async createQuestion(request) {
-        return open(request, { siteId: null, requireReachable: request.requireReachable, opened: false });
+        return open(request, { siteId: null, requireReachable: request.requireReachable, opened: false, approvers: [], escalation: [] });
       },
 
       async getQuestion(request) {
@@ -333,16 +338,20 @@ export function decisionHandlers(
       },
 
       async answerQuestion(request) {
-        const row = await resolve(request.ref);
-        if (row.status !== 'pending' || row.expired) throw notOpen(row);
-        const answer = checkAnswer(row, request.answer);
-        return { question: view(await resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, answer))) };
+        const { row, token } = await resolveRef(request.ref);
+        let by: Answerer;
+        if (token) {
+          by = linkAnswerer(token);
+        } else {
+          const given = request.answeredBy;
+          if (!given?.kind || !given.id || !given.channel) throw new HeraldError('invalid_request', 'answered_by (kind, id, channel) is required to answer by reference');
+          by = { kind: given.kind, id: given.id, displayName: given.displayName || given.id, channel: given.channel };
+        }
+        return { question: view(await answering.answer(row, request.answer, by)) };
       },
 
       async cancelQuestion(request) {
-        const row = await resolve(request.ref);
-        if (row.status !== 'pending' || row.expired) throw notOpen(row);
-        return { question: view(await resolveOpen(row, 'cancelled', (tx) => store.recordCancel(tx, row.id))) };
+        return { question: view(await answering.cancel(await resolve(request.ref))) };
       },
     },
     logger,

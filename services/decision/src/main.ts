@@ -11,8 +11,9 @@ import { dispatcherSettings, startWebhookDispatcher, webhookMigrations } from '@
 import { Redis } from 'ioredis';
 
 import { readConfig } from './config.js';
-import { recordOpenedDeliveries, startDeliveries } from './deliveries.js';
-import { decisionHandlers, type WakeWaiters } from './handlers.js';
+import { recordOpenedDeliveries, startDeliveries, webPushChannel } from './deliveries.js';
+import type { WakeWaiters } from './answering.js';
+import { decisionHandlers } from './handlers.js';
 import { migrationsDir, SCHEMA } from './store.js';
 import { AnswerTokens } from './tokens.js';
 import { startExpiryReports } from './webhooks.js';
@@ -30,9 +31,7 @@ const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const deliveries = startDeliveries({
   pool,
   logger,
-  campaign,
-  tokens,
-  publicOrigin: config.publicOrigin,
+  channels: { web_push: webPushChannel(campaign, tokens, config.publicOrigin) },
   retry: { baseMs: config.deliveryRetryBaseMs, capMs: config.deliveryRetryCapMs },
   pollMs: config.deliveryPollMs,
   leaseMs: config.deliveryLeaseMs,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 
+import type { Approver } from '@herald/domain';
 import type { CreateQuestionRequest } from '@herald/proto/herald/decision/v1/decision';
 
 /** The decision service's rules about its own data, each written once. */
@@ -31,6 +32,7 @@ export function requestHash(
     | 'lifetimeSeconds'
     | 'requireReachable'
   >,
+  { approvers, escalation }: { approvers: Approver[]; escalation: unknown[] },
 ): string {
   const asked = [
     request.type,
@@ -47,6 +49,8 @@ export function requestHash(
     request.parametersJson,
     request.lifetimeSeconds,
     request.requireReachable,
+    // Only when named, so a request without them hashes as it did before they existed.
+    ...(approvers.length > 0 || escalation.length > 0 ? [approvers, escalation] : []),
   ];
   return createHash('sha256').update(JSON.stringify(asked)).digest('base64url');
 }

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 
 import { CREATED_US_SQL, type PagePosition, type Queryable } from '@herald/db';
+import { questionEventHash, type Approver } from '@herald/domain';
 import { RELEASED, type WorkTable } from '@herald/workloop';
 
 /** Every SQL statement of the decision service. Each query is scoped by workspace id or by a question id from a verified token. */
@@ -44,6 +45,11 @@ export interface QuestionRow {
   request_hash: string | null;
   status: 'pending' | 'answered' | 'cancelled';
   answer: string | null;
+  /** Who may answer; empty: the holder of an answer link (and the caller's own key). */
+  approvers: Approver[];
+  escalation: EscalationStepJson[];
+  /** Set with the answer (null for answers recorded before migration 006). */
+  answered_by: AnsweredByJson | null;
   created_at: Date;
   expires_at: Date;
   answered_at: Date | null;
@@ -55,6 +61,21 @@ export interface QuestionRow {
 
 const COLUMNS = `*, (status = 'pending' AND expires_at <= clock_timestamp()) AS expired,
   GREATEST(0, CEIL(EXTRACT(EPOCH FROM expires_at - clock_timestamp())))::int AS expires_in_seconds`;
+
+export interface EscalationStepJson {
+  afterSeconds: number;
+  channels: string[];
+  approvers: Approver[];
+}
+
+/** Who answered (or tried to): an approver kind or `link`, a stable id, a name to show, the channel, and when. */
+export interface AnsweredByJson {
+  kind: string;
+  id: string;
+  displayName: string;
+  channel: string;
+  at: string;
+}
 
 export interface AskTarget {
   subscriberIds: string[];
@@ -86,14 +107,17 @@ export interface NewQuestion {
   idempotencyKey: string | null;
   requestHash: string | null;
   lifetimeSeconds: number;
+  approvers: Approver[];
+  escalation: EscalationStepJson[];
 }
 
 /** Inserts, or with an idempotency key already used returns nothing (the caller reads the first). */
 export async function insertQuestion(db: Queryable, q: NewQuestion): Promise<QuestionRow | undefined> {
   const { rows } = await db.query<QuestionRow>(
     `INSERT INTO questions (id, workspace_id, kind, key_id, type, question, options, context, placeholder, agent_name, mode, audience,
-       external_id, tool_name, tool_target, parameters, reachability, target, callback_url, idempotency_key, request_hash, expires_at, site_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, now() + make_interval(secs => $22), $23)
+       external_id, tool_name, tool_target, parameters, reachability, target, callback_url, idempotency_key, request_hash, expires_at, site_id,
+       approvers, escalation)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, now() + make_interval(secs => $22), $23, $24, $25)
      ON CONFLICT (workspace_id, kind, key_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -120,6 +144,8 @@ export async function insertQuestion(db: Queryable, q: NewQuestion): Promise<Que
       q.requestHash,
       q.lifetimeSeconds,
       q.siteId,
+      JSON.stringify(q.approvers),
+      JSON.stringify(q.escalation),
     ],
   );
   return rows[0];
@@ -230,11 +256,14 @@ export async function markExpiriesReported(db: Queryable, ids: string[], claim: 
 }
 
 /** Records the answer if the question is still open; first answer wins (undefined: it was not open). */
-export async function recordAnswer(db: Queryable, id: string, answer: string): Promise<QuestionRow | undefined> {
+export async function recordAnswer(db: Queryable, id: string, answer: string, answeredBy: Omit<AnsweredByJson, 'at'>): Promise<QuestionRow | undefined> {
+  // The answer's time is the database's, and answered_by.at says the same.
   const { rows } = await db.query<QuestionRow>(
-    `UPDATE questions SET status = 'answered', answer = $2, answered_at = clock_timestamp()
-     WHERE id = $1 AND status = 'pending' AND expires_at > clock_timestamp() RETURNING ${COLUMNS}`,
-    [id, answer],
+    `UPDATE questions SET status = 'answered', answer = $2, answered_at = now_,
+       answered_by = $3::jsonb || jsonb_build_object('at', to_char(now_ AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+     FROM (SELECT clock_timestamp() AS now_) AS clock
+     WHERE id = $1 AND status = 'pending' AND expires_at > now_ RETURNING ${COLUMNS}`,
+    [id, answer, JSON.stringify(answeredBy)],
   );
   return rows[0];
 }
@@ -291,18 +320,64 @@ export type DeliveryOutcome =
   | { state: 'skipped' | 'failed'; error: string }
   | { state: 'pending'; error: string; retryAt: Date };
 
-/** Records a claimed delivery's outcome while the claim holds (a lost claim changes nothing). */
-export async function recordDelivery(db: Queryable, key: DeliveryKey, claim: string, outcome: DeliveryOutcome): Promise<void> {
+/**
+ * Records a claimed delivery's outcome while the claim holds (a lost claim changes nothing), and a
+ * delivery made or refused for good in the question's record (in the same transaction).
+ */
+export async function recordDelivery(tx: Queryable, key: DeliveryKey, claim: string, outcome: DeliveryOutcome): Promise<void> {
   const params = [key.question_id, key.channel, key.target, claim];
   const where = 'WHERE question_id = $1 AND channel = $2 AND target = $3 AND claim = $4';
-  if (outcome.state === 'delivered') {
-    await db.query(
-      `UPDATE question_deliveries SET state = 'delivered', result = $5, reached = $6, last_error = NULL, finished_at = clock_timestamp(), ${RELEASED} ${where}`,
-      [...params, outcome.result, outcome.reached],
-    );
-  } else if (outcome.state === 'pending') {
-    await db.query(`UPDATE question_deliveries SET last_error = $5, due_at = $6, ${RELEASED} ${where}`, [...params, outcome.error, outcome.retryAt]);
-  } else {
-    await db.query(`UPDATE question_deliveries SET state = $5, last_error = $6, finished_at = clock_timestamp(), ${RELEASED} ${where}`, [...params, outcome.state, outcome.error]);
+  if (outcome.state === 'pending') {
+    await tx.query(`UPDATE question_deliveries SET last_error = $5, due_at = $6, ${RELEASED} ${where}`, [...params, outcome.error, outcome.retryAt]);
+    return;
   }
+  const { rowCount } =
+    outcome.state === 'delivered'
+      ? await tx.query(
+          `UPDATE question_deliveries SET state = 'delivered', result = $5, reached = $6, last_error = NULL, finished_at = clock_timestamp(), ${RELEASED} ${where}`,
+          [...params, outcome.result, outcome.reached],
+        )
+      : await tx.query(`UPDATE question_deliveries SET state = $5, last_error = $6, finished_at = clock_timestamp(), ${RELEASED} ${where}`, [...params, outcome.state, outcome.error]);
+  // A skipped delivery (the question was no longer open) was never made: nothing to record.
+  if (rowCount === 0 || outcome.state === 'skipped') return;
+  const detail = outcome.state === 'delivered' ? { channel: key.channel, target: key.target, result: 'delivered', reached: outcome.reached, ref: outcome.result } : { channel: key.channel, target: key.target, result: 'failed', error: outcome.error };
+  await appendEvent(tx, key.question_id, 'delivered', { detail });
+}
+
+/** An entry of a question's record (question_events). */
+export interface QuestionEventRow {
+  question_id: string;
+  seq: number;
+  kind: string;
+  at: Date;
+  actor: Record<string, unknown> | null;
+  detail: Record<string, unknown>;
+  prev_hash: string;
+  hash: string;
+}
+
+/**
+ * Appends an entry to a question's record, chained to the one before it (see migration 006). Call
+ * it in the transaction that makes the change it records; appends to one question are serialised
+ * so the chain has no forks.
+ */
+export async function appendEvent(
+  tx: Queryable,
+  questionId: string,
+  kind: string,
+  { actor = null, detail = {} }: { actor?: Record<string, unknown> | null; detail?: Record<string, unknown> } = {},
+): Promise<QuestionEventRow> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtext('herald.decision.events:' || $1))`, [questionId]);
+  const { rows: last } = await tx.query<{ seq: number; hash: string }>(`SELECT seq, hash FROM question_events WHERE question_id = $1 ORDER BY seq DESC LIMIT 1`, [questionId]);
+  const seq = (last[0]?.seq ?? 0) + 1;
+  const prevHash = last[0]?.hash ?? '';
+  const at = new Date();
+  const hash = questionEventHash(prevHash, { questionId, seq, kind, at: at.toISOString(), actor, detail });
+  const { rows } = await tx.query<QuestionEventRow>(
+    `INSERT INTO question_events (question_id, seq, kind, at, actor, detail, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+    [questionId, seq, kind, at, actor === null ? null : JSON.stringify(actor), JSON.stringify(detail), prevHash, hash],
+  );
+  const row = rows[0];
+  if (!row) throw new Error('question event insert returned no row');
+  return row;
 }

@@ -3,7 +3,7 @@ import type { AuthorizationAnswer, DetailedError, EntityJson, CedarValueJson } f
 
 /**
  * Herald's Cedar entity model, the checks a policy passes before it is stored, and the
- * fail-closed evaluation of one tool call. See README "Authorization" for the contract.
+ * fail-closed evaluation of one tool call. See docs/policy.md for the contract.
  *
  * Every attribute is declared required so policies need no `has` guards; at evaluation time a
  * field the caller did not send is simply absent, and reading it is an evaluation error: the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
-__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "Question", "AskRequest", "AskRecord", "AskPage", "DecisionQuestion", "DecisionRequest", "Reachability", "Decision", "DecisionPage", "PersonReachability", "WebhookSecret", "IdentitySecret"]
+__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "QuestionApprovers", "QuestionEscalationApprovers", "QuestionEscalation", "Question", "AskRequestApprovers", "AskRequestEscalationApprovers", "AskRequestEscalation", "AskRequest", "AskRecordApprovers", "AskRecordAnsweredBy", "AskRecordEscalationApprovers", "AskRecordEscalation", "AskRecord", "AskPage", "DecisionQuestionApprovers", "DecisionQuestionEscalationApprovers", "DecisionQuestionEscalation", "DecisionQuestion", "DecisionRequestApprovers", "DecisionRequestEscalationApprovers", "DecisionRequestEscalation", "DecisionRequest", "Reachability", "DecisionApprovers", "DecisionAnsweredBy", "DecisionEscalationApprovers", "DecisionEscalation", "Decision", "DecisionPage", "PersonReachability", "WebhookSecret", "IdentitySecret"]
 
 
 class Site(TypedDict):
@@ -607,7 +607,31 @@ class Pairing(TypedDict):
 QuestionType = Literal["confirm", "select", "input"]
 
 
+class QuestionApprovers(TypedDict):
+    #: slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: str
+
+
+class QuestionEscalationApprovers(TypedDict):
+    #: slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: str
+
+
+class QuestionEscalation(TypedDict, total=False):
+    #: Seconds after the question opened
+    afterSeconds: Required[int]
+    channels: list[Literal["web_push", "slack", "email"]]
+    #: Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.
+    approvers: list[QuestionEscalationApprovers]
+
+
 class Question(TypedDict, total=False):
+    #: Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.
+    approvers: list[QuestionApprovers]
+    #: While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime)
+    escalation: list[QuestionEscalation]
     #: What the person is asked
     question: Required[str]
     type: QuestionType
@@ -623,7 +647,31 @@ class Question(TypedDict, total=False):
     callbackUrl: str
 
 
+class AskRequestApprovers(TypedDict):
+    #: slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: str
+
+
+class AskRequestEscalationApprovers(TypedDict):
+    #: slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: str
+
+
+class AskRequestEscalation(TypedDict, total=False):
+    #: Seconds after the question opened
+    afterSeconds: Required[int]
+    channels: list[Literal["web_push", "slack", "email"]]
+    #: Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.
+    approvers: list[AskRequestEscalationApprovers]
+
+
 class AskRequest(TypedDict, total=False):
+    #: Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.
+    approvers: list[AskRequestApprovers]
+    #: While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime)
+    escalation: list[AskRequestEscalation]
     #: What the person is asked
     question: Required[str]
     type: QuestionType
@@ -649,6 +697,36 @@ class AskRequest(TypedDict, total=False):
     tags: list[str]
 
 
+class AskRecordApprovers(TypedDict):
+    kind: str
+    id: str
+
+
+class AskRecordAnsweredBy(TypedDict):
+    """Who answered; null until answered"""
+
+    #: slack | email | subscriber | key | member | link (the holder of a link that names nobody)
+    kind: str
+    #: A stable id: the Slack user id, the email address, the externalId, the key id, the member id
+    id: str
+    displayName: str
+    #: slack | email | web_push | answer_page | api | console
+    channel: str
+    #: When (ISO 8601)
+    at: str
+
+
+class AskRecordEscalationApprovers(TypedDict):
+    kind: str
+    id: str
+
+
+class AskRecordEscalation(TypedDict):
+    afterSeconds: int
+    channels: list[str]
+    approvers: list[AskRecordEscalationApprovers]
+
+
 class AskRecord(TypedDict):
     correlationId: str
     question: str
@@ -667,6 +745,10 @@ class AskRecord(TypedDict):
     mode: str
     #: Present on timeout
     hint: NotRequired[str]
+    #: Who may answer; empty: the holder of an answer link (and the key that opened it)
+    approvers: list[AskRecordApprovers]
+    answeredBy: AskRecordAnsweredBy | None
+    escalation: list[AskRecordEscalation]
 
 
 class AskPage(TypedDict):
@@ -675,7 +757,31 @@ class AskPage(TypedDict):
     nextCursor: str | None
 
 
+class DecisionQuestionApprovers(TypedDict):
+    #: slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: str
+
+
+class DecisionQuestionEscalationApprovers(TypedDict):
+    #: slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: str
+
+
+class DecisionQuestionEscalation(TypedDict, total=False):
+    #: Seconds after the question opened
+    afterSeconds: Required[int]
+    channels: list[Literal["web_push", "slack", "email"]]
+    #: Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.
+    approvers: list[DecisionQuestionEscalationApprovers]
+
+
 class DecisionQuestion(TypedDict, total=False):
+    #: Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.
+    approvers: list[DecisionQuestionApprovers]
+    #: While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime)
+    escalation: list[DecisionQuestionEscalation]
     #: What the person is asked
     question: Required[str]
     type: QuestionType
@@ -699,7 +805,31 @@ class DecisionQuestion(TypedDict, total=False):
     idempotencyKey: str
 
 
+class DecisionRequestApprovers(TypedDict):
+    #: slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: str
+
+
+class DecisionRequestEscalationApprovers(TypedDict):
+    #: slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: str
+
+
+class DecisionRequestEscalation(TypedDict, total=False):
+    #: Seconds after the question opened
+    afterSeconds: Required[int]
+    channels: list[Literal["web_push", "slack", "email"]]
+    #: Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.
+    approvers: list[DecisionRequestEscalationApprovers]
+
+
 class DecisionRequest(TypedDict, total=False):
+    #: Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.
+    approvers: list[DecisionRequestApprovers]
+    #: While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime)
+    escalation: list[DecisionRequestEscalation]
     #: What the person is asked
     question: Required[str]
     type: QuestionType
@@ -738,6 +868,36 @@ class Reachability(TypedDict):
     nativeAppDevices: int
 
 
+class DecisionApprovers(TypedDict):
+    kind: str
+    id: str
+
+
+class DecisionAnsweredBy(TypedDict):
+    """Who answered; null until answered"""
+
+    #: slack | email | subscriber | key | member | link (the holder of a link that names nobody)
+    kind: str
+    #: A stable id: the Slack user id, the email address, the externalId, the key id, the member id
+    id: str
+    displayName: str
+    #: slack | email | web_push | answer_page | api | console
+    channel: str
+    #: When (ISO 8601)
+    at: str
+
+
+class DecisionEscalationApprovers(TypedDict):
+    kind: str
+    id: str
+
+
+class DecisionEscalation(TypedDict):
+    afterSeconds: int
+    channels: list[str]
+    approvers: list[DecisionEscalationApprovers]
+
+
 class Decision(TypedDict):
     decisionId: str
     status: Literal["pending", "answered", "expired", "cancelled"]
@@ -766,6 +926,10 @@ class Decision(TypedDict):
     cancelledAt: str | None
     reachability: Reachability
     idempotencyKey: str | None
+    #: Who may answer; empty: the holder of an answer link (and the key that opened it)
+    approvers: list[DecisionApprovers]
+    answeredBy: DecisionAnsweredBy | None
+    escalation: list[DecisionEscalation]
     #: True when an idempotent replay returned the first decision
     duplicate: bool
 

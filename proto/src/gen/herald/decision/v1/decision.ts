@@ -170,6 +170,10 @@ export interface OpenQuestionRequest {
   idempotencyKey: string;
   /** Decisions: refuse (conflict) to open one when the addressed person has no live channel. */
   requireReachable: boolean;
+  /** Who may answer; none: the holder of an answer link (and the caller's own key). */
+  approvers: Approver[];
+  /** Steps that deliver to more channels and approvers while the question stays unanswered. */
+  escalation: EscalationStep[];
 }
 
 export interface OpenQuestionResponse {
@@ -221,6 +225,8 @@ export interface AnswerQuestionRequest {
     | undefined;
   /** confirm: yes | no; select: one of the options; input: 1..2000 characters. */
   answer: string;
+  /** Who answers (its `at` is ignored). Required for an owned ref; a token names its own answerer. */
+  answeredBy?: AnsweredBy | undefined;
 }
 
 export interface AnswerQuestionResponse {
@@ -275,8 +281,45 @@ export interface Question {
    * other answer never approve.
    */
   approved: boolean;
-  /** The API key that opened it: the answer page shows it beside the asking agent. (28-30: approvers.) */
+  approvers: Approver[];
+  /** Set once answered. */
+  answeredBy?: AnsweredBy | undefined;
+  escalation: EscalationStep[];
+  /** The API key that opened it: the answer page shows it beside the asking agent. */
   keyId: string;
+}
+
+/**
+ * Someone who may answer. kind: slack (a Slack user id) | email (an address, lower-cased) |
+ * subscriber (a subscriber's externalId) | key (an API key id) | member (a console member id).
+ */
+export interface Approver {
+  kind: string;
+  id: string;
+}
+
+/**
+ * Who answered, or who tried to (a refused attempt). kind: an Approver kind, or link (the holder
+ * of an answer link that names no recipient). channel: slack | email | web_push | answer_page |
+ * api | console.
+ */
+export interface AnsweredBy {
+  kind: string;
+  id: string;
+  displayName: string;
+  channel: string;
+  /** ISO 8601; set by the decision service. */
+  at: string;
+}
+
+/**
+ * One escalation step: when the question is still unanswered after_seconds after it opened,
+ * deliver it to these channels (web_push | slack | email) and approvers.
+ */
+export interface EscalationStep {
+  afterSeconds: number;
+  channels: string[];
+  approvers: Approver[];
 }
 
 function createBaseQuestionRef(): QuestionRef {
@@ -1158,6 +1201,8 @@ function createBaseOpenQuestionRequest(): OpenQuestionRequest {
     lifetimeSeconds: 0,
     idempotencyKey: "",
     requireReachable: false,
+    approvers: [],
+    escalation: [],
   };
 }
 
@@ -1222,6 +1267,12 @@ export const OpenQuestionRequest: MessageFns<OpenQuestionRequest> = {
     }
     if (message.requireReachable !== false) {
       writer.uint32(160).bool(message.requireReachable);
+    }
+    for (const v of message.approvers) {
+      Approver.encode(v!, writer.uint32(170).fork()).join();
+    }
+    for (const v of message.escalation) {
+      EscalationStep.encode(v!, writer.uint32(178).fork()).join();
     }
     return writer;
   },
@@ -1399,6 +1450,22 @@ export const OpenQuestionRequest: MessageFns<OpenQuestionRequest> = {
             message.requireReachable = reader.bool();
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.approvers.push(Approver.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.escalation.push(EscalationStep.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1479,6 +1546,12 @@ export const OpenQuestionRequest: MessageFns<OpenQuestionRequest> = {
         : isSet(object.require_reachable)
         ? globalThis.Boolean(object.require_reachable)
         : false,
+      approvers: globalThis.Array.isArray(object?.approvers)
+        ? object.approvers.map((e: any) => Approver.fromJSON(e))
+        : [],
+      escalation: globalThis.Array.isArray(object?.escalation)
+        ? object.escalation.map((e: any) => EscalationStep.fromJSON(e))
+        : [],
     };
   },
 
@@ -1544,6 +1617,12 @@ export const OpenQuestionRequest: MessageFns<OpenQuestionRequest> = {
     if (message.requireReachable !== false) {
       obj.requireReachable = message.requireReachable;
     }
+    if (message.approvers?.length) {
+      obj.approvers = message.approvers.map((e) => Approver.toJSON(e));
+    }
+    if (message.escalation?.length) {
+      obj.escalation = message.escalation.map((e) => EscalationStep.toJSON(e));
+    }
     return obj;
   },
 
@@ -1574,6 +1653,8 @@ export const OpenQuestionRequest: MessageFns<OpenQuestionRequest> = {
     message.lifetimeSeconds = object.lifetimeSeconds ?? 0;
     message.idempotencyKey = object.idempotencyKey ?? "";
     message.requireReachable = object.requireReachable ?? false;
+    message.approvers = object.approvers?.map((e) => Approver.fromPartial(e)) || [];
+    message.escalation = object.escalation?.map((e) => EscalationStep.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2137,7 +2218,7 @@ export const ListQuestionsResponse: MessageFns<ListQuestionsResponse> = {
 };
 
 function createBaseAnswerQuestionRequest(): AnswerQuestionRequest {
-  return { ref: undefined, answer: "" };
+  return { ref: undefined, answer: "", answeredBy: undefined };
 }
 
 export const AnswerQuestionRequest: MessageFns<AnswerQuestionRequest> = {
@@ -2147,6 +2228,9 @@ export const AnswerQuestionRequest: MessageFns<AnswerQuestionRequest> = {
     }
     if (message.answer !== "") {
       writer.uint32(18).string(message.answer);
+    }
+    if (message.answeredBy !== undefined) {
+      AnsweredBy.encode(message.answeredBy, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -2180,6 +2264,14 @@ export const AnswerQuestionRequest: MessageFns<AnswerQuestionRequest> = {
             message.answer = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.answeredBy = AnsweredBy.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2196,6 +2288,11 @@ export const AnswerQuestionRequest: MessageFns<AnswerQuestionRequest> = {
     return {
       ref: isSet(object.ref) ? QuestionRef.fromJSON(object.ref) : undefined,
       answer: isSet(object.answer) ? globalThis.String(object.answer) : "",
+      answeredBy: isSet(object.answeredBy)
+        ? AnsweredBy.fromJSON(object.answeredBy)
+        : isSet(object.answered_by)
+        ? AnsweredBy.fromJSON(object.answered_by)
+        : undefined,
     };
   },
 
@@ -2207,6 +2304,9 @@ export const AnswerQuestionRequest: MessageFns<AnswerQuestionRequest> = {
     if (message.answer !== "") {
       obj.answer = message.answer;
     }
+    if (message.answeredBy !== undefined) {
+      obj.answeredBy = AnsweredBy.toJSON(message.answeredBy);
+    }
     return obj;
   },
 
@@ -2217,6 +2317,9 @@ export const AnswerQuestionRequest: MessageFns<AnswerQuestionRequest> = {
     const message = createBaseAnswerQuestionRequest();
     message.ref = (object.ref !== undefined && object.ref !== null) ? QuestionRef.fromPartial(object.ref) : undefined;
     message.answer = object.answer ?? "";
+    message.answeredBy = (object.answeredBy !== undefined && object.answeredBy !== null)
+      ? AnsweredBy.fromPartial(object.answeredBy)
+      : undefined;
     return message;
   },
 };
@@ -2455,6 +2558,9 @@ function createBaseQuestion(): Question {
     idempotencyKey: "",
     callbackUrl: "",
     approved: false,
+    approvers: [],
+    answeredBy: undefined,
+    escalation: [],
     keyId: "",
   };
 }
@@ -2541,6 +2647,15 @@ export const Question: MessageFns<Question> = {
     }
     if (message.approved !== false) {
       writer.uint32(216).bool(message.approved);
+    }
+    for (const v of message.approvers) {
+      Approver.encode(v!, writer.uint32(226).fork()).join();
+    }
+    if (message.answeredBy !== undefined) {
+      AnsweredBy.encode(message.answeredBy, writer.uint32(234).fork()).join();
+    }
+    for (const v of message.escalation) {
+      EscalationStep.encode(v!, writer.uint32(242).fork()).join();
     }
     if (message.keyId !== "") {
       writer.uint32(250).string(message.keyId);
@@ -2777,6 +2892,30 @@ export const Question: MessageFns<Question> = {
             message.approved = reader.bool();
             continue;
           }
+          case 28: {
+            if (tag !== 226) {
+              break;
+            }
+
+            message.approvers.push(Approver.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 29: {
+            if (tag !== 234) {
+              break;
+            }
+
+            message.answeredBy = AnsweredBy.decode(reader, reader.uint32());
+            continue;
+          }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.escalation.push(EscalationStep.decode(reader, reader.uint32()));
+            continue;
+          }
           case 31: {
             if (tag !== 250) {
               break;
@@ -2882,6 +3021,17 @@ export const Question: MessageFns<Question> = {
         ? globalThis.String(object.callback_url)
         : "",
       approved: isSet(object.approved) ? globalThis.Boolean(object.approved) : false,
+      approvers: globalThis.Array.isArray(object?.approvers)
+        ? object.approvers.map((e: any) => Approver.fromJSON(e))
+        : [],
+      answeredBy: isSet(object.answeredBy)
+        ? AnsweredBy.fromJSON(object.answeredBy)
+        : isSet(object.answered_by)
+        ? AnsweredBy.fromJSON(object.answered_by)
+        : undefined,
+      escalation: globalThis.Array.isArray(object?.escalation)
+        ? object.escalation.map((e: any) => EscalationStep.fromJSON(e))
+        : [],
       keyId: isSet(object.keyId)
         ? globalThis.String(object.keyId)
         : isSet(object.key_id)
@@ -2973,6 +3123,15 @@ export const Question: MessageFns<Question> = {
     if (message.approved !== false) {
       obj.approved = message.approved;
     }
+    if (message.approvers?.length) {
+      obj.approvers = message.approvers.map((e) => Approver.toJSON(e));
+    }
+    if (message.answeredBy !== undefined) {
+      obj.answeredBy = AnsweredBy.toJSON(message.answeredBy);
+    }
+    if (message.escalation?.length) {
+      obj.escalation = message.escalation.map((e) => EscalationStep.toJSON(e));
+    }
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
@@ -3013,7 +3172,341 @@ export const Question: MessageFns<Question> = {
     message.idempotencyKey = object.idempotencyKey ?? "";
     message.callbackUrl = object.callbackUrl ?? "";
     message.approved = object.approved ?? false;
+    message.approvers = object.approvers?.map((e) => Approver.fromPartial(e)) || [];
+    message.answeredBy = (object.answeredBy !== undefined && object.answeredBy !== null)
+      ? AnsweredBy.fromPartial(object.answeredBy)
+      : undefined;
+    message.escalation = object.escalation?.map((e) => EscalationStep.fromPartial(e)) || [];
     message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBaseApprover(): Approver {
+  return { kind: "", id: "" };
+}
+
+export const Approver: MessageFns<Approver> = {
+  encode(message: Approver, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kind !== "") {
+      writer.uint32(10).string(message.kind);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Approver {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApprover();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Approver {
+    return {
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: Approver): unknown {
+    const obj: any = {};
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Approver>, I>>(base?: I): Approver {
+    return Approver.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Approver>, I>>(object: I): Approver {
+    const message = createBaseApprover();
+    message.kind = object.kind ?? "";
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseAnsweredBy(): AnsweredBy {
+  return { kind: "", id: "", displayName: "", channel: "", at: "" };
+}
+
+export const AnsweredBy: MessageFns<AnsweredBy> = {
+  encode(message: AnsweredBy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kind !== "") {
+      writer.uint32(10).string(message.kind);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    if (message.displayName !== "") {
+      writer.uint32(26).string(message.displayName);
+    }
+    if (message.channel !== "") {
+      writer.uint32(34).string(message.channel);
+    }
+    if (message.at !== "") {
+      writer.uint32(42).string(message.at);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AnsweredBy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAnsweredBy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.displayName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.channel = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.at = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): AnsweredBy {
+    return {
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+      displayName: isSet(object.displayName)
+        ? globalThis.String(object.displayName)
+        : isSet(object.display_name)
+        ? globalThis.String(object.display_name)
+        : "",
+      channel: isSet(object.channel) ? globalThis.String(object.channel) : "",
+      at: isSet(object.at) ? globalThis.String(object.at) : "",
+    };
+  },
+
+  toJSON(message: AnsweredBy): unknown {
+    const obj: any = {};
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    if (message.displayName !== "") {
+      obj.displayName = message.displayName;
+    }
+    if (message.channel !== "") {
+      obj.channel = message.channel;
+    }
+    if (message.at !== "") {
+      obj.at = message.at;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<AnsweredBy>, I>>(base?: I): AnsweredBy {
+    return AnsweredBy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AnsweredBy>, I>>(object: I): AnsweredBy {
+    const message = createBaseAnsweredBy();
+    message.kind = object.kind ?? "";
+    message.id = object.id ?? "";
+    message.displayName = object.displayName ?? "";
+    message.channel = object.channel ?? "";
+    message.at = object.at ?? "";
+    return message;
+  },
+};
+
+function createBaseEscalationStep(): EscalationStep {
+  return { afterSeconds: 0, channels: [], approvers: [] };
+}
+
+export const EscalationStep: MessageFns<EscalationStep> = {
+  encode(message: EscalationStep, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.afterSeconds !== 0) {
+      writer.uint32(8).int32(message.afterSeconds);
+    }
+    for (const v of message.channels) {
+      writer.uint32(18).string(v!);
+    }
+    for (const v of message.approvers) {
+      Approver.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EscalationStep {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEscalationStep();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.afterSeconds = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.channels.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.approvers.push(Approver.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EscalationStep {
+    return {
+      afterSeconds: isSet(object.afterSeconds)
+        ? globalThis.Number(object.afterSeconds)
+        : isSet(object.after_seconds)
+        ? globalThis.Number(object.after_seconds)
+        : 0,
+      channels: globalThis.Array.isArray(object?.channels) ? object.channels.map((e: any) => globalThis.String(e)) : [],
+      approvers: globalThis.Array.isArray(object?.approvers)
+        ? object.approvers.map((e: any) => Approver.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: EscalationStep): unknown {
+    const obj: any = {};
+    if (message.afterSeconds !== 0) {
+      obj.afterSeconds = Math.round(message.afterSeconds);
+    }
+    if (message.channels?.length) {
+      obj.channels = message.channels;
+    }
+    if (message.approvers?.length) {
+      obj.approvers = message.approvers.map((e) => Approver.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EscalationStep>, I>>(base?: I): EscalationStep {
+    return EscalationStep.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EscalationStep>, I>>(object: I): EscalationStep {
+    const message = createBaseEscalationStep();
+    message.afterSeconds = object.afterSeconds ?? 0;
+    message.channels = object.channels?.map((e) => e) || [];
+    message.approvers = object.approvers?.map((e) => Approver.fromPartial(e)) || [];
     return message;
   },
 };
@@ -3080,7 +3573,11 @@ export const DecisionServiceService = {
       Buffer.from(ListQuestionsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListQuestionsResponse => ListQuestionsResponse.decode(value),
   },
-  /** First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired. */
+  /**
+   * First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired;
+   * PERMISSION_DENIED (forbidden) when the question names approvers and the answerer is not one of
+   * them (recorded as a refused attempt in the question's events).
+   */
   answerQuestion: {
     path: "/herald.decision.v1.DecisionService/AnswerQuestion" as const,
     requestStream: false as const,
@@ -3125,7 +3622,11 @@ export interface DecisionServiceServer extends UntypedServiceImplementation {
   getQuestion: handleUnaryCall<GetQuestionRequest, GetQuestionResponse>;
   /** Newest first: the questions of one kind of a workspace (GET /ask, GET /decisions: an inbox). */
   listQuestions: handleUnaryCall<ListQuestionsRequest, ListQuestionsResponse>;
-  /** First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired. */
+  /**
+   * First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired;
+   * PERMISSION_DENIED (forbidden) when the question names approvers and the answerer is not one of
+   * them (recorded as a refused attempt in the question's events).
+   */
   answerQuestion: handleUnaryCall<AnswerQuestionRequest, AnswerQuestionResponse>;
   /** Withdraws (/ask) or cancels (/decisions) a pending question; conflict when it is resolved. */
   cancelQuestion: handleUnaryCall<CancelQuestionRequest, CancelQuestionResponse>;
@@ -3206,7 +3707,11 @@ export interface DecisionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListQuestionsResponse) => void,
   ): ClientUnaryCall;
-  /** First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired. */
+  /**
+   * First answer wins; FAILED_PRECONDITION (conflict) when it is already answered, cancelled or expired;
+   * PERMISSION_DENIED (forbidden) when the question names approvers and the answerer is not one of
+   * them (recorded as a refused attempt in the question's events).
+   */
   answerQuestion(
     request: AnswerQuestionRequest,
     callback: (error: ServiceError | null, response: AnswerQuestionResponse) => void,

@@ -1,0 +1,113 @@
+import { withTransaction, type Pool, type Queryable } from '@herald/db';
+import { isApprover, type Approver } from '@herald/domain';
+import { HeraldError, invalidFields } from '@herald/errors';
+import type { Logger } from '@herald/logging';
+
+import { countQuestion } from './metrics.js';
+import * as store from './store.js';
+import { reportResolution } from './webhooks.js';
+
+/**
+ * How an open question is answered or cancelled, whatever the surface (an API key, the answer
+ * page, Slack, an email link, the console): who may answer is checked here, the answer and who
+ * gave it are recorded with its entry in the question's record and its webhook in one
+ * transaction, and waiting callers are woken.
+ */
+
+/** Longest free-text (input) answer. */
+export const MAX_INPUT_ANSWER = 2_000;
+
+/** Wakes callers waiting on a question (every gateway replica); called once its answer or cancellation is committed. */
+export type WakeWaiters = (questionId: string) => Promise<void>;
+
+/** Who is answering (the time is the service's). */
+export type Answerer = Omit<store.AnsweredByJson, 'at'>;
+
+const noun = (kind: store.Kind) => (kind === 'ask' ? 'question' : 'decision');
+
+/** Why a question that is not open can take no answer, withdrawal or cancellation. */
+export function notOpen(row: store.QuestionRow): HeraldError {
+  const what = noun(row.kind);
+  if (row.status === 'answered') {
+    return new HeraldError('conflict', `This ${what} was already answered.`, { title: 'Already answered', hint: 'The first answer stands; read it with GET.' });
+  }
+  if (row.status === 'cancelled') {
+    const verb = row.kind === 'ask' ? 'withdrawn' : 'cancelled';
+    return new HeraldError('conflict', `This ${what} was ${verb}.`, { title: `Already ${verb}` });
+  }
+  return new HeraldError('conflict', `This ${what} expired unanswered at ${row.expires_at.toISOString()}.`, {
+    title: 'Expired',
+    hint: 'An expired question is never approved; open a new one if a person still has to decide.',
+  });
+}
+
+/** The answer as stored: confirm answers are yes | no; the rest must fit the question. */
+function checkAnswer(row: store.QuestionRow, answer: string): string {
+  const problem = (text: string) => invalidFields('body', [{ field: 'answer', in: 'body', problem: text }]);
+  if (row.type === 'confirm') {
+    if (answer !== 'yes' && answer !== 'no') throw problem('must be "yes" or "no" (or true or false) for a confirm question');
+  } else if (row.type === 'select') {
+    if (!row.options.includes(answer)) throw problem(`must be one of the options: ${row.options.map((option) => JSON.stringify(option)).join(', ')}`);
+  } else if (answer.length < 1 || answer.length > MAX_INPUT_ANSWER) {
+    throw problem(`must be 1 to ${MAX_INPUT_ANSWER} characters`);
+  }
+  return answer;
+}
+
+/** The approver an answerer is, for the question's list: a `link` holder is nobody's. */
+const asApprover = (by: Answerer): Approver | undefined => (by.kind === 'link' ? undefined : { kind: by.kind, id: by.id });
+
+export interface Answering {
+  /** Records the first answer; forbidden (and recorded as refused) when `by` is not among the question's approvers. */
+  answer(row: store.QuestionRow, answer: string, by: Answerer): Promise<store.QuestionRow>;
+  /** Withdraws (ask) or cancels (decision) an open question. */
+  cancel(row: store.QuestionRow): Promise<store.QuestionRow>;
+}
+
+export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Logger): Answering {
+  /**
+   * Answers or cancels an open question together with its record entry and webhook, in one
+   * transaction. `change` finds nothing to update when the question stopped being open meanwhile
+   * (another answer, a cancellation, the expiry): that is a conflict.
+   */
+  async function resolveOpen(
+    row: store.QuestionRow,
+    outcome: 'answered' | 'cancelled',
+    change: (db: Queryable) => Promise<store.QuestionRow | undefined>,
+    actor: Answerer | null,
+  ): Promise<store.QuestionRow> {
+    const resolved = await withTransaction(pool, async (tx) => {
+      const updated = await change(tx);
+      if (!updated) return undefined;
+      await store.appendEvent(tx, updated.id, outcome, { actor: actor && { ...actor }, detail: outcome === 'answered' ? { answer: updated.answer } : {} });
+      await reportResolution(tx, updated, outcome);
+      return updated;
+    });
+    if (!resolved) throw notOpen((await store.findQuestion(pool, row.id, {})) ?? row);
+    logger.info({ workspaceId: resolved.workspace_id, questionId: resolved.id }, `question ${outcome}`);
+    countQuestion(outcome, resolved.kind);
+    await wakeWaiters(resolved.id);
+    return resolved;
+  }
+
+  return {
+    async answer(row, answer, by) {
+      if (row.status !== 'pending' || row.expired) throw notOpen(row);
+      const value = checkAnswer(row, answer);
+      const approver = asApprover(by);
+      if (row.approvers.length > 0 && (approver === undefined || !isApprover(row.approvers, approver))) {
+        await withTransaction(pool, (tx) => store.appendEvent(tx, row.id, 'refused', { actor: { ...by }, detail: { answer: value, reason: 'not an approver' } }));
+        logger.info({ workspaceId: row.workspace_id, questionId: row.id, kind: by.kind, channel: by.channel }, 'an answer from someone who is not an approver was refused');
+        throw new HeraldError('forbidden', `Only the approvers this ${noun(row.kind)} names may answer it.`, {
+          title: 'Not an approver',
+          hint: 'Answer through a link or message sent to one of its approvers, or with a key it names.',
+        });
+      }
+      return resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value, by), by);
+    },
+    async cancel(row) {
+      if (row.status !== 'pending' || row.expired) throw notOpen(row);
+      return resolveOpen(row, 'cancelled', (tx) => store.recordCancel(tx, row.id), null);
+    },
+  };
+}
