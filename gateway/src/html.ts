@@ -1,3 +1,4 @@
+import type { AnswerChannel, ApproverKind } from '@herald/domain';
 import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
@@ -129,13 +130,43 @@ const shownAnswer = (question: Question) => (question.type === 'confirm' ? (ques
 
 const nounOf = (question: Question) => (question.kind === QuestionKind.QUESTION_KIND_ASK ? 'question' : 'decision');
 
+/** How an answerer's kind reads ("alice@example.com (email address)"); a link holder's name says it all. */
+const KIND_WORDS: Record<ApproverKind, string> = {
+  slack: 'Slack user',
+  email: 'email address',
+  subscriber: 'subscriber',
+  key: 'API key',
+  member: 'console member',
+};
+
+/** Where an answer came from. */
+const CHANNEL_WORDS: Record<AnswerChannel, string> = {
+  slack: 'in Slack',
+  email: 'by email',
+  web_push: 'from a notification',
+  answer_page: 'on the answer page',
+  api: 'through the API',
+  console: 'in the console',
+};
+
+/** Who answered, how and when: "Answered by <strong>ops@example.com</strong> (email address), by email, at <time>." */
+function answeredLine(question: Question): string {
+  const at = timeElement(question.answeredAt);
+  const by = question.answeredBy;
+  // Answers recorded before answeredBy existed say only when.
+  if (!by) return `Answered at ${at}.`;
+  const kind = by.kind === 'link' ? '' : ` (${escapeHtml((KIND_WORDS as Record<string, string>)[by.kind] ?? by.kind)})`;
+  const channel = (CHANNEL_WORDS as Record<string, string>)[by.channel] ?? by.channel;
+  return `Answered by <strong>${escapeHtml(by.displayName || by.id)}</strong>${kind}, ${escapeHtml(channel)}, at ${at}.`;
+}
+
 /** What the page says instead of a form once the question is closed. */
 function closedNotice(question: Question, justAnswered: boolean): string {
   switch (question.status) {
     case 'answered': {
       const answer = `<strong>${escapeHtml(shownAnswer(question))}</strong>`;
       const said = justAnswered ? `Thank you. Your answer was recorded: ${answer}.` : `This ${nounOf(question)} was already answered: ${answer}.`;
-      return `<p class="notice" role="status">${said}</p>\n<p class="answered">Answered ${timeElement(question.answeredAt)}.</p>`;
+      return `<p class="notice" role="status">${said}</p>\n<p class="answered">${answeredLine(question)}</p>`;
     }
     case 'cancelled':
       return `<p class="notice" role="status">${question.kind === QuestionKind.QUESTION_KIND_ASK ? 'This question was withdrawn; no answer is needed.' : 'This decision was cancelled; no answer is needed.'}</p>`;

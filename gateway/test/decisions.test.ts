@@ -483,12 +483,24 @@ test('the answer page of a bound decision shows the tool, target and parameters,
   assert.equal(posted.status, 200);
   const answeredAt = (await read(apiKey, decision.decisionId)).body.answeredAt!;
   const time = `<time datetime="${answeredAt}">${answeredAt.slice(0, 10)} ${answeredAt.slice(11, 16)} UTC</time>`;
-  assert.ok(posted.html.includes(`<p class="notice" role="status">Thank you. Your answer was recorded: <strong>No</strong>.</p>\n<p class="answered">Answered ${time}.</p>`));
+  // The page's own link names nobody: its holder answered.
+  const answeredBy = `Answered by <strong>the holder of the answer link</strong>, on the answer page, at ${time}.`;
+  assert.ok(posted.html.includes(`<p class="notice" role="status">Thank you. Your answer was recorded: <strong>No</strong>.</p>\n<p class="answered">${answeredBy}</p>`));
   const answered = await getPage(decision.decisionPageUrl);
-  assert.ok(answered.html.includes(`<p class="notice" role="status">This decision was already answered: <strong>No</strong>.</p>\n<p class="answered">Answered ${time}.</p>`));
+  assert.ok(answered.html.includes(`<p class="notice" role="status">This decision was already answered: <strong>No</strong>.</p>\n<p class="answered">${answeredBy}</p>`));
   assert.ok(answered.html.includes('<h2 id="binding">What a yes does</h2>'), 'what was decided stays on the page');
   assert.ok(!answered.html.includes('Time left'));
   assert.ok(!answered.html.includes('<form'));
+
+  // Answered with the key: the page names the key.
+  const byKey = await opened(apiKey, { question: 'Roll back?' });
+  const keyAnswer = await answer(apiKey, byKey.decisionId, 'yes');
+  const keyTime = `<time datetime="${keyAnswer.body.answeredAt}">${keyAnswer.body.answeredAt!.slice(0, 10)} ${keyAnswer.body.answeredAt!.slice(11, 16)} UTC</time>`;
+  assert.ok(
+    (await getPage(byKey.decisionPageUrl)).html.includes(
+      `<p class="notice" role="status">This decision was already answered: <strong>Yes</strong>.</p>\n<p class="answered">Answered by <strong>${keyId}</strong> (API key), through the API, at ${keyTime}.</p>`,
+    ),
+  );
 });
 
 test('the answer page of a cancelled, expired or withdrawn question says so; a forged link is 404', async () => {
