@@ -117,6 +117,12 @@ export type Decision = Success<'getDecision'>;
 export type DecisionQuery = QueryOf<'listDecisions'>;
 export type Reachability = Decision['reachability'];
 export type PersonReachability = Success<'getReachability'>;
+/** Who may answer a question (`approvers` of ask and createDecision). */
+export type Approver = NonNullable<DecisionRequest['approvers']>[number];
+/** One step of a question's `escalation`. */
+export type EscalationStep = NonNullable<DecisionRequest['escalation']>[number];
+/** Who answered a question: `answeredBy` of its record once answered. */
+export type AnsweredBy = NonNullable<Decision['answeredBy']>;
 
 // ---- Webhooks ----
 
