@@ -339,7 +339,7 @@ describe('the default values', () => {
     for (const name of ['audience', 'campaign', 'policy', 'flow']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
     assert.deepEqual(secretsOf('account'), [from('DATABASE_URL'), from('SMTP_URL')]);
     assert.deepEqual(secretsOf('delivery'), [from('DATABASE_URL'), from('ENGAGEMENT_TOKEN_SECRET')]);
-    assert.deepEqual(secretsOf('decision'), [from('REDIS_URL'), from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET')]);
+    assert.deepEqual(secretsOf('decision'), [from('REDIS_URL'), from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET'), from('SMTP_URL')]);
     for (const name of COMPONENTS) {
       assert.deepEqual(container(objects, name).envFrom, [{ configMapRef: { name: `herald-${name}` } }]);
       for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET', 'ENGAGEMENT_TOKEN_SECRET', 'SMTP_URL']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
@@ -434,6 +434,7 @@ describe('the default values', () => {
       QUESTION_DELIVERY_RETRY_CAP_MS: '60000',
       QUESTION_DELIVERY_POLL_MS: '1000',
       QUESTION_DELIVERY_LEASE_MS: '30000',
+      MAIL_FROM: 'Herald <no-reply@herald.localhost>',
       ASK_LIFETIME_SECONDS: '600',
       EXPIRY_SWEEP_MS: '1000',
       WEBHOOK_TIMEOUT_MS: '10000',
@@ -540,7 +541,7 @@ describe('the default values', () => {
     assert.deepEqual(policy('policy').ingress, calledBy(50055, 'gateway'));
     assert.deepEqual(policy('policy').egress, [dns, postgres]);
     assert.deepEqual(policy('decision').ingress, calledBy(50056, 'gateway'));
-    assert.deepEqual(policy('decision').egress, [dns, call('account'), call('audience'), call('campaign'), postgres, { ports: tcp(6379) }, kafka, internet]);
+    assert.deepEqual(policy('decision').egress, [dns, call('account'), call('audience'), call('campaign'), postgres, { ports: tcp(6379) }, kafka, { ports: tcp(587, 465) }, internet]);
     assert.deepEqual(policy('flow').ingress, calledBy(50057, 'gateway'));
     assert.deepEqual(policy('flow').egress, [dns, call('campaign'), postgres, kafka]);
   });

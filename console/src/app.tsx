@@ -3,6 +3,8 @@ import type { Me } from '@herald/sdk';
 import { type ReactNode, useEffect, useRef } from 'react';
 
 import { api, ApiError, describeError, setCsrfToken } from './api.js';
+import { CampaignsPage } from './pages/campaigns.js';
+import { FlowsPage } from './pages/flows.js';
 import { KeysPage } from './pages/keys.js';
 import { MembersPage } from './pages/members.js';
 import { OverviewPage } from './pages/overview.js';
@@ -51,7 +53,9 @@ const PAGES: PageEntry[] = [
   { path: '/', title: 'Overview', render: () => <OverviewPage />, visible: () => true },
   { path: '/subscribers', title: 'Subscribers', render: () => <SubscribersPage />, visible: (can) => can('subscribers', 'GET') },
   { path: '/segments', title: 'Segments', render: () => <SegmentsPage />, visible: (can) => can('subscribers', 'GET') },
+  { path: '/campaigns', title: 'Campaigns', render: () => <CampaignsPage />, visible: (can) => can('campaigns', 'GET') },
   { path: '/templates', title: 'Templates', render: () => <TemplatesPage />, visible: (can) => can('templates', 'GET') },
+  { path: '/flows', title: 'Flows', render: () => <FlowsPage />, visible: (can) => can('flows', 'GET') },
   { path: '/keys', title: 'API keys', render: () => <KeysPage />, visible: (can) => can('keys', 'GET') },
   { path: '/members', title: 'Members', render: () => <MembersPage />, visible: (can) => can('members', 'GET') },
 ];

@@ -43,3 +43,9 @@ export function Link({ to, onClick, ...rest }: LinkProps) {
   };
   return <a href={`${BASE}${to}`} aria-current={path === to ? 'page' : undefined} onClick={handle} {...rest} />;
 }
+
+/** A query parameter of the page's address (e.g. the campaign a page shows), kept in step with navigation. */
+export function useSearchParam(name: string): string | null {
+  const search = useSyncExternalStore(subscribe, () => window.location.search);
+  return new URLSearchParams(search).get(name);
+}

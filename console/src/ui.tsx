@@ -2,6 +2,7 @@ import { useMutation } from '@tanstack/react-query';
 import { type ReactNode, useEffect, useId, useRef } from 'react';
 
 import { describeError } from './api.js';
+import { Link } from './router.js';
 
 /** Shared pieces of the pages: an error line, dates, a table, a modal <dialog> and a confirmation. */
 
@@ -102,5 +103,21 @@ export function ConfirmDialog<T>({ target, title, action, describe, run, onDone,
         </button>
       </div>
     </Dialog>
+  );
+}
+
+/** A detail view's top: the link back to its list and its heading, focused when the view opens (as a page change focuses the page's). */
+export function DetailHeading({ back, backLabel, title, focusKey }: { back: string; backLabel: string; title: string; focusKey: string }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), [focusKey]);
+  return (
+    <>
+      <p>
+        <Link to={back}>{backLabel}</Link>
+      </p>
+      <h2 ref={heading} tabIndex={-1}>
+        {title}
+      </h2>
+    </>
   );
 }

@@ -43,7 +43,7 @@ async function seriousViolations(page: Page): Promise<Array<{ id: string; target
 
 const focused = (page: Page) => page.evaluate(() => (document.activeElement?.id || document.activeElement?.textContent) ?? '');
 
-test('Firefox: sign in by an email link read from Mailpit, the overview, the keys page and its dialog by keyboard; no serious axe violation', async () => {
+test('Firefox: sign in by an email link read from Mailpit, the overview, the keys page and its dialog, the campaigns and flows pages by keyboard; no serious axe violation', async () => {
   const page = await browser.newPage();
   await page.goto(`${harness.origin}/console/`);
   await page.waitForSelector('h1::-p-text(Sign in to Herald)');
@@ -75,6 +75,28 @@ test('Firefox: sign in by an email link read from Mailpit, the overview, the key
   await page.keyboard.press('Escape');
   await page.waitForSelector('dialog[open]', { hidden: true });
   assert.equal(await focused(page), 'Create key');
+
+  // The campaigns page by keyboard: the composer's preview follows each keystroke.
+  await page.focus('nav a[href="/console/campaigns"]');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('h1::-p-text(Campaigns)');
+  await page.focus('#campaign-name');
+  await page.keyboard.type('Firefox launch');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('Hello from Firefox');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('Sent from the console.');
+  await page.waitForSelector('.notification-title::-p-text(Hello from Firefox)');
+  await page.waitForSelector('.notification-body::-p-text(Sent from the console.)');
+  assert.deepEqual(await seriousViolations(page), []);
+  // The flows page: a step added to the editor by keyboard, its fields focusable.
+  await page.focus('nav a[href="/console/flows"]');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('h1::-p-text(Flows)');
+  await page.focus('button::-p-text(Add a delay)');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('label::-p-text(Wait in step 1)');
+  assert.deepEqual(await seriousViolations(page), []);
 
   await page.click('button::-p-text(Sign out everywhere)');
   await page.waitForSelector('h1::-p-text(Sign in to Herald)');

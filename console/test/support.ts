@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
-import { admin, createWorkspace, freePort, startMailpit, startStack, type Mailpit, type Stack, type TestWorkspace } from '@herald/testkit';
-import type { Page } from 'playwright-core';
+import AxeBuilder from '@axe-core/playwright';
+import { admin, createWorkspace, freePort, startMailpit, startSendingHarness, startStack, type Mailpit, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 /**
  * The console on a real stack, as the browser tests and the load benchmark use it: a gateway at
@@ -19,6 +20,8 @@ export interface ConsoleHarness {
   mailpit: Mailpit;
   workspace: TestWorkspace;
   ownerEmail: string;
+  /** With `sending`: the delivery fleet's strict push peer (subscribe browsers, open their pushes). */
+  sending?: SendingHarness;
   stop(): Promise<void>;
 }
 
@@ -28,18 +31,24 @@ export const SITE_DOMAIN = 'shop.example.test';
 let addressCounter = 0;
 export const newAddress = (who: string): string => `${who}-${process.pid}-${(addressCounter += 1)}@example.test`;
 
-export async function startConsoleHarness(): Promise<ConsoleHarness> {
+/** `sending`: also the delivery fleet, pushing to a strict push peer (campaigns and flows end to end). */
+export async function startConsoleHarness({ sending = false }: { sending?: boolean } = {}): Promise<ConsoleHarness> {
   const mailpit = await startMailpit();
   const port = await freePort();
   const origin = `http://localhost:${port}`;
   let stack: Stack | undefined;
+  let sendingHarness: SendingHarness | undefined;
   try {
-    stack = await startStack({
+    const options = {
       gateways: 0,
       decisions: true,
       env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>' },
-      services: ['campaign'],
-    });
+      services: ['campaign', 'flow'],
+    };
+    if (sending) {
+      sendingHarness = await startSendingHarness(options);
+      stack = sendingHarness.stack;
+    } else stack = await startStack(options);
     // The tests sign the owner in many times a minute, from one address and one IP; a revoked key
     // is refused within a second (the verified-key cache's lifetime).
     // Subscribers subscribe with made-up push endpoints (nothing is sent to them).
@@ -54,13 +63,14 @@ export async function startConsoleHarness(): Promise<ConsoleHarness> {
       mailpit,
       workspace,
       ownerEmail,
+      ...(sendingHarness && { sending: sendingHarness }),
       async stop() {
-        await running.stop();
+        await (sendingHarness ?? running).stop();
         await mailpit.stop();
       },
     };
   } catch (err) {
-    await stack?.stop();
+    await (sendingHarness ?? stack)?.stop();
     await mailpit.stop();
     throw err;
   }
@@ -97,4 +107,21 @@ export async function screenshotPath(name: string): Promise<string> {
   const dir = process.env.CONSOLE_SCREENSHOTS ?? fileURLToPath(new URL('../../artifacts/', import.meta.url));
   await mkdir(dir, { recursive: true });
   return `${dir.replace(/\/$/, '')}/${name}`;
+}
+
+/** axe-core's serious and critical findings on the page as it is now. */
+export async function seriousViolations(page: Page): Promise<Array<{ id: string; targets: string[] }>> {
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => ({ id: violation.id, targets: violation.nodes.map((node) => node.target.join(' ')) }));
+}
+
+/** A fresh browser profile (no cookie) with the owner signed in. */
+export async function ownerPage(browser: Browser, harness: ConsoleHarness): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const before = (await harness.mailpit.messagesTo(harness.ownerEmail)).length;
+  await signInThroughConsole(page, harness, harness.ownerEmail, before);
+  return { context, page };
 }

@@ -1,4 +1,4 @@
-import type { AnswerChannel, ApproverKind } from '@herald/domain';
+import { escapeHtml, type AnswerChannel, type ApproverKind } from '@herald/domain';
 import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
@@ -23,8 +23,7 @@ export const SIGN_IN_PAGE_STYLE = `  :root { color-scheme: light dark; }
            border-radius: .5rem; background: #1f6feb; color: #fff; cursor: pointer; }
   button:focus-visible, input:focus-visible { outline: 3px solid CanvasText; outline-offset: 3px; }`;
 
-export const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char);
+export { escapeHtml } from '@herald/domain';
 
 /** Colours are site data: only a plain hex colour reaches a style sheet. */
 export const accentColor = (color: string | undefined): string => (color && /^#[0-9a-fA-F]{3,8}$/.test(color) ? color : '#1f6feb');

@@ -118,6 +118,13 @@ test('questions opened, answered and cancelled; a waiting caller is held, then w
   assert.equal(metricValue(decision, 'herald_questions_total', { event: 'answered', kind: 'ask' }), 1);
   assert.equal(metricValue(decision, 'herald_questions_total', { event: 'cancelled', kind: 'ask' }), 1);
   assert.equal(metricValue(decision, 'herald_questions_total', { event: 'opened', kind: 'decision' }), 0);
+  assert.equal(metricValue(decision, 'herald_question_answers_total', { channel: 'answer_page', outcome: 'answered' }), 1);
+  // This stack runs no campaign service: each ask's web push is tried again after a backoff, and
+  // those of the answered and the withdrawn ask are skipped once they are closed.
+  const pushes = (metrics: Awaited<ReturnType<typeof scrapeMetrics>>, outcome: string) => metricValue(metrics, 'herald_question_deliveries_total', { channel: 'web_push', outcome });
+  const counted = await eventually('the closed asks\' pushes skipped', () => scrapeMetrics(processNamed('decision').metricsUrl), (metrics) => pushes(metrics, 'skipped') === 2);
+  assert.ok(pushes(counted, 'retried') >= 1);
+  assert.equal(pushes(counted, 'delivered'), 0);
 });
 
 test('a METRICS_PORT that is not a port number stops the process at start, naming the variable', async () => {

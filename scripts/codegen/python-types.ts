@@ -47,6 +47,7 @@ const NAMES: readonly Entry[] = [
   ['CreateCampaignRequest', 'body:createCampaign'],
   ['CampaignUpdate', 'body:updateCampaign'],
   ['CampaignStats', 'getCampaignStats'],
+  ['CampaignStatsSeries', 'getCampaignStatsSeries'],
   ['Template', 'getTemplate'],
   ['TemplatePage', 'listTemplates'],
   ['CreateTemplateRequest', 'body:createTemplate'],

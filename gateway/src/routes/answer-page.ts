@@ -43,7 +43,7 @@ export const answerPageRoutes =
 
     app.get('/a/:token', { config: { access: { public: true } }, onRequest: perIp, schema: { params: Token } }, async (request, reply) => {
       try {
-        return sendFormPage(reply, 200, page(await read(request.params.token), request.params.token));
+        return sendFormPage(reply, 200, page(questionOf(await clients.decision.recordQuestionView({ ...byToken(request.params.token), surface: 'answer_page' })), request.params.token));
       } catch (err) {
         if (err instanceof HeraldError && err.code === 'not_found') return sendFormPage(reply, 404, renderNotFoundPage());
         throw err;

@@ -53,6 +53,31 @@ const CampaignStats = Type.Object({
   clickRate: Type.Number({ description: 'totalClicked / totalDelivered, percent (0 when nothing was delivered)' }),
 });
 
+const SeriesQuery = Type.Object(
+  {
+    bucket: Type.Unsafe<'minute' | 'hour' | 'day'>({ type: 'string', enum: ['minute', 'hour', 'day'], description: 'The bucket size (UTC)' }),
+    from: Type.Optional(Type.String({ format: 'date-time', description: "Start (rounded down to its bucket); default: the campaign's creation, or as far back as 1,440 buckets reach" })),
+    to: Type.Optional(Type.String({ format: 'date-time', description: 'End, exclusive; default: now' })),
+  },
+  { additionalProperties: false },
+);
+
+const CampaignStatsSeries = Type.Object({
+  bucket: Type.String({ description: 'minute | hour | day' }),
+  start: Type.String({ description: "The first bucket's start (from, rounded down to its bucket)" }),
+  end: Type.String({ description: 'The exclusive end (to)' }),
+  data: Type.Array(
+    Type.Object({
+      at: Type.String({ description: "The bucket's start (UTC)" }),
+      sent: Type.Integer({ description: 'Pushes the push service accepted (totalSent)' }),
+      delivered: Type.Integer({ description: 'Impressions the service worker confirmed (totalDelivered)' }),
+      clicked: Type.Integer({ description: 'Clicks reported' }),
+      dismissed: Type.Integer({ description: 'Dismissals reported' }),
+    }),
+    { description: 'Every bucket of the window, oldest first, zeros included (at most 1,440)' },
+  ),
+});
+
 const Variables = Type.Record(Type.String({ pattern: VARIABLE_NAME_PATTERN }), Type.String({ maxLength: CONTENT_LIMITS.variable }), {
   maxProperties: CONTENT_LIMITS.variables,
   description: "Values for the template's (or the content's) {{placeholders}}",
@@ -285,6 +310,41 @@ export const campaignRoutes =
           totalFailed: Number(stats.totalFailed),
           deliveryRate: stats.deliveryRate,
           clickRate: stats.clickRate,
+        };
+      },
+    );
+
+    app.get(
+      '/campaigns/:campaignId/stats/series',
+      {
+        config,
+        schema: {
+          tags,
+          operationId: 'getCampaignStatsSeries',
+          summary: "A campaign's sent, delivered, clicked and dismissed counts per minute, hour or day",
+          params: Params,
+          querystring: SeriesQuery,
+          response: withErrors({ 200: CampaignStatsSeries }),
+        },
+      },
+      async (request) => {
+        const series = await clients.campaign.getCampaignStatsSeries({
+          ...ref(request),
+          bucket: request.query.bucket,
+          from: request.query.from ?? '',
+          to: request.query.to ?? '',
+        });
+        return {
+          bucket: series.bucket,
+          start: series.from,
+          end: series.to,
+          data: series.buckets.map((bucket) => ({
+            at: bucket.at,
+            sent: Number(bucket.sent),
+            delivered: Number(bucket.delivered),
+            clicked: Number(bucket.clicked),
+            dismissed: Number(bucket.dismissed),
+          })),
         };
       },
     );

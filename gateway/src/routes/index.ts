@@ -14,6 +14,7 @@ import { browserSdkRoutes } from './browser-sdk.js';
 import { campaignRoutes } from './campaigns.js';
 import { consoleRoutes, loadConsoleBuild } from './console.js';
 import { decisionRoutes } from './decisions.js';
+import { emailLinkRoutes } from './email-links.js';
 import { engagementRoutes } from './engagement.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
 import { flowRoutes } from './flows.js';
@@ -56,6 +57,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(askRoutes(questions), { prefix: API_PREFIX });
   await app.register(decisionRoutes(questions), { prefix: API_PREFIX });
   await app.register(answerPageRoutes({ ...questions, limiter, ipRateLimitPerMinute: config.ipRateLimitPerMinute }));
+  await app.register(emailLinkRoutes({ clients, publicOrigin: config.publicOrigin, limiter, ipRateLimitPerMinute: config.ipRateLimitPerMinute }));
   await app.register(keyRoutes(clients), { prefix: API_PREFIX });
   await app.register(enrollRoutes(clients), { prefix: API_PREFIX });
   await app.register(enrollmentPageRoutes(pages));

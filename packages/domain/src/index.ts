@@ -8,3 +8,4 @@ export * from './placeholders.js';
 export * from './questions.js';
 export * from './reachability.js';
 export * from './approvers.js';
+export * from './html.js';

@@ -23,6 +23,27 @@ export function questionStatusOfAsk(status: AskStatus): QuestionStatus {
 /** A question's answer page, served by the gateway, for its signed token. */
 export const answerPageUrl = (publicOrigin: string, answerToken: string): string => `${publicOrigin}/a/${answerToken}`;
 
+/** An email answer link (the email channel): its page, served by the gateway, confirms before it answers. */
+export const emailLinkUrl = (publicOrigin: string, linkToken: string): string => `${publicOrigin}/e/${linkToken}`;
+
+/** One answer an email offers: its words and the answer it gives ('' for an input question: its page has a text field). */
+export interface EmailChoice {
+  label: string;
+  choice: string;
+}
+
+/** The answers an email offers, one link each: confirm as Approve / Reject, select one per option, input one page with a text field. */
+export function emailChoices(type: string, options: readonly string[]): EmailChoice[] {
+  if (type === 'confirm') {
+    return [
+      { label: 'Approve', choice: 'yes' },
+      { label: 'Reject', choice: 'no' },
+    ];
+  }
+  if (type === 'select') return options.map((option) => ({ label: option, choice: option }));
+  return [{ label: 'Write an answer', choice: '' }];
+}
+
 /** Where a notification's action buttons post the answer (the service worker, no key). */
 export const answerActionUrl = (publicOrigin: string, answerToken: string): string => `${publicOrigin}/api/v1/answer/${answerToken}`;
 

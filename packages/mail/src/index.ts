@@ -29,6 +29,11 @@ export interface Message {
   text: string;
   /** An HTML alternative (already escaped by the caller). */
   html?: string;
+  /**
+   * The Message-ID, `<…@…>`: a message sent again after a lost acknowledgement carries the same
+   * one, so receivers that deduplicate by it show it once. Default: nodemailer's random one.
+   */
+  messageId?: string;
 }
 
 export interface MailSender {

@@ -119,6 +119,8 @@ class CampaignTest(unittest.TestCase):
             time.sleep(0.1)
             stats = herald.get_campaign_stats(campaign["id"])
         self.assertEqual(stats, {"totalSent": 2, "totalDelivered": 0, "totalClicked": 0, "totalFailed": 0, "deliveryRate": 0, "clickRate": 0})
+        series = herald.get_campaign_stats_series(campaign["id"], "hour")
+        self.assertEqual((series["bucket"], sum(bucket["sent"] for bucket in series["data"])), ("hour", 2))
 
         slow = herald.create_campaign({"name": "Slow", "title": "t", "body": "b", "throttlePerMinute": 1})
         herald.send_campaign(slow["id"])

@@ -231,6 +231,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/campaigns/{campaignId}/stats/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A campaign's sent, delivered, clicked and dismissed counts per minute, hour or day */
+        get: operations["getCampaignStatsSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server/channels": {
         parameters: {
             query?: never;
@@ -2551,6 +2568,62 @@ export interface operations {
                         totalDelivered: number;
                         totalFailed: number;
                         totalSent: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCampaignStatsSeries: {
+        parameters: {
+            query: {
+                /** @description The bucket size (UTC) */
+                bucket: "minute" | "hour" | "day";
+                /** @description Start (rounded down to its bucket); default: the campaign's creation, or as far back as 1,440 buckets reach */
+                from?: string;
+                /** @description End, exclusive; default: now */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description minute | hour | day */
+                        bucket: string;
+                        /** @description Every bucket of the window, oldest first, zeros included (at most 1,440) */
+                        data: {
+                            /** @description The bucket's start (UTC) */
+                            at: string;
+                            /** @description Clicks reported */
+                            clicked: number;
+                            /** @description Impressions the service worker confirmed (totalDelivered) */
+                            delivered: number;
+                            /** @description Dismissals reported */
+                            dismissed: number;
+                            /** @description Pushes the push service accepted (totalSent) */
+                            sent: number;
+                        }[];
+                        /** @description The exclusive end (to) */
+                        end: string;
+                        /** @description The first bucket's start (from, rounded down to its bucket) */
+                        start: string;
                     };
                 };
             };

@@ -7,6 +7,8 @@ import type {
   BoundKey,
   Campaign,
   CampaignStats,
+  CampaignStatsSeries,
+  CampaignStatsSeriesQuery,
   CampaignUpdate,
   Channels,
   CreateCampaignRequest,
@@ -259,6 +261,11 @@ export class Herald {
 
   getCampaignStats(campaignId: string, options?: RequestOptions): Promise<CampaignStats> {
     return this.request('GET', `/campaigns/${segment(campaignId)}/stats`, undefined, options);
+  }
+
+  /** The campaign's sent, delivered, clicked and dismissed counts per minute, hour or day (at most 1,440 buckets). */
+  getCampaignStatsSeries(campaignId: string, params: CampaignStatsSeriesQuery, options?: RequestOptions): Promise<CampaignStatsSeries> {
+    return this.request('GET', `/campaigns/${segment(campaignId)}/stats/series${query({ ...params })}`, undefined, options);
   }
 
   // ---- Templates ----

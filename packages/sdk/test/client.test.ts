@@ -214,6 +214,9 @@ test('templates and campaigns: create, page, change, send, pause/resume moves, s
   assert.deepEqual([conflict.status, conflict.code], [409, 'conflict']);
   const stats = await eventually('the campaign sent', () => herald.getCampaignStats(fromTemplate.id), (read) => read.totalSent === 2);
   assert.deepEqual(stats, { totalSent: 2, totalDelivered: 0, totalClicked: 0, totalFailed: 0, deliveryRate: 0, clickRate: 0 });
+  const series = await herald.getCampaignStatsSeries(fromTemplate.id, { bucket: 'hour', to: new Date(Date.now() + 1_000).toISOString() });
+  assert.equal(series.bucket, 'hour');
+  assert.deepEqual([series.data.reduce((sum, bucket) => sum + bucket.sent, 0), series.data.reduce((sum, bucket) => sum + bucket.delivered, 0)], [2, 0]);
 
   const scheduled = await herald.createCampaign({ name: 'Later', title: 'Soon', body: 'Tomorrow', scheduledAt: new Date(Date.now() + 86_400_000).toISOString() });
   assert.equal(scheduled.status, 'scheduled');

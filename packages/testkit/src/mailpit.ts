@@ -18,6 +18,10 @@ export interface MailpitMessage {
   subject: string;
   text: string;
   html: string;
+  /** The Message-ID header, without its angle brackets. */
+  messageId: string;
+  /** When Mailpit accepted it (its own clock, millisecond precision). */
+  receivedAt: Date;
 }
 
 export interface Mailpit {
@@ -32,10 +36,12 @@ export interface Mailpit {
 
 interface Summary {
   ID: string;
+  Created: string;
   To: { Address: string }[];
 }
 interface Full {
   ID: string;
+  MessageID: string;
   From: { Address: string };
   To: { Address: string }[];
   Subject: string;
@@ -49,9 +55,16 @@ function mailpitBinary(): string {
   return bin;
 }
 
-export async function startMailpit(): Promise<Mailpit> {
+export interface MailpitOptions {
+  /** A regular expression (Go's syntax) recipients must match; any other is refused for good (a 5xx reply). Default: all accepted. */
+  allowedRecipients?: string;
+}
+
+export async function startMailpit({ allowedRecipients }: MailpitOptions = {}): Promise<Mailpit> {
   const [smtpPort, httpPort] = [await freePort(), await freePort()];
-  const child = spawn(mailpitBinary(), ['--smtp', `127.0.0.1:${smtpPort}`, '--listen', `127.0.0.1:${httpPort}`, '--smtp-auth-accept-any', '--smtp-auth-allow-insecure', '--disable-version-check', '--quiet'], {
+  const args = ['--smtp', `127.0.0.1:${smtpPort}`, '--listen', `127.0.0.1:${httpPort}`, '--smtp-auth-accept-any', '--smtp-auth-allow-insecure', '--disable-version-check', '--quiet'];
+  if (allowedRecipients !== undefined) args.push('--smtp-allowed-recipients', allowedRecipients);
+  const child = spawn(mailpitBinary(), args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -87,10 +100,20 @@ export async function startMailpit(): Promise<Mailpit> {
     const { messages } = await api<{ messages: Summary[] }>(`/messages?limit=1000`);
     // The API lists newest first.
     const mine = messages.filter((m) => m.To.some((to) => to.Address.toLowerCase() === wanted)).reverse();
+    const created = new Map(mine.map((m) => [m.ID, m.Created]));
     return Promise.all(
       mine.map(async ({ ID }) => {
         const full = await api<Full>(`/message/${ID}`);
-        return { id: full.ID, from: full.From.Address, to: full.To.map((to) => to.Address), subject: full.Subject, text: full.Text, html: full.HTML };
+        return {
+          id: full.ID,
+          from: full.From.Address,
+          to: full.To.map((to) => to.Address),
+          subject: full.Subject,
+          text: full.Text,
+          html: full.HTML,
+          messageId: full.MessageID,
+          receivedAt: new Date(created.get(ID) ?? ''),
+        };
       }),
     );
   }

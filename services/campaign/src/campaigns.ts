@@ -12,6 +12,8 @@ import type {
   GetCampaignRequest,
   GetCampaignStatsRequest,
   GetCampaignStatsResponse,
+  GetCampaignStatsSeriesRequest,
+  GetCampaignStatsSeriesResponse,
   ListCampaignsRequest,
   PauseCampaignRequest,
   ResumeCampaignRequest,
@@ -70,6 +72,36 @@ function toCampaign(row: store.CampaignRow): Campaign {
 /** `part` of `whole` in percent, two decimals; 0 when `whole` is 0. */
 function percent(part: number, whole: number): number {
   return whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 100;
+}
+
+/** Seconds in each bucket size of stats/series. */
+const BUCKET_SECONDS: Record<string, number> = { minute: 60, hour: 3_600, day: 86_400 };
+/** The most buckets one stats/series answer holds (a day of minutes). */
+export const MAX_SERIES_BUCKETS = 1_440;
+
+/** The window of a stats/series request: bucket starts from `first` to `last`, or the problems with it. */
+function seriesWindow(row: store.CampaignRow, request: GetCampaignStatsSeriesRequest, now: Date) {
+  const problems: FieldProblem[] = [];
+  const seconds = BUCKET_SECONDS[request.bucket];
+  if (seconds === undefined) problems.push({ field: 'bucket', in: 'querystring', problem: 'must be minute, hour or day' });
+  const parse = (field: 'from' | 'to'): Date | undefined => {
+    if (request[field] === '') return undefined;
+    const at = new Date(request[field]);
+    if (Number.isNaN(at.getTime())) problems.push({ field, in: 'querystring', problem: 'must be an ISO 8601 date-time' });
+    return at;
+  };
+  const givenFrom = parse('from');
+  const to = parse('to') ?? now;
+  if (problems.length > 0 || seconds === undefined) throw invalidFields('querystring', problems);
+  const size = seconds * 1_000;
+  const floor = (at: Date) => new Date(Math.floor(at.getTime() / size) * size);
+  const from = floor(givenFrom ?? new Date(Math.max(row.created_at.getTime(), to.getTime() - MAX_SERIES_BUCKETS * size)));
+  const count = Math.ceil((to.getTime() - from.getTime()) / size);
+  if (count < 1) throw invalidFields('querystring', [{ field: 'to', in: 'querystring', problem: 'must be after from' }]);
+  if (count > MAX_SERIES_BUCKETS) {
+    throw invalidFields('querystring', [{ field: 'from', in: 'querystring', problem: `is ${count} ${request.bucket}s before to; at most ${MAX_SERIES_BUCKETS} buckets are answered` }]);
+  }
+  return { seconds, from, to, last: new Date(from.getTime() + (count - 1) * size) };
 }
 
 export function campaignStats(row: store.CampaignRow): GetCampaignStatsResponse {
@@ -265,6 +297,18 @@ export function campaignManagement(deps: CampaignDeps) {
 
     async getCampaignStats({ workspaceId, campaignId }: GetCampaignStatsRequest) {
       return campaignStats(await load(workspaceId, campaignId));
+    },
+
+    async getCampaignStatsSeries(request: GetCampaignStatsSeriesRequest): Promise<GetCampaignStatsSeriesResponse> {
+      const row = await load(request.workspaceId, request.campaignId);
+      const { seconds, from, to, last } = seriesWindow(row, request, new Date());
+      const rows = await store.statsSeries(pool, request.workspaceId, request.campaignId, from, last, seconds);
+      return {
+        bucket: request.bucket,
+        from: from.toISOString(),
+        to: to.toISOString(),
+        buckets: rows.map((bucket) => ({ at: bucket.at.toISOString(), sent: bucket.sent, delivered: bucket.delivered, clicked: bucket.clicked, dismissed: bucket.dismissed })),
+      };
     },
   };
 }

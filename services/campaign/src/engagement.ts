@@ -13,6 +13,6 @@ export function engagementEvents(pool: Pool) {
   return async (message: IncomingMessage): Promise<void> => {
     const event = EngagementEvent.decode(message.value);
     const eventId = message.headers[EVENT_ID_HEADER] ?? event.eventId;
-    await handleOnce(pool, store.SCHEMA, 'engagement', eventId, (tx) => store.countEngagement(tx, event.workspaceId, event.notificationId, event.kind));
+    await handleOnce(pool, store.SCHEMA, 'engagement', eventId, (tx) => store.countEngagement(tx, event.workspaceId, event.notificationId, event.kind, event.occurredAt));
   };
 }

@@ -360,24 +360,66 @@ export async function applyDeliveryResult(
   tx: Queryable,
   result: { notificationId: string; delivered: number; failed: number; expired: number; lastStatusCode: number; lastOutcome: string; reportedAt: string },
 ): Promise<void> {
-  await tx.query(
+  const { rows } = await tx.query<{ workspace_id: string }>(
     `UPDATE campaigns
         SET delivered = delivered + $2, failed = failed + $3, expired = expired + $4,
             last_status_code = $5, last_outcome = $6, last_reported_at = $7
-      WHERE id = $1`,
+      WHERE id = $1 RETURNING workspace_id`,
     [result.notificationId, result.delivered, result.failed, result.expired, result.lastStatusCode, result.lastOutcome, result.reportedAt],
   );
+  const workspaceId = rows[0]?.workspace_id;
+  if (workspaceId !== undefined && result.delivered > 0) await countInMinute(tx, workspaceId, result.notificationId, 'sent', result.delivered, result.reportedAt);
   await tx.query(COMPLETE_WHEN_SETTLED, [result.notificationId]);
 }
 
-/** The counter each reported kind adds to. */
-const ENGAGEMENT_COLUMNS: Record<string, string> = { impression: 'impressions', click: 'clicks', dismiss: 'dismissals' };
+/** A counter of the per-minute series (docs/campaigns.md, stats/series). */
+export type SeriesCounter = 'sent' | 'delivered' | 'clicked' | 'dismissed';
 
-/** One more impression, click or dismissal of a campaign (the caller counts each report once). */
-export async function countEngagement(tx: Queryable, workspaceId: string, id: string, kind: string): Promise<void> {
-  const column = ENGAGEMENT_COLUMNS[kind];
-  if (!column) throw new Error(`unknown engagement kind ${kind}`);
-  await tx.query(`UPDATE campaigns SET ${column} = ${column} + 1 WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+/** Adds `count` to the minute of `at` (ISO 8601; empty: now), in the transaction of the lifetime counter. */
+async function countInMinute(tx: Queryable, workspaceId: string, campaignId: string, counter: SeriesCounter, count: number, at: string): Promise<void> {
+  await tx.query(
+    `INSERT INTO campaign_stats_minutes (workspace_id, campaign_id, minute, ${counter})
+     VALUES ($1, $2, date_trunc('minute', coalesce(NULLIF($4, '')::timestamptz, clock_timestamp()) AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', $3)
+     ON CONFLICT (workspace_id, campaign_id, minute) DO UPDATE SET ${counter} = campaign_stats_minutes.${counter} + EXCLUDED.${counter}`,
+    [workspaceId, campaignId, count, at],
+  );
+}
+
+/** The lifetime counter and the series counter each reported kind adds to. */
+const ENGAGEMENT_COLUMNS: Record<string, { column: string; counter: SeriesCounter }> = {
+  impression: { column: 'impressions', counter: 'delivered' },
+  click: { column: 'clicks', counter: 'clicked' },
+  dismiss: { column: 'dismissals', counter: 'dismissed' },
+};
+
+/** One more impression, click or dismissal of a campaign at `at` (the caller counts each report once). */
+export async function countEngagement(tx: Queryable, workspaceId: string, id: string, kind: string, at: string): Promise<void> {
+  const counted = ENGAGEMENT_COLUMNS[kind];
+  if (!counted) throw new Error(`unknown engagement kind ${kind}`);
+  const { rowCount } = await tx.query(`UPDATE campaigns SET ${counted.column} = ${counted.column} + 1 WHERE workspace_id = $1 AND id = $2`, [workspaceId, id]);
+  if ((rowCount ?? 0) > 0) await countInMinute(tx, workspaceId, id, counted.counter, 1, at);
+}
+
+export interface SeriesRow {
+  at: Date;
+  sent: string;
+  delivered: string;
+  clicked: string;
+  dismissed: string;
+}
+
+/** Every bucket from `first` to `last` (starts, `seconds` apart) with the sums of its minutes; zeros included. */
+export async function statsSeries(db: Queryable, workspaceId: string, campaignId: string, first: Date, last: Date, seconds: number): Promise<SeriesRow[]> {
+  const { rows } = await db.query<SeriesRow>(
+    `SELECT b.at, coalesce(sum(m.sent), 0) AS sent, coalesce(sum(m.delivered), 0) AS delivered,
+            coalesce(sum(m.clicked), 0) AS clicked, coalesce(sum(m.dismissed), 0) AS dismissed
+       FROM generate_series($3::timestamptz, $4::timestamptz, make_interval(secs => $5)) AS b(at)
+       LEFT JOIN campaign_stats_minutes m
+         ON m.workspace_id = $1 AND m.campaign_id = $2 AND m.minute >= b.at AND m.minute < b.at + make_interval(secs => $5)
+      GROUP BY b.at ORDER BY b.at`,
+    [workspaceId, campaignId, first, last, seconds],
+  );
+  return rows;
 }
 
 /** A template's editable content, column by column (null clears an optional URL). */

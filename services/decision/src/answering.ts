@@ -3,7 +3,7 @@ import { isApprover, type Approver } from '@herald/domain';
 import { HeraldError, invalidFields } from '@herald/errors';
 import type { Logger } from '@herald/logging';
 
-import { countQuestion } from './metrics.js';
+import { countAnswer, countQuestion } from './metrics.js';
 import * as store from './store.js';
 import { reportResolution } from './webhooks.js';
 
@@ -58,8 +58,12 @@ function checkAnswer(row: store.QuestionRow, answer: string): string {
 const asApprover = (by: Answerer): Approver | undefined => (by.kind === 'link' ? undefined : { kind: by.kind, id: by.id });
 
 export interface Answering {
-  /** Records the first answer; forbidden (and recorded as refused) when `by` is not among the question's approvers. */
-  answer(row: store.QuestionRow, answer: string, by: Answerer): Promise<store.QuestionRow>;
+  /**
+   * Records the first answer; forbidden (and recorded as refused) when `by` is not among the
+   * question's approvers. `alsoDo` runs in the answer's transaction once the answer is recorded
+   * (an email link is used up there); what it throws undoes the answer.
+   */
+  answer(row: store.QuestionRow, answer: string, by: Answerer, alsoDo?: (tx: Queryable) => Promise<void>): Promise<store.QuestionRow>;
   /** Withdraws (ask) or cancels (decision) an open question. */
   cancel(row: store.QuestionRow): Promise<store.QuestionRow>;
 }
@@ -75,10 +79,12 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
     outcome: 'answered' | 'cancelled',
     change: (db: Queryable) => Promise<store.QuestionRow | undefined>,
     actor: Answerer | null,
+    alsoDo?: (tx: Queryable) => Promise<void>,
   ): Promise<store.QuestionRow> {
     const resolved = await withTransaction(pool, async (tx) => {
       const updated = await change(tx);
       if (!updated) return undefined;
+      await alsoDo?.(tx);
       await store.appendEvent(tx, updated.id, outcome, { actor: actor && { ...actor }, detail: outcome === 'answered' ? { answer: updated.answer } : {} });
       await reportResolution(tx, updated, outcome);
       return updated;
@@ -91,19 +97,22 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
   }
 
   return {
-    async answer(row, answer, by) {
+    async answer(row, answer, by, alsoDo) {
       if (row.status !== 'pending' || row.expired) throw notOpen(row);
       const value = checkAnswer(row, answer);
       const approver = asApprover(by);
       if (row.approvers.length > 0 && (approver === undefined || !isApprover(row.approvers, approver))) {
         await withTransaction(pool, (tx) => store.appendEvent(tx, row.id, 'refused', { actor: { ...by }, detail: { answer: value, reason: 'not an approver' } }));
         logger.info({ workspaceId: row.workspace_id, questionId: row.id, kind: by.kind, channel: by.channel }, 'an answer from someone who is not an approver was refused');
+        countAnswer(by.channel, 'refused');
         throw new HeraldError('forbidden', `Only the approvers this ${noun(row.kind)} names may answer it.`, {
           title: 'Not an approver',
           hint: 'Answer through a link or message sent to one of its approvers, or with a key it names.',
         });
       }
-      return resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value, by), by);
+      const answered = await resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value, by), by, alsoDo);
+      countAnswer(by.channel, 'answered');
+      return answered;
     },
     async cancel(row) {
       if (row.status !== 'pending' || row.expired) throw notOpen(row);

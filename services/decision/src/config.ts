@@ -1,4 +1,5 @@
 import { pieces, type Env } from '@herald/config';
+import { mailConfig } from '@herald/mail';
 import { webhookSettings } from '@herald/webhooks';
 
 export function readConfig(env: Env) {
@@ -13,6 +14,8 @@ export function readConfig(env: Env) {
     ...pieces.grpcServer(env, 50056),
     ...pieces.shutdown(env),
     ...webhookSettings(env),
+    // The email channel: questions mailed to approver addresses (SMTP_URL, MAIL_FROM).
+    ...mailConfig(env),
     /** The account service holds each workspace's webhook signing secrets. */
     accountGrpcUrl: env.string('ACCOUNT_GRPC_URL', '127.0.0.1:50051'),
     /** Questions are pushed through the campaign service (QueueQuestion), as ordinary notifications. */

@@ -9,6 +9,7 @@ import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/cam
 import { DecisionEvent, type QuestionDelivery } from '@herald/proto/herald/decision/v1/events';
 import { retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
 
+import { countDelivery } from './metrics.js';
 import * as store from './store.js';
 import type { AnswerTokens } from './tokens.js';
 
@@ -146,6 +147,7 @@ export function startDeliveries({ pool, logger, channels, retry, pollMs, leaseMs
       const outcome = await deliver(row);
       // A delivery made before PostgreSQL went away is recorded once it is back, not made again after the lease.
       await retryWhileUnreachable(() => withTransaction(pool, (tx) => store.recordDelivery(tx, row, token, outcome)), leaseMs);
+      countDelivery(row.channel, outcome.state === 'pending' ? 'retried' : outcome.state);
       if (outcome.state === 'delivered') logger.info({ questionId: row.question_id, channel: row.channel, result: outcome.result, reached: outcome.reached }, 'question delivered');
     },
   });

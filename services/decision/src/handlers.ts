@@ -75,6 +75,18 @@ function checkEscalation(steps: EscalationStep[]): store.EscalationStepJson[] {
   });
 }
 
+/** Where a person opens a question's page by its link: the answer page, an email link's page. */
+const VIEW_SURFACES: ReadonlySet<string> = new Set(['answer_page', 'email_link']);
+
+/** An email answer link's single-use key, when the token is one. */
+function emailLinkOf(row: store.QuestionRow, token: VerifiedToken | undefined): store.EmailLinkKey | undefined {
+  if (token?.choice === undefined || token.recipient?.kind !== 'email') return undefined;
+  return { questionId: row.id, address: token.recipient.id, choice: token.choice };
+}
+
+const linkUsed = (): HeraldError =>
+  new HeraldError('conflict', 'This link was already used: each email link answers once.', { title: 'Link already used', hint: 'Read the question to see its answer.', extra: { reason: 'link_used' } });
+
 /** Who answers through an answer link: its recipient when it names one, else whoever holds it. */
 function linkAnswerer(token: VerifiedToken): Answerer {
   const recipient = token.recipient;
@@ -347,7 +359,29 @@ export function decisionHandlers(
           if (!given?.kind || !given.id || !given.channel) throw new HeraldError('invalid_request', 'answered_by (kind, id, channel) is required to answer by reference');
           by = { kind: given.kind, id: given.id, displayName: given.displayName || given.id, channel: given.channel };
         }
-        return { question: view(await answering.answer(row, request.answer, by)) };
+        const link = emailLinkOf(row, token);
+        if (!link) return { question: view(await answering.answer(row, request.answer, by)) };
+        // An email link names its answer (an input question's names none: the page sends it) and answers once.
+        if (link.choice !== '' && request.answer !== '' && request.answer !== link.choice) {
+          throw invalidFields('body', [{ field: 'answer', in: 'body', problem: 'must be the answer the link names' }]);
+        }
+        if (await store.emailLinkUsed(pool, link)) throw linkUsed();
+        const useLink = async (tx: Queryable) => {
+          if (!(await store.useEmailLink(tx, link))) throw linkUsed();
+        };
+        return { question: view(await answering.answer(row, link.choice || request.answer, by, useLink)) };
+      },
+
+      async recordQuestionView({ ref, surface }) {
+        if (ref?.by?.$case !== 'token') throw new HeraldError('invalid_request', 'ref must be a token: a view is of a page opened by its link');
+        if (!VIEW_SURFACES.has(surface)) throw new HeraldError('invalid_request', `surface must be one of ${[...VIEW_SURFACES].join(', ')}`);
+        const { row, token } = await resolveRef(ref);
+        if (!token) throw new Error('a token reference resolved without its token');
+        const link = emailLinkOf(row, token);
+        // An email link's page opened with any other link: not one of its links.
+        if (surface === 'email_link' && !link) throw new HeraldError('not_found', 'No such link.', { title: 'Not found' });
+        await withTransaction(pool, (tx) => store.appendEvent(tx, row.id, 'viewed', { actor: { ...linkAnswerer(token) }, detail: { surface } }));
+        return { question: view(row), emailLink: link && { address: link.address, choice: link.choice, used: await store.emailLinkUsed(pool, link) } };
       },
 
       async cancelQuestion(request) {

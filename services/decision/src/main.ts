@@ -3,6 +3,7 @@ import { createPool, migrate } from '@herald/db';
 import { createClient, startGrpcServer } from '@herald/grpc';
 import { answerChannel, consumers, createKafkaBus, outboxMigrations, startOutboxRelay } from '@herald/bus';
 import { createLogger } from '@herald/logging';
+import { createMailSender } from '@herald/mail';
 import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
@@ -11,6 +12,7 @@ import { dispatcherSettings, startWebhookDispatcher, webhookMigrations } from '@
 import { Redis } from 'ioredis';
 
 import { readConfig } from './config.js';
+import { emailChannel } from './email.js';
 import { recordOpenedDeliveries, startDeliveries, webPushChannel } from './deliveries.js';
 import type { WakeWaiters } from './answering.js';
 import { decisionHandlers } from './handlers.js';
@@ -27,11 +29,12 @@ const account = createClient(AccountServiceClient, config.accountGrpcUrl);
 const audience = createClient(AudienceServiceClient, config.audienceGrpcUrl);
 const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-decision`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
+const mail = createMailSender(config);
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
 const deliveries = startDeliveries({
   pool,
   logger,
-  channels: { web_push: webPushChannel(campaign, tokens, config.publicOrigin) },
+  channels: { web_push: webPushChannel(campaign, tokens, config.publicOrigin), email: emailChannel({ mail, tokens, publicOrigin: config.publicOrigin }) },
   retry: { baseMs: config.deliveryRetryBaseMs, capMs: config.deliveryRetryCapMs },
   pollMs: config.deliveryPollMs,
   leaseMs: config.deliveryLeaseMs,
@@ -68,6 +71,7 @@ drainOnSignal(
     account.close();
     audience.close();
     campaign.close();
+    mail.close();
     redis.disconnect();
     await pool.end();
   },

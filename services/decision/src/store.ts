@@ -381,3 +381,22 @@ export async function appendEvent(
   if (!row) throw new Error('question event insert returned no row');
   return row;
 }
+
+/** An email answer link: the question, the recipient address (lower-cased) and the answer it names ('' for an input link). */
+export interface EmailLinkKey {
+  questionId: string;
+  address: string;
+  choice: string;
+}
+
+/** Whether an email link already answered (single use). */
+export async function emailLinkUsed(db: Queryable, { questionId, address, choice }: EmailLinkKey): Promise<boolean> {
+  const { rows } = await db.query(`SELECT 1 FROM email_links WHERE question_id = $1 AND address = $2 AND choice = $3`, [questionId, address, choice]);
+  return rows.length > 0;
+}
+
+/** Uses an email link up, in its answer's transaction; false when it was used meanwhile. */
+export async function useEmailLink(db: Queryable, { questionId, address, choice }: EmailLinkKey): Promise<boolean> {
+  const { rows } = await db.query(`INSERT INTO email_links (question_id, address, choice) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1`, [questionId, address, choice]);
+  return rows.length > 0;
+}

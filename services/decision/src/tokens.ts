@@ -5,15 +5,23 @@ import type { Approver } from '@herald/domain';
 /**
  * Answer-page tokens: `<question id>.<MAC>`, or `<question id>.<recipient>.<MAC>` for a link
  * delivered to one person (a subscriber's devices, one email address), so that an answer through
- * it says who answered. The recipient is `<kind>:<id>` in base64url; the MAC is HMAC-SHA256(secret)
- * over everything before it. Signed rather than random-and-stored so every read can hand out the
- * same link without keeping it; unguessable because the MAC is.
+ * it says who answered, or `<question id>.<recipient>.<choice>.<MAC>` for an email answer link,
+ * which names the answer it gives and answers once. The recipient is `<kind>:<id>` and the choice
+ * `c:<answer>` (empty for an input question's link), each in base64url; the MAC is
+ * HMAC-SHA256(secret) over everything before it. Signed rather than random-and-stored so every
+ * read can hand out the same link without keeping it; unguessable because the MAC is.
  */
 export interface VerifiedToken {
   questionId: string;
   /** Whom the link was delivered to; absent: whoever holds it. */
   recipient?: Approver;
+  /** An email answer link's answer ('' for an input question's: its page has a text field); absent for any other link. */
+  choice?: string;
 }
+
+const CHOICE_PREFIX = 'c:';
+const encode = (text: string): string => Buffer.from(text).toString('base64url');
+const decode = (text: string): string => Buffer.from(text, 'base64url').toString();
 
 export class AnswerTokens {
   constructor(private readonly secret: string) {
@@ -24,8 +32,11 @@ export class AnswerTokens {
     return createHmac('sha256', this.secret).update(`herald.answer.${payload}`).digest('base64url');
   }
 
-  sign(questionId: string, recipient?: Approver): string {
-    const payload = recipient ? `${questionId}.${Buffer.from(`${recipient.kind}:${recipient.id}`).toString('base64url')}` : questionId;
+  sign(questionId: string, recipient?: Approver, choice?: string): string {
+    const parts = [questionId];
+    if (recipient) parts.push(encode(`${recipient.kind}:${recipient.id}`));
+    if (recipient && choice !== undefined) parts.push(encode(`${CHOICE_PREFIX}${choice}`));
+    const payload = parts.join('.');
     return `${payload}.${this.mac(payload)}`;
   }
 
@@ -38,10 +49,14 @@ export class AnswerTokens {
     const given = Buffer.from(token.slice(dot + 1));
     const expected = Buffer.from(this.mac(payload));
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
-    const [questionId = '', encoded] = payload.split('.', 2);
-    if (encoded === undefined) return { questionId };
-    const recipient = Buffer.from(encoded, 'base64url').toString();
+    const [questionId = '', recipientPart, choicePart, ...rest] = payload.split('.');
+    if (rest.length > 0) return undefined;
+    if (recipientPart === undefined) return { questionId };
+    const recipient = decode(recipientPart);
     const colon = recipient.indexOf(':');
-    return { questionId, recipient: { kind: recipient.slice(0, colon), id: recipient.slice(colon + 1) } };
+    const verified: VerifiedToken = { questionId, recipient: { kind: recipient.slice(0, colon), id: recipient.slice(colon + 1) } };
+    if (choicePart === undefined) return verified;
+    const choice = decode(choicePart);
+    return choice.startsWith(CHOICE_PREFIX) ? { ...verified, choice: choice.slice(CHOICE_PREFIX.length) } : undefined;
   }
 }

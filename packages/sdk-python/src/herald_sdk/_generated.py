@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
-__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "QuestionApprovers", "QuestionEscalationApprovers", "QuestionEscalation", "Question", "AskRequestApprovers", "AskRequestEscalationApprovers", "AskRequestEscalation", "AskRequest", "AskRecordApprovers", "AskRecordAnsweredBy", "AskRecordEscalationApprovers", "AskRecordEscalation", "AskRecord", "AskPage", "DecisionQuestionApprovers", "DecisionQuestionEscalationApprovers", "DecisionQuestionEscalation", "DecisionQuestion", "DecisionRequestApprovers", "DecisionRequestEscalationApprovers", "DecisionRequestEscalation", "DecisionRequest", "Reachability", "DecisionApprovers", "DecisionAnsweredBy", "DecisionEscalationApprovers", "DecisionEscalation", "Decision", "DecisionPage", "PersonReachability", "WebhookSecret", "IdentitySecret"]
+__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "CampaignStatsSeriesData", "CampaignStatsSeries", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "QuestionApprovers", "QuestionEscalationApprovers", "QuestionEscalation", "Question", "AskRequestApprovers", "AskRequestEscalationApprovers", "AskRequestEscalation", "AskRequest", "AskRecordApprovers", "AskRecordAnsweredBy", "AskRecordEscalationApprovers", "AskRecordEscalation", "AskRecord", "AskPage", "DecisionQuestionApprovers", "DecisionQuestionEscalationApprovers", "DecisionQuestionEscalation", "DecisionQuestion", "DecisionRequestApprovers", "DecisionRequestEscalationApprovers", "DecisionRequestEscalation", "DecisionRequest", "Reachability", "DecisionApprovers", "DecisionAnsweredBy", "DecisionEscalationApprovers", "DecisionEscalation", "Decision", "DecisionPage", "PersonReachability", "WebhookSecret", "IdentitySecret"]
 
 
 class Site(TypedDict):
@@ -323,6 +323,30 @@ class CampaignStats(TypedDict):
     deliveryRate: float
     #: totalClicked / totalDelivered, percent (0 when nothing was delivered)
     clickRate: float
+
+
+class CampaignStatsSeriesData(TypedDict):
+    #: The bucket's start (UTC)
+    at: str
+    #: Pushes the push service accepted (totalSent)
+    sent: int
+    #: Impressions the service worker confirmed (totalDelivered)
+    delivered: int
+    #: Clicks reported
+    clicked: int
+    #: Dismissals reported
+    dismissed: int
+
+
+class CampaignStatsSeries(TypedDict):
+    #: minute | hour | day
+    bucket: str
+    #: The first bucket's start (from, rounded down to its bucket)
+    start: str
+    #: The exclusive end (to)
+    end: str
+    #: Every bucket of the window, oldest first, zeros included (at most 1,440)
+    data: list[CampaignStatsSeriesData]
 
 
 class Template(TypedDict):

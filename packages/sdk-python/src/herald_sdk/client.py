@@ -24,6 +24,7 @@ from .types import (
     Campaign,
     CampaignPage,
     CampaignStats,
+    CampaignStatsSeries,
     CampaignUpdate,
     Channels,
     CreateCampaignRequest,
@@ -250,6 +251,13 @@ class Herald:
 
     def get_campaign_stats(self, campaign_id: str, *, timeout: float | None = None) -> CampaignStats:
         return cast(CampaignStats, self.request("GET", f"/campaigns/{_segment(campaign_id)}/stats", timeout=timeout))
+
+    def get_campaign_stats_series(
+        self, campaign_id: str, bucket: str, *, from_: str | None = None, to: str | None = None, timeout: float | None = None
+    ) -> CampaignStatsSeries:
+        """The campaign's sent, delivered, clicked and dismissed counts per minute, hour or day (at most 1,440 buckets)."""
+        path = f"/campaigns/{_segment(campaign_id)}/stats/series{_query({'bucket': bucket, 'from': from_, 'to': to})}"
+        return cast(CampaignStatsSeries, self.request("GET", path, timeout=timeout))
 
     # ---- Templates ----
 

@@ -280,6 +280,36 @@ export interface GetCampaignStatsRequest {
   campaignId: string;
 }
 
+export interface GetCampaignStatsSeriesRequest {
+  workspaceId: string;
+  campaignId: string;
+  /** minute | hour | day */
+  bucket: string;
+  /** ISO 8601; empty: from the campaign's creation (or as far back as the bucket limit allows). */
+  from: string;
+  /** ISO 8601, exclusive; empty: now. */
+  to: string;
+}
+
+export interface CampaignStatsBucket {
+  /** The bucket's start, ISO 8601 (UTC). */
+  at: string;
+  /** Pushes the push service accepted (totalSent). */
+  sent: string;
+  /** Impressions the service worker confirmed (totalDelivered). */
+  delivered: string;
+  clicked: string;
+  dismissed: string;
+}
+
+export interface GetCampaignStatsSeriesResponse {
+  bucket: string;
+  /** The first bucket's start and the window's exclusive end, ISO 8601. */
+  from: string;
+  to: string;
+  buckets: CampaignStatsBucket[];
+}
+
 export interface GetCampaignStatsResponse {
   totalSent: string;
   totalDelivered: string;
@@ -4109,6 +4139,403 @@ export const GetCampaignStatsRequest: MessageFns<GetCampaignStatsRequest> = {
   },
 };
 
+function createBaseGetCampaignStatsSeriesRequest(): GetCampaignStatsSeriesRequest {
+  return { workspaceId: "", campaignId: "", bucket: "", from: "", to: "" };
+}
+
+export const GetCampaignStatsSeriesRequest: MessageFns<GetCampaignStatsSeriesRequest> = {
+  encode(message: GetCampaignStatsSeriesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.campaignId !== "") {
+      writer.uint32(18).string(message.campaignId);
+    }
+    if (message.bucket !== "") {
+      writer.uint32(26).string(message.bucket);
+    }
+    if (message.from !== "") {
+      writer.uint32(34).string(message.from);
+    }
+    if (message.to !== "") {
+      writer.uint32(42).string(message.to);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCampaignStatsSeriesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCampaignStatsSeriesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.campaignId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.bucket = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.from = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.to = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCampaignStatsSeriesRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      campaignId: isSet(object.campaignId)
+        ? globalThis.String(object.campaignId)
+        : isSet(object.campaign_id)
+        ? globalThis.String(object.campaign_id)
+        : "",
+      bucket: isSet(object.bucket) ? globalThis.String(object.bucket) : "",
+      from: isSet(object.from) ? globalThis.String(object.from) : "",
+      to: isSet(object.to) ? globalThis.String(object.to) : "",
+    };
+  },
+
+  toJSON(message: GetCampaignStatsSeriesRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.campaignId !== "") {
+      obj.campaignId = message.campaignId;
+    }
+    if (message.bucket !== "") {
+      obj.bucket = message.bucket;
+    }
+    if (message.from !== "") {
+      obj.from = message.from;
+    }
+    if (message.to !== "") {
+      obj.to = message.to;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCampaignStatsSeriesRequest>, I>>(base?: I): GetCampaignStatsSeriesRequest {
+    return GetCampaignStatsSeriesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCampaignStatsSeriesRequest>, I>>(
+    object: I,
+  ): GetCampaignStatsSeriesRequest {
+    const message = createBaseGetCampaignStatsSeriesRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.campaignId = object.campaignId ?? "";
+    message.bucket = object.bucket ?? "";
+    message.from = object.from ?? "";
+    message.to = object.to ?? "";
+    return message;
+  },
+};
+
+function createBaseCampaignStatsBucket(): CampaignStatsBucket {
+  return { at: "", sent: "0", delivered: "0", clicked: "0", dismissed: "0" };
+}
+
+export const CampaignStatsBucket: MessageFns<CampaignStatsBucket> = {
+  encode(message: CampaignStatsBucket, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.at !== "") {
+      writer.uint32(10).string(message.at);
+    }
+    if (message.sent !== "0") {
+      writer.uint32(16).int64(message.sent);
+    }
+    if (message.delivered !== "0") {
+      writer.uint32(24).int64(message.delivered);
+    }
+    if (message.clicked !== "0") {
+      writer.uint32(32).int64(message.clicked);
+    }
+    if (message.dismissed !== "0") {
+      writer.uint32(40).int64(message.dismissed);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CampaignStatsBucket {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCampaignStatsBucket();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.at = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sent = reader.int64().toString();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.delivered = reader.int64().toString();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.clicked = reader.int64().toString();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.dismissed = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CampaignStatsBucket {
+    return {
+      at: isSet(object.at) ? globalThis.String(object.at) : "",
+      sent: isSet(object.sent) ? globalThis.String(object.sent) : "0",
+      delivered: isSet(object.delivered) ? globalThis.String(object.delivered) : "0",
+      clicked: isSet(object.clicked) ? globalThis.String(object.clicked) : "0",
+      dismissed: isSet(object.dismissed) ? globalThis.String(object.dismissed) : "0",
+    };
+  },
+
+  toJSON(message: CampaignStatsBucket): unknown {
+    const obj: any = {};
+    if (message.at !== "") {
+      obj.at = message.at;
+    }
+    if (message.sent !== "0") {
+      obj.sent = message.sent;
+    }
+    if (message.delivered !== "0") {
+      obj.delivered = message.delivered;
+    }
+    if (message.clicked !== "0") {
+      obj.clicked = message.clicked;
+    }
+    if (message.dismissed !== "0") {
+      obj.dismissed = message.dismissed;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CampaignStatsBucket>, I>>(base?: I): CampaignStatsBucket {
+    return CampaignStatsBucket.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CampaignStatsBucket>, I>>(object: I): CampaignStatsBucket {
+    const message = createBaseCampaignStatsBucket();
+    message.at = object.at ?? "";
+    message.sent = object.sent ?? "0";
+    message.delivered = object.delivered ?? "0";
+    message.clicked = object.clicked ?? "0";
+    message.dismissed = object.dismissed ?? "0";
+    return message;
+  },
+};
+
+function createBaseGetCampaignStatsSeriesResponse(): GetCampaignStatsSeriesResponse {
+  return { bucket: "", from: "", to: "", buckets: [] };
+}
+
+export const GetCampaignStatsSeriesResponse: MessageFns<GetCampaignStatsSeriesResponse> = {
+  encode(message: GetCampaignStatsSeriesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.bucket !== "") {
+      writer.uint32(10).string(message.bucket);
+    }
+    if (message.from !== "") {
+      writer.uint32(18).string(message.from);
+    }
+    if (message.to !== "") {
+      writer.uint32(26).string(message.to);
+    }
+    for (const v of message.buckets) {
+      CampaignStatsBucket.encode(v!, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetCampaignStatsSeriesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetCampaignStatsSeriesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.bucket = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.from = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.to = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.buckets.push(CampaignStatsBucket.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetCampaignStatsSeriesResponse {
+    return {
+      bucket: isSet(object.bucket) ? globalThis.String(object.bucket) : "",
+      from: isSet(object.from) ? globalThis.String(object.from) : "",
+      to: isSet(object.to) ? globalThis.String(object.to) : "",
+      buckets: globalThis.Array.isArray(object?.buckets)
+        ? object.buckets.map((e: any) => CampaignStatsBucket.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: GetCampaignStatsSeriesResponse): unknown {
+    const obj: any = {};
+    if (message.bucket !== "") {
+      obj.bucket = message.bucket;
+    }
+    if (message.from !== "") {
+      obj.from = message.from;
+    }
+    if (message.to !== "") {
+      obj.to = message.to;
+    }
+    if (message.buckets?.length) {
+      obj.buckets = message.buckets.map((e) => CampaignStatsBucket.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetCampaignStatsSeriesResponse>, I>>(base?: I): GetCampaignStatsSeriesResponse {
+    return GetCampaignStatsSeriesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetCampaignStatsSeriesResponse>, I>>(
+    object: I,
+  ): GetCampaignStatsSeriesResponse {
+    const message = createBaseGetCampaignStatsSeriesResponse();
+    message.bucket = object.bucket ?? "";
+    message.from = object.from ?? "";
+    message.to = object.to ?? "";
+    message.buckets = object.buckets?.map((e) => CampaignStatsBucket.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 function createBaseGetCampaignStatsResponse(): GetCampaignStatsResponse {
   return { totalSent: "0", totalDelivered: "0", totalClicked: "0", totalFailed: "0", deliveryRate: 0, clickRate: 0 };
 }
@@ -4398,6 +4825,22 @@ export const CampaignServiceService = {
       Buffer.from(GetCampaignStatsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetCampaignStatsResponse => GetCampaignStatsResponse.decode(value),
   },
+  /**
+   * The same counters per time bucket (UTC minute, hour or day), every bucket of the window
+   * included (zeros too); at most 1,440 buckets.
+   */
+  getCampaignStatsSeries: {
+    path: "/herald.campaign.v1.CampaignService/GetCampaignStatsSeries" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetCampaignStatsSeriesRequest): Buffer =>
+      Buffer.from(GetCampaignStatsSeriesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetCampaignStatsSeriesRequest => GetCampaignStatsSeriesRequest.decode(value),
+    responseSerialize: (value: GetCampaignStatsSeriesResponse): Buffer =>
+      Buffer.from(GetCampaignStatsSeriesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetCampaignStatsSeriesResponse =>
+      GetCampaignStatsSeriesResponse.decode(value),
+  },
   getNotification: {
     path: "/herald.campaign.v1.CampaignService/GetNotification" as const,
     requestStream: false as const,
@@ -4443,6 +4886,11 @@ export interface CampaignServiceServer extends UntypedServiceImplementation {
   pauseCampaign: handleUnaryCall<PauseCampaignRequest, PauseCampaignResponse>;
   resumeCampaign: handleUnaryCall<ResumeCampaignRequest, ResumeCampaignResponse>;
   getCampaignStats: handleUnaryCall<GetCampaignStatsRequest, GetCampaignStatsResponse>;
+  /**
+   * The same counters per time bucket (UTC minute, hour or day), every bucket of the window
+   * included (zeros too); at most 1,440 buckets.
+   */
+  getCampaignStatsSeries: handleUnaryCall<GetCampaignStatsSeriesRequest, GetCampaignStatsSeriesResponse>;
   getNotification: handleUnaryCall<GetNotificationRequest, GetNotificationResponse>;
   /**
    * Internal (the decision service, delivering a question): pushes a question to the matching
@@ -4605,6 +5053,25 @@ export interface CampaignServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetCampaignStatsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The same counters per time bucket (UTC minute, hour or day), every bucket of the window
+   * included (zeros too); at most 1,440 buckets.
+   */
+  getCampaignStatsSeries(
+    request: GetCampaignStatsSeriesRequest,
+    callback: (error: ServiceError | null, response: GetCampaignStatsSeriesResponse) => void,
+  ): ClientUnaryCall;
+  getCampaignStatsSeries(
+    request: GetCampaignStatsSeriesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetCampaignStatsSeriesResponse) => void,
+  ): ClientUnaryCall;
+  getCampaignStatsSeries(
+    request: GetCampaignStatsSeriesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetCampaignStatsSeriesResponse) => void,
   ): ClientUnaryCall;
   getNotification(
     request: GetNotificationRequest,

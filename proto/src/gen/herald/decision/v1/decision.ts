@@ -322,6 +322,36 @@ export interface EscalationStep {
   approvers: Approver[];
 }
 
+export interface RecordQuestionViewRequest {
+  /** By token: an answer-page token or an email link's token. */
+  ref?:
+    | QuestionRef
+    | undefined;
+  /** Where it was opened: answer_page | email_link. */
+  surface: string;
+}
+
+export interface RecordQuestionViewResponse {
+  question?:
+    | Question
+    | undefined;
+  /** Set when the token is an email link's ({PUBLIC_ORIGIN}/e/<token>). */
+  emailLink?: EmailLink | undefined;
+}
+
+/** What an email answer link names. Single use: answering through it uses it up. */
+export interface EmailLink {
+  /** The recipient, lower-cased. */
+  address: string;
+  /**
+   * The answer it gives (confirm: yes | no; select: the option); empty for an input question's
+   * link, whose page has a text field.
+   */
+  choice: string;
+  /** It already answered the question. */
+  used: boolean;
+}
+
 function createBaseQuestionRef(): QuestionRef {
   return { by: undefined };
 }
@@ -3511,6 +3541,285 @@ export const EscalationStep: MessageFns<EscalationStep> = {
   },
 };
 
+function createBaseRecordQuestionViewRequest(): RecordQuestionViewRequest {
+  return { ref: undefined, surface: "" };
+}
+
+export const RecordQuestionViewRequest: MessageFns<RecordQuestionViewRequest> = {
+  encode(message: RecordQuestionViewRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ref !== undefined) {
+      QuestionRef.encode(message.ref, writer.uint32(10).fork()).join();
+    }
+    if (message.surface !== "") {
+      writer.uint32(18).string(message.surface);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordQuestionViewRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordQuestionViewRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ref = QuestionRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.surface = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordQuestionViewRequest {
+    return {
+      ref: isSet(object.ref) ? QuestionRef.fromJSON(object.ref) : undefined,
+      surface: isSet(object.surface) ? globalThis.String(object.surface) : "",
+    };
+  },
+
+  toJSON(message: RecordQuestionViewRequest): unknown {
+    const obj: any = {};
+    if (message.ref !== undefined) {
+      obj.ref = QuestionRef.toJSON(message.ref);
+    }
+    if (message.surface !== "") {
+      obj.surface = message.surface;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecordQuestionViewRequest>, I>>(base?: I): RecordQuestionViewRequest {
+    return RecordQuestionViewRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordQuestionViewRequest>, I>>(object: I): RecordQuestionViewRequest {
+    const message = createBaseRecordQuestionViewRequest();
+    message.ref = (object.ref !== undefined && object.ref !== null) ? QuestionRef.fromPartial(object.ref) : undefined;
+    message.surface = object.surface ?? "";
+    return message;
+  },
+};
+
+function createBaseRecordQuestionViewResponse(): RecordQuestionViewResponse {
+  return { question: undefined, emailLink: undefined };
+}
+
+export const RecordQuestionViewResponse: MessageFns<RecordQuestionViewResponse> = {
+  encode(message: RecordQuestionViewResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.question !== undefined) {
+      Question.encode(message.question, writer.uint32(10).fork()).join();
+    }
+    if (message.emailLink !== undefined) {
+      EmailLink.encode(message.emailLink, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordQuestionViewResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordQuestionViewResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.question = Question.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.emailLink = EmailLink.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecordQuestionViewResponse {
+    return {
+      question: isSet(object.question) ? Question.fromJSON(object.question) : undefined,
+      emailLink: isSet(object.emailLink)
+        ? EmailLink.fromJSON(object.emailLink)
+        : isSet(object.email_link)
+        ? EmailLink.fromJSON(object.email_link)
+        : undefined,
+    };
+  },
+
+  toJSON(message: RecordQuestionViewResponse): unknown {
+    const obj: any = {};
+    if (message.question !== undefined) {
+      obj.question = Question.toJSON(message.question);
+    }
+    if (message.emailLink !== undefined) {
+      obj.emailLink = EmailLink.toJSON(message.emailLink);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecordQuestionViewResponse>, I>>(base?: I): RecordQuestionViewResponse {
+    return RecordQuestionViewResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordQuestionViewResponse>, I>>(object: I): RecordQuestionViewResponse {
+    const message = createBaseRecordQuestionViewResponse();
+    message.question = (object.question !== undefined && object.question !== null)
+      ? Question.fromPartial(object.question)
+      : undefined;
+    message.emailLink = (object.emailLink !== undefined && object.emailLink !== null)
+      ? EmailLink.fromPartial(object.emailLink)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseEmailLink(): EmailLink {
+  return { address: "", choice: "", used: false };
+}
+
+export const EmailLink: MessageFns<EmailLink> = {
+  encode(message: EmailLink, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.address !== "") {
+      writer.uint32(10).string(message.address);
+    }
+    if (message.choice !== "") {
+      writer.uint32(18).string(message.choice);
+    }
+    if (message.used !== false) {
+      writer.uint32(24).bool(message.used);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EmailLink {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEmailLink();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.address = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.choice = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.used = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EmailLink {
+    return {
+      address: isSet(object.address) ? globalThis.String(object.address) : "",
+      choice: isSet(object.choice) ? globalThis.String(object.choice) : "",
+      used: isSet(object.used) ? globalThis.Boolean(object.used) : false,
+    };
+  },
+
+  toJSON(message: EmailLink): unknown {
+    const obj: any = {};
+    if (message.address !== "") {
+      obj.address = message.address;
+    }
+    if (message.choice !== "") {
+      obj.choice = message.choice;
+    }
+    if (message.used !== false) {
+      obj.used = message.used;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EmailLink>, I>>(base?: I): EmailLink {
+    return EmailLink.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EmailLink>, I>>(object: I): EmailLink {
+    const message = createBaseEmailLink();
+    message.address = object.address ?? "";
+    message.choice = object.choice ?? "";
+    message.used = object.used ?? false;
+    return message;
+  },
+};
+
 /**
  * The decision service owns the questions a program puts to a person: POST /ask questions and
  * /decisions. It opens them, delivers them to the people they address, records the first answer
@@ -3601,6 +3910,22 @@ export const DecisionServiceService = {
       Buffer.from(CancelQuestionResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CancelQuestionResponse => CancelQuestionResponse.decode(value),
   },
+  /**
+   * A person opened a question's page by its token (the answer page, an email link's page):
+   * records a `viewed` event naming the viewer the token names, changes nothing else, and returns
+   * the question (and, for an email link, what the link answers). NOT_FOUND for a forged token.
+   */
+  recordQuestionView: {
+    path: "/herald.decision.v1.DecisionService/RecordQuestionView" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordQuestionViewRequest): Buffer =>
+      Buffer.from(RecordQuestionViewRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordQuestionViewRequest => RecordQuestionViewRequest.decode(value),
+    responseSerialize: (value: RecordQuestionViewResponse): Buffer =>
+      Buffer.from(RecordQuestionViewResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecordQuestionViewResponse => RecordQuestionViewResponse.decode(value),
+  },
 } as const;
 
 export interface DecisionServiceServer extends UntypedServiceImplementation {
@@ -3630,6 +3955,12 @@ export interface DecisionServiceServer extends UntypedServiceImplementation {
   answerQuestion: handleUnaryCall<AnswerQuestionRequest, AnswerQuestionResponse>;
   /** Withdraws (/ask) or cancels (/decisions) a pending question; conflict when it is resolved. */
   cancelQuestion: handleUnaryCall<CancelQuestionRequest, CancelQuestionResponse>;
+  /**
+   * A person opened a question's page by its token (the answer page, an email link's page):
+   * records a `viewed` event naming the viewer the token names, changes nothing else, and returns
+   * the question (and, for an email link, what the link answers). NOT_FOUND for a forged token.
+   */
+  recordQuestionView: handleUnaryCall<RecordQuestionViewRequest, RecordQuestionViewResponse>;
 }
 
 export interface DecisionServiceClient extends Client {
@@ -3742,6 +4073,26 @@ export interface DecisionServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CancelQuestionResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A person opened a question's page by its token (the answer page, an email link's page):
+   * records a `viewed` event naming the viewer the token names, changes nothing else, and returns
+   * the question (and, for an email link, what the link answers). NOT_FOUND for a forged token.
+   */
+  recordQuestionView(
+    request: RecordQuestionViewRequest,
+    callback: (error: ServiceError | null, response: RecordQuestionViewResponse) => void,
+  ): ClientUnaryCall;
+  recordQuestionView(
+    request: RecordQuestionViewRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecordQuestionViewResponse) => void,
+  ): ClientUnaryCall;
+  recordQuestionView(
+    request: RecordQuestionViewRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecordQuestionViewResponse) => void,
   ): ClientUnaryCall;
 }
 
