@@ -68,6 +68,7 @@ kubectl -n herald create secret generic herald \\
   --from-literal=DATABASE_URL='postgres://herald:…@postgres:5432/herald' \\
   --from-literal=REDIS_URL='redis://redis:6379' \\
   --from-literal=ANSWER_TOKEN_SECRET="$(openssl rand -base64 32)" \\
+  --from-literal=CHANNEL_SECRET_KEYS="k1:$(openssl rand -base64 32)" \\
   --from-literal=ENGAGEMENT_TOKEN_SECRET="$(openssl rand -base64 32)" \\
   --from-literal=SMTP_URL='smtp://user:pass@smtp.example.com:587'
 helm install herald charts/herald -n herald \\
@@ -75,7 +76,7 @@ helm install herald charts/herald -n herald \\
 \`\`\`
 
 The Secret's keys: \`DATABASE_URL\` (every service keeps its schema there; PostgreSQL must commit
-durably), \`REDIS_URL\` (gateway, decision), \`ANSWER_TOKEN_SECRET\` (decision: signs answer links),
+durably), \`REDIS_URL\` (gateway, decision), \`ANSWER_TOKEN_SECRET\` (decision: signs answer links), \`CHANNEL_SECRET_KEYS\` (decision: seals Slack secrets; may be empty),
 \`ENGAGEMENT_TOKEN_SECRET\` (delivery and gateway: signs and checks engagement tokens), \`SMTP_URL\`
 (account: sign-in links and invites). \`existingSecret\` names it.
 

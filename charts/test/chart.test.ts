@@ -339,10 +339,10 @@ describe('the default values', () => {
     for (const name of ['audience', 'campaign', 'policy', 'flow']) assert.deepEqual(secretsOf(name), [from('DATABASE_URL')], name);
     assert.deepEqual(secretsOf('account'), [from('DATABASE_URL'), from('SMTP_URL')]);
     assert.deepEqual(secretsOf('delivery'), [from('DATABASE_URL'), from('ENGAGEMENT_TOKEN_SECRET')]);
-    assert.deepEqual(secretsOf('decision'), [from('REDIS_URL'), from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET'), from('SMTP_URL')]);
+    assert.deepEqual(secretsOf('decision'), [from('REDIS_URL'), from('DATABASE_URL'), from('ANSWER_TOKEN_SECRET'), from('CHANNEL_SECRET_KEYS'), from('SMTP_URL')]);
     for (const name of COMPONENTS) {
       assert.deepEqual(container(objects, name).envFrom, [{ configMapRef: { name: `herald-${name}` } }]);
-      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET', 'ENGAGEMENT_TOKEN_SECRET', 'SMTP_URL']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
+      for (const variable of ['DATABASE_URL', 'REDIS_URL', 'ANSWER_TOKEN_SECRET', 'CHANNEL_SECRET_KEYS', 'ENGAGEMENT_TOKEN_SECRET', 'SMTP_URL']) assert.equal(env(objects, name)[variable], undefined, `${name} ${variable}`);
     }
   });
 
@@ -451,6 +451,7 @@ describe('the default values', () => {
       DATABASE_URL: 'postgres://herald@db/herald',
       REDIS_URL: 'redis://redis:6379',
       ANSWER_TOKEN_SECRET: 'answer-secret',
+      CHANNEL_SECRET_KEYS: `k1:${Buffer.alloc(32).toString('base64')}`,
       ENGAGEMENT_TOKEN_SECRET: 'engagement-secret',
     };
     const required: Record<string, string> = { ...secrets, KAFKA_BROKERS: 'kafka:9092' };

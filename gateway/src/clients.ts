@@ -4,6 +4,7 @@ import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience
 import { SegmentServiceClient } from '@herald/proto/herald/audience/v1/segments';
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { DecisionServiceClient } from '@herald/proto/herald/decision/v1/decision';
+import { SlackServiceClient } from '@herald/proto/herald/decision/v1/slack';
 import { DeliveryServiceClient } from '@herald/proto/herald/delivery/v1/delivery';
 import { FlowServiceClient } from '@herald/proto/herald/flow/v1/flow';
 import { PolicyServiceClient } from '@herald/proto/herald/policy/v1/policy';
@@ -23,6 +24,8 @@ export interface ServiceClients {
   delivery: PromiseClient<DeliveryServiceClient>;
   policy: PromiseClient<PolicyServiceClient>;
   decision: PromiseClient<DecisionServiceClient>;
+  /** Served by the decision service. */
+  slack: PromiseClient<SlackServiceClient>;
   flow: PromiseClient<FlowServiceClient>;
 }
 
@@ -36,6 +39,7 @@ export function createServiceClients(config: GatewayConfig): ServiceClients {
     delivery: createClient(DeliveryServiceClient, config.deliveryGrpcUrl, config.grpcDeadlineMs),
     policy: createClient(PolicyServiceClient, config.policyGrpcUrl, config.grpcDeadlineMs),
     decision: createClient(DecisionServiceClient, config.decisionGrpcUrl, config.grpcDeadlineMs),
+    slack: createClient(SlackServiceClient, config.decisionGrpcUrl, config.grpcDeadlineMs),
     flow: createClient(FlowServiceClient, config.flowGrpcUrl, config.grpcDeadlineMs),
   };
 }

@@ -154,7 +154,7 @@ test("security: a full key or a member's session on server routes, the site key 
     },
   });
   const siteKeyPaths = ['/api/v1/subscribe', '/api/v1/subscription-change', '/api/v1/unsubscribe', '/api/v1/sdk-config'];
-  const publicPaths = ['/api/v1/site/{siteSlug}', '/api/v1/events', '/api/v1/answer/{token}', '/api/v1/enroll/{token}', '/api/v1/server/sign-in/links', '/api/v1/server/sign-in/passkey/options', '/api/v1/server/sign-in/passkey'];
+  const publicPaths = ['/api/v1/site/{siteSlug}', '/api/v1/events', '/api/v1/answer/{token}', '/api/v1/enroll/{token}', '/api/v1/server/sign-in/links', '/api/v1/server/sign-in/passkey/options', '/api/v1/server/sign-in/passkey', '/api/v1/slack/interactions'];
   for (const { path, method, operation } of operations()) {
     const server = path.startsWith('/api/v1/server/') && !publicPaths.includes(path);
     const expected = server ? [{ apiKey: [] }, { session: [] }] : siteKeyPaths.includes(path) ? [{ siteKey: [] }] : [];

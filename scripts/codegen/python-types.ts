@@ -101,6 +101,9 @@ const NAMES: readonly Entry[] = [
   // ---- Webhooks ----
   ['WebhookSecret', 'getWebhookSecret'],
   ['IdentitySecret', 'getIdentitySecret'],
+  // ---- Slack ----
+  ['SlackConnection', 'getSlackConnection'],
+  ['ConnectSlackRequest', 'body:connectSlack'],
 ];
 
 const PYTHON_KEYWORDS = new Set(['False', 'None', 'True', 'and', 'as', 'assert', 'async', 'await', 'break', 'class', 'continue', 'def', 'del', 'elif', 'else', 'except', 'finally', 'for', 'from', 'global', 'if', 'import', 'in', 'is', 'lambda', 'nonlocal', 'not', 'or', 'pass', 'raise', 'return', 'try', 'while', 'with', 'yield']);

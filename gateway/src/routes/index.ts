@@ -25,6 +25,7 @@ import { passkeyPageRoutes, passkeyRoutes } from './passkeys.js';
 import { policyRoutes } from './policy.js';
 import { publicRoutes } from './public.js';
 import { segmentRoutes } from './segments.js';
+import { slackInteractionRoutes, slackRoutes } from './slack.js';
 import { sessionRoutes, signInRoutes } from './sessions.js';
 import { ssoConfigRoutes, ssoSignInRoutes } from './sso.js';
 import { subscriberRoutes } from './subscribers.js';
@@ -51,6 +52,8 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(notificationRoutes(clients), { prefix: API_PREFIX });
   await app.register(policyRoutes(clients), { prefix: API_PREFIX });
   await app.register(webhookRoutes(clients), { prefix: API_PREFIX });
+  await app.register(slackRoutes(clients), { prefix: API_PREFIX });
+  await app.register(slackInteractionRoutes(clients), { prefix: PUBLIC_PREFIX });
   await app.register(campaignRoutes(clients), { prefix: API_PREFIX });
   await app.register(templateRoutes(clients), { prefix: API_PREFIX });
   await app.register(flowRoutes(clients), { prefix: API_PREFIX });

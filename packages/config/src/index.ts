@@ -42,6 +42,16 @@ export class Env {
     return value;
   }
 
+  /** A secret that must match `pattern`: like `matching`, but a bad value is never echoed in the error. */
+  secretMatching(name: string, pattern: RegExp, rule: string, fallback?: string): string {
+    const value = this.string(name, fallback);
+    if (!pattern.test(value)) {
+      this.problems.push(`${name} must be ${rule} (its value is not shown)`);
+      return fallback ?? '';
+    }
+    return value;
+  }
+
   optionalString(name: string): string | undefined {
     return this.raw(name);
   }

@@ -342,5 +342,14 @@ class WebhookSecretTest(unittest.TestCase):
         raised(PermissionError, lambda: client("HERALD_RUNTIME_KEY").get_webhook_secret())
 
 
+class SlackConnectionTest(unittest.TestCase):
+    def test_none_yet_and_malformed(self) -> None:
+        herald = client("HERALD_ASK_KEY")
+        raised(NotFoundError, herald.get_slack_connection)
+        raised(NotFoundError, herald.disconnect_slack)
+        error = raised(ValidationError, lambda: herald.connect_slack({"botToken": "xoxp-a-user-token", "signingSecret": "0" * 32, "defaultChannel": "C0123456"}))
+        self.assertEqual([field["field"] for field in error.fields], ["botToken"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -265,6 +265,25 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/channels/slack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read the workspace's Slack connection (never its secrets) */
+        get: operations["getSlackConnection"];
+        /** Connect a Slack app (bot token, signing secret, default channel); replaces the previous connection */
+        put: operations["connectSlack"];
+        post?: never;
+        /** Disconnect Slack: questions are no longer posted there */
+        delete: operations["disconnectSlack"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server/decisions": {
         parameters: {
             query?: never;
@@ -1035,6 +1054,23 @@ export interface paths {
         get: operations["getPublicSite"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/slack/interactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Slack's interactivity requests (button clicks, modal submissions), signed with the app's signing secret */
+        post: operations["slackInteraction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2664,6 +2700,113 @@ export interface operations {
                         };
                     };
                 };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSlackConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The app's bot user id */
+                        botUserId: string;
+                        connectedAt: string;
+                        defaultChannel: string;
+                        /** @description The Slack team (workspace) id, from auth.test */
+                        teamId: string;
+                        teamName: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    connectSlack: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The app's Bot User OAuth Token (xoxb-...), checked with Slack's auth.test */
+                    botToken: string;
+                    /** @description The channel id (C...) questions without Slack approvers are posted to; the app must be a member */
+                    defaultChannel: string;
+                    /** @description The app's Signing Secret (Basic Information page): verifies Slack's interactivity requests */
+                    signingSecret: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The app's bot user id */
+                        botUserId: string;
+                        connectedAt: string;
+                        defaultChannel: string;
+                        /** @description The Slack team (workspace) id, from auth.test */
+                        teamId: string;
+                        teamName: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disconnectSlack: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
@@ -6114,6 +6257,54 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    slackInteraction: {
+        parameters: {
+            query?: never;
+            header?: {
+                "x-slack-request-timestamp"?: string;
+                "x-slack-signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Empty (acknowledged), or Slack's view response as JSON (response_action) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code: string;
+                        documentation: string;
+                        error: string;
+                        hint: string;
+                        message: string;
+                        status: number;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

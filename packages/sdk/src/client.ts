@@ -22,6 +22,8 @@ import type {
   DecisionRequest,
   Enrollment,
   IdentitySecret,
+  ConnectSlackRequest,
+  SlackConnection,
   Flow,
   FlowQuery,
   FlowRun,
@@ -458,6 +460,21 @@ export class Herald {
 
   rotateWebhookSecret(options?: RequestOptions): Promise<WebhookSecret> {
     return this.request('POST', '/webhooks/secret/rotate', undefined, options);
+  }
+
+  // ---- Slack (docs/slack.md) ----
+
+  /** Connects (or replaces) the workspace's Slack app; the token is checked with Slack's auth.test. */
+  connectSlack(connection: ConnectSlackRequest, options?: RequestOptions): Promise<SlackConnection> {
+    return this.request('PUT', '/channels/slack', connection, options);
+  }
+
+  getSlackConnection(options?: RequestOptions): Promise<SlackConnection> {
+    return this.request('GET', '/channels/slack', undefined, options);
+  }
+
+  async disconnectSlack(options?: RequestOptions): Promise<void> {
+    await this.request<undefined>('DELETE', '/channels/slack', undefined, options);
   }
 
   // ---- Identity-verification secret (prove external ids with externalIdProof) ----

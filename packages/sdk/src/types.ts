@@ -131,6 +131,11 @@ export type AnsweredBy = NonNullable<Decision['answeredBy']>;
 export type WebhookSecret = Success<'getWebhookSecret'>;
 export type IdentitySecret = Success<'getIdentitySecret'>;
 
+// ---- Slack ----
+
+export type SlackConnection = Success<'getSlackConnection'>;
+export type ConnectSlackRequest = RequestBody<'connectSlack'>;
+
 /** What a webhook's body holds (Standard Webhooks): not a route of the API, so written here. */
 export interface WebhookEvent<T = Record<string, unknown>> {
   type: string;

@@ -588,6 +588,15 @@ test('webhook signing secret: read and rotate', async () => {
   await rejection(PermissionError, client(runtime.apiKey).getWebhookSecret());
 });
 
+test('Slack connection: none yet is a 404 to read or remove; a malformed one is refused before Slack is asked', async () => {
+  const workspace = await createWorkspace('growth');
+  const herald = client(workspace.apiKey);
+  await rejection(NotFoundError, herald.getSlackConnection());
+  await rejection(NotFoundError, herald.disconnectSlack());
+  const invalid = await rejection(ValidationError, herald.connectSlack({ botToken: 'xoxp-a-user-token', signingSecret: '0'.repeat(32), defaultChannel: 'C0123456' }));
+  assert.deepEqual(invalid.fields.map((field) => field.field), ['botToken']);
+});
+
 test('typed errors: 400 names fields, 401, 403 with its code, 404', async () => {
   const herald = client(audience.workspace.apiKey);
   const invalid = await rejection(ValidationError, herald.send({ title: '', body: 'x' }));

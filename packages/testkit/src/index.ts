@@ -16,3 +16,4 @@ export * from './within.js';
 export * from './mailpit.js';
 export * from './browsers.js';
 export * from './metrics.js';
+export * from './slack-peer.js';

@@ -2,6 +2,8 @@ import { pieces, type Env } from '@herald/config';
 import { mailConfig } from '@herald/mail';
 import { webhookSettings } from '@herald/webhooks';
 
+import { CHANNEL_SECRET_KEYS_PATTERN } from './sealed-secrets.js';
+
 export function readConfig(env: Env) {
   return {
     ...pieces.database(env),
@@ -33,6 +35,10 @@ export function readConfig(env: Env) {
     deliveryPollMs: env.integer('QUESTION_DELIVERY_POLL_MS', 1_000, { min: 50, max: 60_000 }),
     /** The HMAC key of answer-page tokens; changing it invalidates every link already sent. */
     answerTokenSecret: env.string('ANSWER_TOKEN_SECRET'),
+    /** Seal the workspaces' channel secrets (a Slack bot token and signing secret): "kid1:<base64 of 32 bytes>,kid0:<...>"; the first seals, any opens. Empty: no channel can be connected. */
+    channelSecretKeys: env.secretMatching('CHANNEL_SECRET_KEYS', CHANNEL_SECRET_KEYS_PATTERN, 'key-id:<base64 of 32 bytes>, comma-separated', ''),
+    /** Slack's Web API (tests point it at the testkit's Slack peer). */
+    slackApiUrl: env.url('SLACK_API_URL', ['http:', 'https:'], 'https://slack.com/api/'),
     /** How long a POST /ask question stays open (the spec's 600 s; tests shorten it). */
     askLifetimeSeconds: env.integer('ASK_LIFETIME_SECONDS', 600, { min: 1, max: 86_400 }),
     /** The longest the expiry reports sleep (they wake when the next question expires): bounds how late an expiry of another replica's question is reported. */

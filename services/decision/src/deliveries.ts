@@ -41,13 +41,19 @@ export function deliveriesTo(approvers: readonly Approver[]): QuestionDelivery[]
   });
 }
 
+/** The workspace's channels a question without approvers also goes to: Slack's default channel, when Slack is connected. */
+export interface WorkspaceChannels {
+  slackChannel?: string;
+}
+
 /**
  * The deliveries a newly opened question gets: to each of its approvers; without approvers, web
- * push to the approver devices it addresses, unless the workspace answers in the terminal.
+ * push to the approver devices it addresses (unless the workspace answers in the terminal) and
+ * the workspace's Slack channel.
  */
-export const deliveriesOf = (question: Pick<store.QuestionRow, 'mode' | 'approvers'>): QuestionDelivery[] => {
+export const deliveriesOf = (question: Pick<store.QuestionRow, 'mode' | 'approvers'>, workspace: WorkspaceChannels): QuestionDelivery[] => {
   if (question.approvers.length > 0) return deliveriesTo(question.approvers);
-  return question.mode === 'terminal' ? [] : [WEB_PUSH];
+  return [...(question.mode === 'terminal' ? [] : [WEB_PUSH]), ...(workspace.slackChannel === undefined ? [] : [{ channel: 'slack', target: `channel:${workspace.slackChannel}` }])];
 };
 
 /** One way of reaching people (web push, Slack, email): makes one delivery of a question to one target. */

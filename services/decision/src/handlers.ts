@@ -23,7 +23,7 @@ import { assertWebhookUrl } from '@herald/webhooks';
 import { createAnswering, type Answerer, type WakeWaiters } from './answering.js';
 import type { DecisionConfig } from './config.js';
 import * as store from './store.js';
-import { deliveriesOf } from './deliveries.js';
+import { deliveriesOf, type WorkspaceChannels } from './deliveries.js';
 import { isApproved, requestHash } from './rules.js';
 import type { AnswerTokens, VerifiedToken } from './tokens.js';
 import { countQuestion } from './metrics.js';
@@ -201,6 +201,12 @@ export function decisionHandlers(
     escalation: EscalationStep[];
   }
 
+  /** The workspace's own channels a question without approvers goes to (its Slack channel). */
+  async function workspaceChannels(tx: Queryable, row: store.QuestionRow): Promise<WorkspaceChannels> {
+    if (row.approvers.length > 0) return {};
+    return { slackChannel: (await store.findSlackConnection(tx, row.workspace_id))?.default_channel };
+  }
+
   /** The QuestionOpened event of a new question, enqueued in the transaction that stores it. */
   async function announce(tx: Queryable, row: store.QuestionRow): Promise<void> {
     const eventId = randomUUID();
@@ -208,7 +214,7 @@ export function decisionHandlers(
       eventId,
       occurredAt: row.created_at.toISOString(),
       workspaceId: row.workspace_id,
-      kind: { $case: 'questionOpened', value: { questionId: row.id, kind: view(row).kind, deliveries: deliveriesOf(row) } },
+      kind: { $case: 'questionOpened', value: { questionId: row.id, kind: view(row).kind, deliveries: deliveriesOf(row, await workspaceChannels(tx, row)) } },
     }).finish();
     await enqueue(tx, store.SCHEMA, [{ topic: topics.decisionEvents.name, key: row.id, payload: event, eventId }]);
   }

@@ -8,15 +8,18 @@ import { AccountServiceClient } from '@herald/proto/herald/account/v1/account';
 import { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
 import { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { DecisionServiceService } from '@herald/proto/herald/decision/v1/decision';
+import { SlackServiceService } from '@herald/proto/herald/decision/v1/slack';
 import { dispatcherSettings, startWebhookDispatcher, webhookMigrations } from '@herald/webhooks';
 import { Redis } from 'ioredis';
 
 import { readConfig } from './config.js';
 import { emailChannel } from './email.js';
 import { recordOpenedDeliveries, startDeliveries, webPushChannel } from './deliveries.js';
-import type { WakeWaiters } from './answering.js';
+import { createAnswering, type WakeWaiters } from './answering.js';
 import { decisionHandlers } from './handlers.js';
-import { migrationsDir, SCHEMA } from './store.js';
+import { SecretBox } from './sealed-secrets.js';
+import { slackChannel, slackHandlers, startSlackUpdates } from './slack.js';
+import { migrationsDir, SCHEMA, slackMessagesDue } from './store.js';
 import { AnswerTokens } from './tokens.js';
 import { startExpiryReports } from './webhooks.js';
 
@@ -31,10 +34,21 @@ const campaign = createClient(CampaignServiceClient, config.campaignGrpcUrl);
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-decision`, logger, topicPrefix: config.namespace, sessionTimeoutMs: config.kafkaSessionTimeoutMs });
 const mail = createMailSender(config);
 const relay = startOutboxRelay({ pool, schema: SCHEMA, bus, logger });
+const slack = { pool, logger, secrets: new SecretBox(config.channelSecretKeys), apiUrl: config.slackApiUrl };
 const deliveries = startDeliveries({
   pool,
   logger,
-  channels: { web_push: webPushChannel(campaign, tokens, config.publicOrigin), email: emailChannel({ mail, tokens, publicOrigin: config.publicOrigin }) },
+  channels: {
+    web_push: webPushChannel(campaign, tokens, config.publicOrigin),
+    email: emailChannel({ mail, tokens, publicOrigin: config.publicOrigin }),
+    slack: slackChannel(slack),
+  },
+  retry: { baseMs: config.deliveryRetryBaseMs, capMs: config.deliveryRetryCapMs },
+  pollMs: config.deliveryPollMs,
+  leaseMs: config.deliveryLeaseMs,
+});
+const slackUpdates = startSlackUpdates({
+  ...slack,
   retry: { baseMs: config.deliveryRetryBaseMs, capMs: config.deliveryRetryCapMs },
   pollMs: config.deliveryPollMs,
   leaseMs: config.deliveryLeaseMs,
@@ -54,8 +68,13 @@ redis.on('error', () => undefined);
 const wakeWaiters: WakeWaiters = async (questionId) => {
   // The message is when it was sent: the gateways measure the wake-up's latency from it.
   await redis.publish(answerChannel(config.namespace, questionId), String(Date.now())).catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'));
+  // Its Slack messages show the outcome now rather than at its expiry (however it was answered).
+  await slackMessagesDue(pool, questionId, 0).catch((err: unknown) => logger.warn({ err, questionId }, 'could not mark slack messages for update'));
 };
-const server = await startGrpcServer(config.grpcHost, config.grpcPort, [[DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience })]]);
+const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
+  [DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience })],
+  [SlackServiceService, slackHandlers({ ...slack, answering: createAnswering(pool, wakeWaiters, logger) })],
+]);
 logger.info({ port: server.port }, 'decision service serving');
 // Joining the consumer group can wait for a rebalance; serving does not wait for it (events stay in Kafka meanwhile).
 const opened = bus.subscribe({ consumer: consumers.questionDeliveries, concurrency: 4, handle: recordOpenedDeliveries(pool) }).catch((err: unknown) => {
@@ -66,7 +85,7 @@ const opened = bus.subscribe({ consumer: consumers.questionDeliveries, concurren
 drainOnSignal(
   async () => {
     await Promise.all([server.drain(config.shutdownGraceMs), opened.then((subscription) => subscription.stop())]);
-    await Promise.all([dispatcher.stop(), expiryReports.stop(), deliveries.stop(), relay.stop()]);
+    await Promise.all([dispatcher.stop(), expiryReports.stop(), deliveries.stop(), slackUpdates.stop(), relay.stop()]);
     await bus.close();
     account.close();
     audience.close();

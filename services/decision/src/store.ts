@@ -400,3 +400,106 @@ export async function useEmailLink(db: Queryable, { questionId, address, choice 
   const { rows } = await db.query(`INSERT INTO email_links (question_id, address, choice) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1`, [questionId, address, choice]);
   return rows.length > 0;
 }
+
+/** A workspace's Slack connection; the token and signing secret are sealed (sealed-secrets.ts). */
+export interface SlackConnectionRow {
+  workspace_id: string;
+  team_id: string;
+  team_name: string;
+  bot_user_id: string;
+  default_channel: string;
+  bot_token: string;
+  signing_secret: string;
+  connected_at: Date;
+}
+
+/** Connects or replaces the workspace's Slack app; undefined when another workspace has connected that Slack team. */
+export async function upsertSlackConnection(db: Queryable, c: Omit<SlackConnectionRow, 'connected_at'>): Promise<SlackConnectionRow | undefined> {
+  try {
+    const { rows } = await db.query<SlackConnectionRow>(
+      `INSERT INTO slack_connections (workspace_id, team_id, team_name, bot_user_id, default_channel, bot_token, signing_secret)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (workspace_id) DO UPDATE SET team_id = $2, team_name = $3, bot_user_id = $4, default_channel = $5, bot_token = $6, signing_secret = $7, connected_at = now()
+       RETURNING *`,
+      [c.workspace_id, c.team_id, c.team_name, c.bot_user_id, c.default_channel, c.bot_token, c.signing_secret],
+    );
+    return rows[0];
+  } catch (err) {
+    if ((err as { code?: string; constraint?: string }).constraint === 'slack_connections_team_id_key') return undefined;
+    throw err;
+  }
+}
+
+export async function findSlackConnection(db: Queryable, workspaceId: string): Promise<SlackConnectionRow | undefined> {
+  const { rows } = await db.query<SlackConnectionRow>(`SELECT * FROM slack_connections WHERE workspace_id = $1`, [workspaceId]);
+  return rows[0];
+}
+
+/** The connection an interaction belongs to, by the Slack team it names (verified with that connection's signing secret next). */
+export async function findSlackConnectionByTeam(db: Queryable, teamId: string): Promise<SlackConnectionRow | undefined> {
+  const { rows } = await db.query<SlackConnectionRow>(`SELECT * FROM slack_connections WHERE team_id = $1`, [teamId]);
+  return rows[0];
+}
+
+export async function deleteSlackConnection(db: Queryable, workspaceId: string): Promise<boolean> {
+  const { rowCount } = await db.query(`DELETE FROM slack_connections WHERE workspace_id = $1`, [workspaceId]);
+  return rowCount === 1;
+}
+
+/** A posted Slack message of a question, updated once the question is no longer open. */
+export interface SlackMessageKey {
+  question_id: string;
+  channel_id: string;
+  ts: string;
+}
+
+export interface ClaimedSlackMessage extends SlackMessageKey {
+  workspace_id: string;
+  attempts: number;
+}
+
+/** Woken (at commit) when a Slack message becomes due, so it is updated at once. */
+export const SLACK_MESSAGES_CHANNEL = 'decision_slack_messages';
+
+/** The Slack update loop's work table: messages still showing an open question, due when it may have ended. */
+export const DUE_SLACK_MESSAGES: WorkTable = {
+  table: `${SCHEMA}.slack_messages`,
+  key: ['question_id', 'channel_id', 'ts'],
+  due: 'due_at',
+  waiting: "state = 'pending'",
+  returning: 'question_id, channel_id, ts, workspace_id, attempts',
+  onClaim: 'attempts = attempts + 1',
+};
+
+/**
+ * Records a posted message. It is due at once when its question has already ended, else in a few
+ * seconds (an answer committed while it was being posted is then shown; a question still open is
+ * looked at again at its expiry).
+ */
+export async function insertSlackMessage(db: Queryable, m: SlackMessageKey & { workspace_id: string }): Promise<void> {
+  await db.query(
+    `INSERT INTO slack_messages (question_id, workspace_id, channel_id, ts, due_at)
+     SELECT $1, $2, $3, $4, CASE WHEN status = 'pending' AND expires_at > clock_timestamp() THEN clock_timestamp() + interval '5 seconds' ELSE clock_timestamp() END
+       FROM questions WHERE id = $1
+     ON CONFLICT DO NOTHING`,
+    [m.question_id, m.workspace_id, m.channel_id, m.ts],
+  );
+  await db.query(`NOTIFY ${SLACK_MESSAGES_CHANNEL}`);
+}
+
+/** Makes a question's Slack messages due within `withinMs` (0: now, and wakes the update loop). */
+export async function slackMessagesDue(db: Queryable, questionId: string, withinMs: number): Promise<void> {
+  const { rowCount } = await db.query(
+    `UPDATE slack_messages SET due_at = LEAST(due_at, clock_timestamp() + make_interval(secs => $2)) WHERE question_id = $1 AND state = 'pending'`,
+    [questionId, withinMs / 1_000],
+  );
+  if (withinMs === 0 && rowCount) await db.query(`NOTIFY ${SLACK_MESSAGES_CHANNEL}`);
+}
+
+/** Records a claimed message's update (updated), or when to look again (pending), while the claim holds. */
+export async function recordSlackMessage(db: Queryable, key: SlackMessageKey, claim: string, next: { state: 'updated' } | { state: 'pending'; dueAt: Date }): Promise<void> {
+  const params = [key.question_id, key.channel_id, key.ts, claim];
+  const where = 'WHERE question_id = $1 AND channel_id = $2 AND ts = $3 AND claim = $4';
+  if (next.state === 'updated') await db.query(`UPDATE slack_messages SET state = 'updated', ${RELEASED} ${where}`, params);
+  else await db.query(`UPDATE slack_messages SET due_at = $5, ${RELEASED} ${where}`, [...params, next.dueAt]);
+}

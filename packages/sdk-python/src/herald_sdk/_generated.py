@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
-__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "CampaignStatsSeriesData", "CampaignStatsSeries", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "QuestionApprovers", "QuestionEscalationApprovers", "QuestionEscalation", "Question", "AskRequestApprovers", "AskRequestEscalationApprovers", "AskRequestEscalation", "AskRequest", "AskRecordApprovers", "AskRecordAnsweredBy", "AskRecordEscalationApprovers", "AskRecordEscalation", "AskRecord", "AskPage", "DecisionQuestionApprovers", "DecisionQuestionEscalationApprovers", "DecisionQuestionEscalation", "DecisionQuestion", "DecisionRequestApprovers", "DecisionRequestEscalationApprovers", "DecisionRequestEscalation", "DecisionRequest", "Reachability", "DecisionApprovers", "DecisionAnsweredBy", "DecisionEscalationApprovers", "DecisionEscalation", "Decision", "DecisionPage", "PersonReachability", "WebhookSecret", "IdentitySecret"]
+__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "CampaignStatsSeriesData", "CampaignStatsSeries", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "QuestionApprovers", "QuestionEscalationApprovers", "QuestionEscalation", "Question", "AskRequestApprovers", "AskRequestEscalationApprovers", "AskRequestEscalation", "AskRequest", "AskRecordApprovers", "AskRecordAnsweredBy", "AskRecordEscalationApprovers", "AskRecordEscalation", "AskRecord", "AskPage", "DecisionQuestionApprovers", "DecisionQuestionEscalationApprovers", "DecisionQuestionEscalation", "DecisionQuestion", "DecisionRequestApprovers", "DecisionRequestEscalationApprovers", "DecisionRequestEscalation", "DecisionRequest", "Reachability", "DecisionApprovers", "DecisionAnsweredBy", "DecisionEscalationApprovers", "DecisionEscalation", "Decision", "DecisionPage", "PersonReachability", "WebhookSecret", "IdentitySecret", "SlackConnection", "ConnectSlackRequest"]
 
 
 class Site(TypedDict):
@@ -987,3 +987,22 @@ class IdentitySecret(TypedDict):
     #: When the current secret was made
     createdAt: str
     previousSecretExpiresAt: str | None
+
+
+class SlackConnection(TypedDict):
+    #: The Slack team (workspace) id, from auth.test
+    teamId: str
+    teamName: str
+    #: The app's bot user id
+    botUserId: str
+    defaultChannel: str
+    connectedAt: str
+
+
+class ConnectSlackRequest(TypedDict):
+    #: The app's Bot User OAuth Token (xoxb-...), checked with Slack's auth.test
+    botToken: str
+    #: The app's Signing Secret (Basic Information page): verifies Slack's interactivity requests
+    signingSecret: str
+    #: The channel id (C...) questions without Slack approvers are posted to; the app must be a member
+    defaultChannel: str

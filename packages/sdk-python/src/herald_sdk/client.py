@@ -45,6 +45,8 @@ from .types import (
     FlowUpdate,
     Identity,
     IdentitySecret,
+    ConnectSlackRequest,
+    SlackConnection,
     Machine,
     MachineReport,
     Notification,
@@ -411,6 +413,18 @@ class Herald:
 
     def rotate_webhook_secret(self, *, timeout: float | None = None) -> WebhookSecret:
         return cast(WebhookSecret, self.request("POST", "/webhooks/secret/rotate", timeout=timeout))
+
+    # ---- Slack (docs/slack.md) ----
+
+    def connect_slack(self, connection: ConnectSlackRequest, *, timeout: float | None = None) -> SlackConnection:
+        """Connects (or replaces) the workspace's Slack app; the token is checked with Slack's auth.test."""
+        return cast(SlackConnection, self.request("PUT", "/channels/slack", connection, timeout=timeout))
+
+    def get_slack_connection(self, *, timeout: float | None = None) -> SlackConnection:
+        return cast(SlackConnection, self.request("GET", "/channels/slack", timeout=timeout))
+
+    def disconnect_slack(self, *, timeout: float | None = None) -> None:
+        self.request("DELETE", "/channels/slack", timeout=timeout)
 
     # ---- Identity-verification secret (prove external ids with external_id_proof) ----
 
