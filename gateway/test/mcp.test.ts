@@ -92,7 +92,7 @@ test('the handshake and the tool catalogue need no key', async () => {
     const ask = tools.find((tool) => tool.name === 'ask_user');
     assert.ok(ask?.description?.includes('wait_for_answer'));
     assert.deepEqual(ask?.inputSchema.required, ['question']);
-    assert.deepEqual(Object.keys(ask?.inputSchema.properties ?? {}), ['question', 'type', 'options', 'context', 'placeholder', 'agentName', 'wait', 'timeoutMs']);
+    assert.deepEqual(Object.keys(ask?.inputSchema.properties ?? {}), ['question', 'type', 'options', 'context', 'placeholder', 'agentName', 'approvers', 'escalation', 'wait', 'timeoutMs']);
     assert.deepEqual((ask?.inputSchema.properties as Record<string, unknown>).timeoutMs, {
       type: 'integer',
       minimum: 1,
@@ -435,6 +435,7 @@ test('ask_user waits for the answer; after a time-out wait_for_answer picks it u
       answeredBy: { kind: 'link', id: '', displayName: 'the holder of the answer link', channel: 'answer_page', at: (answered.body.answeredBy as { at: string }).at },
       escalation: [],
     });
+    assert.match((answered.body.answeredBy as { at: string }).at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
     // The wait ends first: a correlationId and a hint naming wait_for_answer.
     const select = await callTool(connection, 'ask_user', { question: 'Which region?', type: 'select', options: ['eu-west', 'us-east'], timeoutMs: 1_000 });
@@ -480,6 +481,40 @@ test('ask_user waits for the answer; after a time-out wait_for_answer picks it u
     } finally {
       await stranger.close();
     }
+  } finally {
+    await connection.close();
+  }
+});
+
+test('ask_user passes approvers and escalation: only an approver may answer, and the link the agent holds is refused', async () => {
+  const { apiKey } = await createWorkspace();
+  const connection = await connect(apiKey);
+  try {
+    const asked = await callTool(connection, 'ask_user', {
+      question: 'Drop the staging database?',
+      approvers: [{ kind: 'email', id: 'Ops@Example.com' }],
+      escalation: [{ afterSeconds: 300, channels: ['email'], approvers: [{ kind: 'email', id: 'cto@example.com' }] }],
+      wait: false,
+    });
+    assert.equal(asked.isError, false, JSON.stringify(asked.body));
+    assert.deepEqual([asked.body.approvers, asked.body.answeredBy, asked.body.escalation], [
+      [{ kind: 'email', id: 'ops@example.com' }],
+      null,
+      [{ afterSeconds: 300, channels: ['email'], approvers: [{ kind: 'email', id: 'cto@example.com' }] }],
+    ]);
+    const refused = await answer(String(asked.body.liveUrl), 'yes');
+    assert.equal(refused.status, 403);
+    assert.equal((refused.body as { code: string }).code, 'forbidden');
+    const still = await callTool(connection, 'wait_for_answer', { correlationId: asked.body.correlationId, timeoutMs: 0 });
+    assert.deepEqual([still.body.status, still.body.answeredBy], ['pending', null]);
+
+    const invalid = await callTool(connection, 'ask_user', { question: 'Sure?', approvers: [{ kind: 'fax', id: '555' }], wait: false });
+    assert.equal(invalid.isError, true);
+    assert.equal(invalid.body.code, 'invalid_request');
+    assert.deepEqual(
+      (invalid.body.fields as Array<{ field: string; in: string }>).map(({ field, in: where }) => [field, where]),
+      [['approvers.0.kind', 'arguments']],
+    );
   } finally {
     await connection.close();
   }

@@ -101,7 +101,8 @@ export const TOOLS: readonly HeraldTool[] = [
       'Ask the person a question and wait for the answer. Fail closed: only an explicit "yes" to a confirm question approves; no answer is never approval. ' +
       'type: "confirm" (yes/no, the default), "select" (one of 2-20 options) or "input" (free text). ' +
       'With wait (the default) the call returns when they answer or after timeoutMs (default 30,000, at most 55,000). ' +
-      'Result: {correlationId, status: "answered" | "pending" | "timeout" | "withdrawn", answered, value, liveUrl, ...}; value is the answer ("yes"/"no" for confirm). ' +
+      'Result: {correlationId, status: "answered" | "pending" | "timeout" | "withdrawn", answered, value, answeredBy, liveUrl, ...}; value is the answer ("yes"/"no" for confirm), answeredBy who gave it ({kind, id, displayName, channel, at}). ' +
+      'approvers: only these people may answer ([{kind: "email" | "slack" | "subscriber" | "key" | "member", id}]); escalation: more channels and approvers while it stays unanswered. ' +
       'On "timeout" with the question still open (expiresInSeconds > 0), call wait_for_answer with the correlationId; the question stays open 10 minutes.',
     scope: 'ask',
     annotations: { title: 'Ask the person', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -113,6 +114,8 @@ export const TOOLS: readonly HeraldTool[] = [
         context: QuestionFields.context,
         placeholder: QuestionFields.placeholder,
         agentName: QuestionFields.agentName,
+        approvers: QuestionFields.approvers,
+        escalation: QuestionFields.escalation,
         wait: Type.Optional(Type.Boolean({ default: true, description: 'false: return at once with status "pending" and the correlationId' })),
         timeoutMs: Type.Optional(TimeoutMs(1, 'How long to wait for the answer, in milliseconds (rounded up to whole seconds)')),
       },

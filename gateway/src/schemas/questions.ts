@@ -6,21 +6,24 @@ import { Nullable } from './common.js';
 
 const Approver = Type.Object({ kind: Type.String(), id: Type.String() });
 
+/** Who answered: on both records and in the answer webhooks. */
+export const AnsweredBy = Nullable(
+  Type.Object(
+    {
+      kind: Type.String({ description: 'slack | email | subscriber | key | member | link (the holder of a link that names nobody)' }),
+      id: Type.String({ description: 'A stable id: the Slack user id, the email address, the externalId, the key id, the member id' }),
+      displayName: Type.String(),
+      channel: Type.String({ description: 'slack | email | web_push | answer_page | api | console' }),
+      at: Type.String({ description: 'When (ISO 8601)' }),
+    },
+    { description: 'Who answered; null until answered' },
+  ),
+);
+
 /** Who may answer, who did, and the escalation steps: on both records. */
 const People = {
   approvers: Type.Array(Approver, { description: 'Who may answer; empty: the holder of an answer link (and the key that opened it)' }),
-  answeredBy: Nullable(
-    Type.Object(
-      {
-        kind: Type.String({ description: 'slack | email | subscriber | key | member | link (the holder of a link that names nobody)' }),
-        id: Type.String({ description: 'A stable id: the Slack user id, the email address, the externalId, the key id, the member id' }),
-        displayName: Type.String(),
-        channel: Type.String({ description: 'slack | email | web_push | answer_page | api | console' }),
-        at: Type.String({ description: 'When (ISO 8601)' }),
-      },
-      { description: 'Who answered; null until answered' },
-    ),
-  ),
+  answeredBy: AnsweredBy,
   escalation: Type.Array(Type.Object({ afterSeconds: Type.Integer(), channels: Type.Array(Type.String()), approvers: Type.Array(Approver) })),
 };
 

@@ -6628,6 +6628,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         correlationId: string;
                         question: string;
                         /** @constant */
@@ -6673,6 +6684,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         correlationId: string;
                         question: string;
                         /** @constant */
@@ -6718,6 +6740,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         correlationId: string;
                         question: string;
                         /** @constant */
@@ -6763,6 +6796,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answer: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision; never for cancelled or expired */
                         approved: boolean;
                         decisionId: string;
@@ -6811,6 +6855,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answer: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision; never for cancelled or expired */
                         approved: boolean;
                         decisionId: string;
@@ -6859,6 +6914,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answer: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision; never for cancelled or expired */
                         approved: boolean;
                         decisionId: string;

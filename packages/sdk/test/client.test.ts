@@ -27,7 +27,10 @@ import {
   ServerError,
   RequestTimeoutError,
   ValidationError,
+  type AnsweredBy,
+  type Approver,
   type AskRecord,
+  type EscalationStep,
 } from '../src/index.js';
 import { startCountingProxy } from './support.js';
 
@@ -504,6 +507,29 @@ test('decisions: create with an Idempotency-Key, replay, read, answer, cancel, r
 
   assert.deepEqual(await herald.getReachability({ externalId: 'user-1' }), { externalId: 'user-1', reachable: true, browserSubscriptions: 1, nativeAppDevices: 0, channels: ['browser'] });
   assert.deepEqual(await herald.getReachability(), { externalId: 'owner', reachable: false, browserSubscriptions: 0, nativeAppDevices: 0, channels: [] });
+});
+
+test('approvers and escalation: only a named approver answers, and answeredBy says who', async () => {
+  const workspace = await createWorkspace('growth');
+  const approver = await createKey(workspace.workspaceId, 'runtime');
+  const agent = client(workspace.apiKey);
+  const escalation: EscalationStep[] = [{ afterSeconds: 600, channels: ['email'], approvers: [{ kind: 'email', id: 'cto@example.com' }] }];
+  const approvers: Approver[] = [{ kind: 'key', id: approver.keyId }];
+  const opened = await agent.createDecision({ question: 'Drop the staging database?', approvers, escalation });
+  assert.deepEqual([opened.approvers, opened.answeredBy, opened.escalation], [approvers, null, escalation]);
+
+  // The key that opened it is no approver: refused, and the decision stays open.
+  const refused = await rejection(PermissionError, agent.answerDecision(opened.decisionId, 'yes'));
+  assert.deepEqual([refused.status, refused.code], [403, 'forbidden']);
+  assert.equal((await agent.getDecision(opened.decisionId)).status, 'pending');
+
+  const answered = await client(approver.apiKey).answerDecision(opened.decisionId, 'no');
+  const answeredBy: AnsweredBy = { kind: 'key', id: approver.keyId, displayName: approver.keyId, channel: 'api', at: answered.answeredAt ?? '' };
+  assert.deepEqual([answered.status, answered.approved, answered.answeredBy], ['answered', false, answeredBy]);
+  assert.deepEqual((await agent.getDecision(opened.decisionId)).answeredBy, answeredBy);
+
+  const asked = await agent.ask({ question: 'Which region?', type: 'select', options: ['eu', 'us'], approvers: [{ kind: 'email', id: 'ops@example.com' }], wait: false });
+  assert.deepEqual([asked.approvers, asked.answeredBy], [[{ kind: 'email', id: 'ops@example.com' }], null]);
 });
 
 test('decideAndWait returns the answer once a person gives it, and the pending decision when the budget ends', async () => {

@@ -168,6 +168,7 @@ export function decisionHandlers(
     approvers: row.approvers,
     answeredBy: row.answered_by ?? undefined,
     escalation: row.escalation,
+    keyId: row.key_id,
   });
 
   /** The question a reference names (and, for a token, what the token says); a foreign, unknown or forged one is 404 alike. */

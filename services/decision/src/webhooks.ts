@@ -5,6 +5,9 @@ import { enqueueWebhook } from '@herald/webhooks';
 import { isApproved } from './rules.js';
 import * as store from './store.js';
 
+/** Who answered (null unless answered, and for answers recorded before answeredBy existed). */
+const answeredByOf = (row: store.QuestionRow, outcome: 'answered' | 'cancelled' | 'expired') => (outcome === 'answered' ? row.answered_by : null);
+
 /**
  * The callbackUrl webhook of a question, enqueued in the transaction that resolves it: sent only
  * if the answer, withdrawal, cancellation or expiry commits, and then at least once.
@@ -24,6 +27,7 @@ function event(row: store.QuestionRow, outcome: 'answered' | 'cancelled' | 'expi
         status,
         answered: outcome === 'answered',
         ...(outcome === 'answered' ? { value: row.answer } : {}),
+        answeredBy: answeredByOf(row, outcome),
       },
     };
   }
@@ -39,6 +43,7 @@ function event(row: store.QuestionRow, outcome: 'answered' | 'cancelled' | 'expi
       externalId: row.external_id,
       toolName: row.tool_name,
       idempotencyKey: row.idempotency_key,
+      answeredBy: answeredByOf(row, outcome),
     },
   };
 }

@@ -285,6 +285,8 @@ export interface Question {
   /** Set once answered. */
   answeredBy?: AnsweredBy | undefined;
   escalation: EscalationStep[];
+  /** The API key that opened it: the answer page shows it beside the asking agent. */
+  keyId: string;
 }
 
 /**
@@ -2621,6 +2623,7 @@ function createBaseQuestion(): Question {
     approvers: [],
     answeredBy: undefined,
     escalation: [],
+    keyId: "",
   };
 }
 
@@ -2715,6 +2718,9 @@ export const Question: MessageFns<Question> = {
     }
     for (const v of message.escalation) {
       EscalationStep.encode(v!, writer.uint32(242).fork()).join();
+    }
+    if (message.keyId !== "") {
+      writer.uint32(250).string(message.keyId);
     }
     return writer;
   },
@@ -2972,6 +2978,14 @@ export const Question: MessageFns<Question> = {
             message.escalation.push(EscalationStep.decode(reader, reader.uint32()));
             continue;
           }
+          case 31: {
+            if (tag !== 250) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3080,6 +3094,11 @@ export const Question: MessageFns<Question> = {
       escalation: globalThis.Array.isArray(object?.escalation)
         ? object.escalation.map((e: any) => EscalationStep.fromJSON(e))
         : [],
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
     };
   },
 
@@ -3175,6 +3194,9 @@ export const Question: MessageFns<Question> = {
     if (message.escalation?.length) {
       obj.escalation = message.escalation.map((e) => EscalationStep.toJSON(e));
     }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
     return obj;
   },
 
@@ -3217,6 +3239,7 @@ export const Question: MessageFns<Question> = {
       ? AnsweredBy.fromPartial(object.answeredBy)
       : undefined;
     message.escalation = object.escalation?.map((e) => EscalationStep.fromPartial(e)) || [];
+    message.keyId = object.keyId ?? "";
     return message;
   },
 };
