@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import type { RouteAccess } from './access.js';
 import { PUBLIC_PREFIX } from './prefixes.js';
 import { ErrorResponse, Nullable } from './schemas/common.js';
+import { AnsweredBy } from './schemas/questions.js';
 import { StaticBody } from './static-body.js';
 
 /**
@@ -102,6 +103,7 @@ const AskEvent = (status: string) =>
     ...questionFields(status),
     answered: Type.Boolean(),
     value: Type.Optional(Type.String({ description: 'The answer; present when answered' })),
+    answeredBy: AnsweredBy,
   });
 const DecisionEvent = (status: string) =>
   Type.Object({
@@ -112,6 +114,7 @@ const DecisionEvent = (status: string) =>
     externalId: Nullable(Type.String()),
     toolName: Nullable(Type.String()),
     idempotencyKey: Nullable(Type.String()),
+    answeredBy: AnsweredBy,
   });
 
 const webhookEvents: WebhookEventType[] = [

@@ -12,13 +12,14 @@ import {
 } from '@herald/domain';
 import { invalidFields } from '@herald/errors';
 import type { Principal } from '@herald/proto/herald/account/v1/account';
-import type { AnsweredBy, OpenQuestionRequest, Question, QuestionKind } from '@herald/proto/herald/decision/v1/decision';
+import type { AnsweredBy, OpenQuestionRequest, Question, QuestionKind, QuestionRef } from '@herald/proto/herald/decision/v1/decision';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 import { principalOf } from './access.js';
 import type { ServiceClients } from './clients.js';
 import { orNull } from './schemas/common.js';
+import type { QuestionEventRecord } from './schemas/questions.js';
 import type { Waiters } from './waiters.js';
 
 /** What POST /ask and POST /decisions share: the question's fields, their checks, and waiting for its answer (the decision service opens and delivers it). */
@@ -270,5 +271,23 @@ export function decisionRecord(question: Question, publicOrigin: string, duplica
     idempotencyKey: orNull(question.idempotencyKey),
     ...people(question),
     duplicate,
+  };
+}
+
+/** A page of a question's record, oldest first, as GET /decisions/{id}/events and GET /ask/{id}/events show it. */
+export async function questionEvents(clients: ServiceClients, ref: QuestionRef, { limit, cursor }: { limit: number; cursor?: string }) {
+  const { events, nextCursor } = await clients.decision.listQuestionEvents({ ref, limit, cursor: cursor ?? '' });
+  return {
+    data: events.map((event) => ({
+      seq: event.seq,
+      kind: event.kind as Static<typeof QuestionEventRecord>['kind'],
+      at: event.at,
+      actor: event.actorJson === '' ? null : (JSON.parse(event.actorJson) as Record<string, string>),
+      detail: JSON.parse(event.detailJson) as Record<string, unknown>,
+      prevHash: event.prevHash,
+      hash: event.hash,
+    })),
+    hasMore: nextCursor !== '',
+    nextCursor: orNull(nextCursor),
   };
 }

@@ -8,6 +8,7 @@ import {
   call,
   connectDatabase,
   createDatabase,
+  createKey,
   createWorkspace,
   eventually,
   freePort,
@@ -70,11 +71,12 @@ async function delivered(path: string, secret: string): Promise<Delivered> {
   return { type: verified.type, data: verified.data };
 }
 
-async function workspaceWithSecret(): Promise<{ apiKey: string; secret: string }> {
-  const { apiKey } = await createWorkspace();
+async function workspaceWithSecret(): Promise<{ apiKey: string; keyId: string; secret: string }> {
+  const workspace = await createWorkspace();
+  const { apiKey, keyId } = await createKey(workspace.workspaceId, 'dashboard');
   const response = await call<{ secret: string }>(stack.gatewayUrl, `${SERVER_API}/webhooks/secret`, { key: apiKey });
   assert.equal(response.status, 200);
-  return { apiKey, secret: response.body.secret };
+  return { apiKey, keyId, secret: response.body.secret };
 }
 
 test('an answer and a withdrawal of an ask are posted to its callbackUrl', async () => {
@@ -88,23 +90,26 @@ test('an answer and a withdrawal of an ask are posted to its callbackUrl', async
   const answered = await ask('/ask-answered');
   assert.equal(answered.status, 200);
   const token = answered.body.liveUrl.slice(answered.body.liveUrl.indexOf('/a/') + 3);
-  assert.equal((await call(gateway, `/api/v1/answer/${token}`, { method: 'POST', body: { answer: 'yes' } })).status, 200);
+  const byLink = await call<{ answeredBy: { at: string } }>(gateway, `/api/v1/answer/${token}`, { method: 'POST', body: { answer: 'yes' } });
+  assert.equal(byLink.status, 200);
+  // The caller's link names nobody: its holder answered.
+  const answeredBy = { kind: 'link', id: '', displayName: 'the holder of the answer link', channel: 'answer_page', at: byLink.body.answeredBy.at };
   assert.deepEqual(await delivered('/ask-answered', secret), {
     type: 'ask.answered',
-    data: { correlationId: answered.body.correlationId, question: 'Ship it?', type: 'confirm', status: 'answered', answered: true, value: 'yes' },
+    data: { correlationId: answered.body.correlationId, question: 'Ship it?', type: 'confirm', status: 'answered', answered: true, value: 'yes', answeredBy },
   });
 
   const withdrawn = await ask('/ask-withdrawn');
   assert.equal((await call(gateway, `${SERVER_API}/ask/${withdrawn.body.correlationId}`, { method: 'DELETE', key: apiKey })).status, 200);
   assert.deepEqual(await delivered('/ask-withdrawn', secret), {
     type: 'ask.withdrawn',
-    data: { correlationId: withdrawn.body.correlationId, question: 'Ship it?', type: 'confirm', status: 'withdrawn', answered: false },
+    data: { correlationId: withdrawn.body.correlationId, question: 'Ship it?', type: 'confirm', status: 'withdrawn', answered: false, answeredBy: null },
   });
   assert.deepEqual(receiver.violations, []);
 });
 
 test('a decision’s answer, cancellation and expiry are posted once each; an expiry is never an approval', async () => {
-  const { apiKey, secret } = await workspaceWithSecret();
+  const { apiKey, keyId, secret } = await workspaceWithSecret();
   const open = async (path: string, extra: Record<string, unknown> = {}) => {
     const response = await call<{ decisionId: string }>(gateway, `${SERVER_API}/decisions`, {
       method: 'POST',
@@ -117,17 +122,24 @@ test('a decision’s answer, cancellation and expiry are posted once each; an ex
   const common = { question: 'Pay 40 EUR?', type: 'confirm', externalId: 'owner', toolName: 'pay' };
 
   const answered = await open('/decision-answered', { idempotencyKey: 'pay-1' });
-  assert.equal((await call(gateway, `${SERVER_API}/decisions/${answered}`, { method: 'POST', key: apiKey, body: { answer: true } })).status, 200);
+  const byKey = await call<{ answeredAt: string }>(
+    gateway,
+    `${SERVER_API}/decisions/${answered}`,
+    { method: 'POST', key: apiKey, body: { answer: true } },
+  );
+  assert.equal(byKey.status, 200);
+  // Answered with the key: the key answered, through the API.
+  const answeredBy = { kind: 'key', id: keyId, displayName: keyId, channel: 'api', at: byKey.body.answeredAt };
   assert.deepEqual(await delivered('/decision-answered', secret), {
     type: 'decision.answered',
-    data: { decisionId: answered, ...common, status: 'answered', approved: true, answer: 'yes', idempotencyKey: 'pay-1' },
+    data: { decisionId: answered, ...common, status: 'answered', approved: true, answer: 'yes', idempotencyKey: 'pay-1', answeredBy },
   });
 
   const cancelled = await open('/decision-cancelled');
   assert.equal((await call(gateway, `${SERVER_API}/decisions/${cancelled}`, { method: 'DELETE', key: apiKey })).status, 200);
   assert.deepEqual(await delivered('/decision-cancelled', secret), {
     type: 'decision.cancelled',
-    data: { decisionId: cancelled, ...common, status: 'cancelled', approved: false, answer: null, idempotencyKey: null },
+    data: { decisionId: cancelled, ...common, status: 'cancelled', approved: false, answer: null, idempotencyKey: null, answeredBy: null },
   });
 
   const expireNow = async (id: string): Promise<void> => {
@@ -142,7 +154,7 @@ test('a decision’s answer, cancellation and expiry are posted once each; an ex
   await expireNow(expired);
   assert.deepEqual(await delivered('/decision-expired', secret), {
     type: 'decision.expired',
-    data: { decisionId: expired, ...common, status: 'expired', approved: false, answer: null, idempotencyKey: null },
+    data: { decisionId: expired, ...common, status: 'expired', approved: false, answer: null, idempotencyKey: null, answeredBy: null },
   });
   // Reported once, however often the sweep runs: a later expiry reported proves it ran again since.
   const later = await open('/decision-expired-later', { expiresInSeconds: 60 });

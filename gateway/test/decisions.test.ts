@@ -402,11 +402,12 @@ test('the answer page renders each kind of question, escaped, as a plain form, a
   assert.ok(!page.html.includes('<script>'));
   assert.ok(page.html.includes('<h1>Delete &lt;script&gt;alert(1)&lt;/script&gt;?</h1>'));
   assert.ok(page.html.includes('<p class="context">Rows: &quot;all&quot; &amp; more</p>'));
-  assert.ok(page.html.includes('<p class="who">ops&lt;bot&gt; asks</p>'));
+  assert.ok(page.html.includes('<p class="who">ops&lt;bot&gt; asks, with key <code>'));
+  assert.ok(!page.html.includes('What a yes does'), 'an unbound decision has no tool, target or parameters to show');
   assert.ok(page.html.includes('<meta name="viewport" content="width=device-width, initial-scale=1">'));
   const token = new URL(confirm.decisionPageUrl).pathname.slice(3);
   assert.ok(page.html.includes(`<form method="post" action="/a/${encodeURIComponent(token)}">`));
-  assert.ok(page.html.includes('<button type="submit" name="answer" value="yes">Yes</button><button type="submit" name="answer" value="no">No</button>'));
+  assert.ok(page.html.includes('<div class="choices"><button type="submit" name="answer" value="no">No</button><button type="submit" name="answer" value="yes">Yes</button></div>'));
 
   const select = await opened(apiKey, { type: 'select', options: ['eu-west', 'us "east"'] });
   const selectPage = await getPage(select.decisionPageUrl);
@@ -441,6 +442,65 @@ test('the answer page renders each kind of question, escaped, as a plain form, a
 
   const typed = await postForm(input.decisionPageUrl, { answer: 'Because <b>it</b> is late' });
   assert.ok(typed.html.includes('Your answer was recorded: <strong>Because &lt;b&gt;it&lt;/b&gt; is late</strong>.'));
+});
+
+test('the answer page of a bound decision shows the tool, target and parameters, the agent and key, and the time left; answered, it says when', async () => {
+  const workspace = await createWorkspace();
+  const { keyId, apiKey } = await createKey(workspace.workspaceId, 'runtime');
+  const long = `--image=registry.example.test/${'release-'.repeat(20)}4.2`;
+  const decision = await opened(apiKey, {
+    question: 'Deploy release 4.2 to production?',
+    agentName: 'release-bot',
+    toolName: 'deploy',
+    toolTarget: 'prod/<eu-west>',
+    parameters: { version: '4.2', replicas: 3, canary: false, note: null, args: long },
+    expiresInSeconds: 7_230,
+  });
+  const page = await getPage(decision.decisionPageUrl);
+  assert.equal(page.status, 200);
+  const main = page.html.slice(page.html.indexOf('<main>'), page.html.indexOf('</main>') + 7);
+  // 7,230 s: "2 hours" for the half minute this test may take.
+  assert.equal(
+    main,
+    `<main>
+<p class="who">release-bot asks, with key <code>${keyId}</code></p>
+<h1>Deploy release 4.2 to production?</h1>
+
+<section class="binding" aria-labelledby="binding">
+<h2 id="binding">What a yes does</h2>
+<dl><dt>Tool</dt><dd><code>deploy</code></dd><dt>Target</dt><dd><code>prod/&lt;eu-west&gt;</code></dd></dl>
+<h3>Parameters</h3>
+<dl class="parameters"><dt><code>args</code></dt><dd><code>${long}</code></dd><dt><code>canary</code></dt><dd><code>false</code></dd><dt><code>note</code></dt><dd><code>null</code></dd><dt><code>replicas</code></dt><dd><code>3</code></dd><dt><code>version</code></dt><dd><code>4.2</code></dd></dl>
+</section>
+<p class="time">Time left: <strong>2 hours</strong> (until <time datetime="${decision.expiresAt}">${decision.expiresAt.slice(0, 10)} ${decision.expiresAt.slice(11, 16)} UTC</time>).</p>
+
+<form method="post" action="/a/${encodeURIComponent(new URL(decision.decisionPageUrl).pathname.slice(3))}"><div class="choices"><button type="submit" name="answer" value="no">No</button><button type="submit" name="answer" value="yes">Yes</button></div></form>
+</main>`,
+  );
+  assert.ok(!page.html.includes('autofocus'), 'no choice takes the focus by itself');
+
+  const posted = await postForm(decision.decisionPageUrl, { answer: 'no' });
+  assert.equal(posted.status, 200);
+  const answeredAt = (await read(apiKey, decision.decisionId)).body.answeredAt!;
+  const time = `<time datetime="${answeredAt}">${answeredAt.slice(0, 10)} ${answeredAt.slice(11, 16)} UTC</time>`;
+  // The page's own link names nobody: its holder answered.
+  const answeredBy = `Answered by <strong>the holder of the answer link</strong>, on the answer page, at ${time}.`;
+  assert.ok(posted.html.includes(`<p class="notice" role="status">Thank you. Your answer was recorded: <strong>No</strong>.</p>\n<p class="answered">${answeredBy}</p>`));
+  const answered = await getPage(decision.decisionPageUrl);
+  assert.ok(answered.html.includes(`<p class="notice" role="status">This decision was already answered: <strong>No</strong>.</p>\n<p class="answered">${answeredBy}</p>`));
+  assert.ok(answered.html.includes('<h2 id="binding">What a yes does</h2>'), 'what was decided stays on the page');
+  assert.ok(!answered.html.includes('Time left'));
+  assert.ok(!answered.html.includes('<form'));
+
+  // Answered with the key: the page names the key.
+  const byKey = await opened(apiKey, { question: 'Roll back?' });
+  const keyAnswer = await answer(apiKey, byKey.decisionId, 'yes');
+  const keyTime = `<time datetime="${keyAnswer.body.answeredAt}">${keyAnswer.body.answeredAt!.slice(0, 10)} ${keyAnswer.body.answeredAt!.slice(11, 16)} UTC</time>`;
+  assert.ok(
+    (await getPage(byKey.decisionPageUrl)).html.includes(
+      `<p class="notice" role="status">This decision was already answered: <strong>Yes</strong>.</p>\n<p class="answered">Answered by <strong>${keyId}</strong> (API key), through the API, at ${keyTime}.</p>`,
+    ),
+  );
 });
 
 test('the answer page of a cancelled, expired or withdrawn question says so; a forged link is 404', async () => {

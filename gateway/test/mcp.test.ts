@@ -36,7 +36,7 @@ after(() => harness.stop());
 
 const ORIGIN = 'http://localhost:8080';
 const RESOURCE_METADATA = `${ORIGIN}/.well-known/oauth-protected-resource`;
-const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question', 'create_campaign', 'send_campaign', 'get_campaign_stats', 'create_flow', 'list_flow_runs'];
+const TOOL_NAMES = ['send_notification', 'ask_user', 'wait_for_answer', 'cancel_question', 'get_question_events', 'create_campaign', 'send_campaign', 'get_campaign_stats', 'create_flow', 'list_flow_runs'];
 
 interface Connection {
   client: Client;
@@ -92,7 +92,7 @@ test('the handshake and the tool catalogue need no key', async () => {
     const ask = tools.find((tool) => tool.name === 'ask_user');
     assert.ok(ask?.description?.includes('wait_for_answer'));
     assert.deepEqual(ask?.inputSchema.required, ['question']);
-    assert.deepEqual(Object.keys(ask?.inputSchema.properties ?? {}), ['question', 'type', 'options', 'context', 'placeholder', 'agentName', 'wait', 'timeoutMs']);
+    assert.deepEqual(Object.keys(ask?.inputSchema.properties ?? {}), ['question', 'type', 'options', 'context', 'placeholder', 'agentName', 'approvers', 'escalation', 'wait', 'timeoutMs']);
     assert.deepEqual((ask?.inputSchema.properties as Record<string, unknown>).timeoutMs, {
       type: 'integer',
       minimum: 1,
@@ -213,6 +213,7 @@ test('the manifest at /.well-known/mcp', async () => {
       ['ask_user', 'ask'],
       ['wait_for_answer', 'ask'],
       ['cancel_question', 'ask'],
+      ['get_question_events', 'ask'],
       ['create_campaign', 'campaigns'],
       ['send_campaign', 'campaigns'],
       ['get_campaign_stats', 'campaigns'],
@@ -293,6 +294,7 @@ test('arguments are checked as REST checks bodies: invalid_request naming each a
     await invalid('ask_user', { question: 'Pick', type: 'select' }, [{ field: 'options', problem: 'is required for a select question' }]);
     await invalid('wait_for_answer', { correlationId: '' }, [{ field: 'correlationId', problem: 'must NOT have fewer than 1 characters' }]);
     await invalid('cancel_question', {}, [{ field: 'correlationId', problem: 'is required' }]);
+    await invalid('get_question_events', { correlationId: 'ask_x', limit: 101 }, [{ field: 'limit', problem: 'must be <= 100' }]);
     await invalid('send_notification', { title: 't', body: 'b', url: 'ftp://example.test' }, [{ field: 'url', problem: 'must match pattern "^https?://[^\\s]+$"' }]);
 
     const unknown = await callTool(connection, 'wait_for_answer', { correlationId: 'ask_00000000000000000000000000000000', timeoutMs: 0 });
@@ -439,6 +441,7 @@ test('ask_user waits for the answer; after a time-out wait_for_answer picks it u
       answeredBy: { kind: 'link', id: '', displayName: 'the holder of the answer link', channel: 'answer_page', at: (answered.body.answeredBy as { at: string }).at },
       escalation: [],
     });
+    assert.match((answered.body.answeredBy as { at: string }).at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
     // The wait ends first: a correlationId and a hint naming wait_for_answer.
     const select = await callTool(connection, 'ask_user', { question: 'Which region?', type: 'select', options: ['eu-west', 'us-east'], timeoutMs: 1_000 });
@@ -464,14 +467,60 @@ test('ask_user waits for the answer; after a time-out wait_for_answer picks it u
     const again = await callTool(connection, 'cancel_question', { correlationId: open.body.correlationId });
     assert.equal(again.isError, true);
     assert.equal(again.body.code, 'conflict');
+    // Its record, through get_question_events: opened by the key, then withdrawn (recorded cancelled).
+    const recorded = await callTool(connection, 'get_question_events', { correlationId: open.body.correlationId });
+    assert.equal(recorded.isError, false);
+    const entries = recorded.body.data as Array<{ kind: string; seq: number; prevHash: string; hash: string }>;
+    assert.deepEqual(
+      entries.filter((entry) => entry.kind !== 'delivered').map((entry) => entry.kind),
+      ['opened', 'cancelled'],
+    );
+    assert.deepEqual([entries[0]?.seq, entries[0]?.prevHash, recorded.body.hasMore], [1, '', false]);
+    const paged = await callTool(connection, 'get_question_events', { correlationId: open.body.correlationId, limit: 1 });
+    assert.deepEqual([(paged.body.data as unknown[]).length, paged.body.hasMore], [1, true]);
     // Another workspace's question does not exist for this key.
     const other = await createWorkspace();
     const stranger = await connect(other.apiKey);
     try {
       assert.equal((await callTool(stranger, 'wait_for_answer', { correlationId, timeoutMs: 0 })).body.code, 'not_found');
+      assert.equal((await callTool(stranger, 'get_question_events', { correlationId })).body.code, 'not_found');
     } finally {
       await stranger.close();
     }
+  } finally {
+    await connection.close();
+  }
+});
+
+test('ask_user passes approvers and escalation: only an approver may answer, and the link the agent holds is refused', async () => {
+  const { apiKey } = await createWorkspace();
+  const connection = await connect(apiKey);
+  try {
+    const asked = await callTool(connection, 'ask_user', {
+      question: 'Drop the staging database?',
+      approvers: [{ kind: 'email', id: 'Ops@Example.com' }],
+      escalation: [{ afterSeconds: 300, channels: ['email'], approvers: [{ kind: 'email', id: 'cto@example.com' }] }],
+      wait: false,
+    });
+    assert.equal(asked.isError, false, JSON.stringify(asked.body));
+    assert.deepEqual([asked.body.approvers, asked.body.answeredBy, asked.body.escalation], [
+      [{ kind: 'email', id: 'ops@example.com' }],
+      null,
+      [{ afterSeconds: 300, channels: ['email'], approvers: [{ kind: 'email', id: 'cto@example.com' }] }],
+    ]);
+    const refused = await answer(String(asked.body.liveUrl), 'yes');
+    assert.equal(refused.status, 403);
+    assert.equal((refused.body as { code: string }).code, 'forbidden');
+    const still = await callTool(connection, 'wait_for_answer', { correlationId: asked.body.correlationId, timeoutMs: 0 });
+    assert.deepEqual([still.body.status, still.body.answeredBy], ['pending', null]);
+
+    const invalid = await callTool(connection, 'ask_user', { question: 'Sure?', approvers: [{ kind: 'fax', id: '555' }], wait: false });
+    assert.equal(invalid.isError, true);
+    assert.equal(invalid.body.code, 'invalid_request');
+    assert.deepEqual(
+      (invalid.body.fields as Array<{ field: string; in: string }>).map(({ field, in: where }) => [field, where]),
+      [['approvers.0.kind', 'arguments']],
+    );
   } finally {
     await connection.close();
   }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import {
+  connectDatabase,
   call,
   createKey,
   createWorkspace,
@@ -95,7 +96,7 @@ test('questions opened, answered and cancelled; a waiting caller is held, then w
     assert.equal(response.status, 200);
     return response.body;
   };
-  const [answered, withdrawn] = [await open(), await open(), await open()];
+  const [answered, withdrawn, unanswered] = [await open(), await open(), await open()];
 
   const waiting = call<AskRecord>(stack.gatewayUrl, `${SERVER_API}/ask/${answered.correlationId}?wait=4`, { key: apiKey });
   await eventually('one caller held', gatewayMetrics, (metrics) => metricValue(metrics, 'herald_approvals_waiters') === 1);
@@ -125,6 +126,15 @@ test('questions opened, answered and cancelled; a waiting caller is held, then w
   const counted = await eventually('the closed asks\' pushes skipped', () => scrapeMetrics(processNamed('decision').metricsUrl), (metrics) => pushes(metrics, 'skipped') === 2);
   assert.ok(pushes(counted, 'retried') >= 1);
   assert.equal(pushes(counted, 'delivered'), 0);
+
+  // The third ask's lifetime runs out: the expiry sweep counts it, once.
+  const db = await connectDatabase();
+  try {
+    await db.query(`UPDATE decision.questions SET expires_at = now() - interval '1 second' WHERE id = $1`, [unanswered?.correlationId]);
+  } finally {
+    await db.end();
+  }
+  await eventually('the expiry counted', () => scrapeMetrics(processNamed('decision').metricsUrl), (metrics) => metricValue(metrics, 'herald_questions_total', { event: 'expired', kind: 'ask' }) === 1);
 });
 
 test('a METRICS_PORT that is not a port number stops the process at start, naming the variable', async () => {

@@ -97,6 +97,8 @@ const NAMES: readonly Entry[] = [
   ['Reachability', 'getDecision.reachability'],
   ['Decision', 'getDecision'],
   ['DecisionPage', 'listDecisions'],
+  ['QuestionEvent', 'listDecisionEvents.data[]'],
+  ['QuestionEventPage', 'listDecisionEvents'],
   ['PersonReachability', 'getReachability'],
   // ---- Webhooks ----
   ['WebhookSecret', 'getWebhookSecret'],

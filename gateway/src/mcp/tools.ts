@@ -101,7 +101,8 @@ export const TOOLS: readonly HeraldTool[] = [
       'Ask the person a question and wait for the answer. Fail closed: only an explicit "yes" to a confirm question approves; no answer is never approval. ' +
       'type: "confirm" (yes/no, the default), "select" (one of 2-20 options) or "input" (free text). ' +
       'With wait (the default) the call returns when they answer or after timeoutMs (default 30,000, at most 55,000). ' +
-      'Result: {correlationId, status: "answered" | "pending" | "timeout" | "withdrawn", answered, value, liveUrl, ...}; value is the answer ("yes"/"no" for confirm). ' +
+      'Result: {correlationId, status: "answered" | "pending" | "timeout" | "withdrawn", answered, value, answeredBy, liveUrl, ...}; value is the answer ("yes"/"no" for confirm), answeredBy who gave it ({kind, id, displayName, channel, at}). ' +
+      'approvers: only these people may answer ([{kind: "email" | "slack" | "subscriber" | "key" | "member", id}]); escalation: more channels and approvers while it stays unanswered. ' +
       'On "timeout" with the question still open (expiresInSeconds > 0), call wait_for_answer with the correlationId; the question stays open 10 minutes.',
     scope: 'ask',
     annotations: { title: 'Ask the person', readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -113,6 +114,8 @@ export const TOOLS: readonly HeraldTool[] = [
         context: QuestionFields.context,
         placeholder: QuestionFields.placeholder,
         agentName: QuestionFields.agentName,
+        approvers: QuestionFields.approvers,
+        escalation: QuestionFields.escalation,
         wait: Type.Optional(Type.Boolean({ default: true, description: 'false: return at once with status "pending" and the correlationId' })),
         timeoutMs: Type.Optional(TimeoutMs(1, 'How long to wait for the answer, in milliseconds (rounded up to whole seconds)')),
       },
@@ -150,6 +153,27 @@ export const TOOLS: readonly HeraldTool[] = [
     inputSchema: Type.Object({ correlationId: CorrelationId }, { additionalProperties: false }),
     async run({ correlationId }, rest) {
       return rest.call('DELETE', `/ask/${encodeURIComponent(correlationId)}`);
+    },
+  }),
+  tool({
+    name: 'get_question_events',
+    title: "Read a question's record",
+    description:
+      "The record of a question asked with ask_user, oldest first: {data: [{seq, kind (opened | delivered | viewed | answered | refused | escalated | cancelled | expired), at, actor (who answered or tried: kind, id, displayName, channel; null for Herald's own steps), detail, prevHash, hash}], hasMore, nextCursor}. " +
+      'Each entry carries the hash of the one before it, so a changed record shows.',
+    scope: 'ask',
+    annotations: { title: "Read a question's record", readOnlyHint: true, openWorldHint: false },
+    inputSchema: Type.Object(
+      {
+        correlationId: CorrelationId,
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 100 })),
+        cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: 'nextCursor of the previous page' })),
+      },
+      { additionalProperties: false },
+    ),
+    async run({ correlationId, limit, cursor }, rest) {
+      const query = new URLSearchParams({ limit: String(limit ?? 100), ...(cursor ? { cursor } : {}) });
+      return rest.call('GET', `/ask/${encodeURIComponent(correlationId)}/events?${query.toString()}`);
     },
   }),
   tool({

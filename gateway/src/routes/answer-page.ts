@@ -4,7 +4,7 @@ import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/de
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
 
-import { acceptFormPosts, escapeHtml, PAGE_HEAD, sendFormPage } from '../html.js';
+import { acceptFormPosts, renderNotFoundPage, renderQuestionPage, sendFormPage } from '../html.js';
 import { answerText, askRecord, decisionRecord, questionOf, type QuestionRouteOptions } from '../questions.js';
 import { perClientLimit, tokenId, type RateLimiter } from '../rate-limit.js';
 import { ErrorResponse, withErrors } from '../schemas/common.js';
@@ -18,79 +18,8 @@ import { AskRecord, DecisionRecord } from '../schemas/questions.js';
 
 const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) });
 
-const shownAnswer = (question: Question) => (question.type === 'confirm' ? (question.answer === 'yes' ? 'Yes' : 'No') : question.answer);
-
-/** What the page says instead of a form once the question is closed. */
-function closedNotice(question: Question, justAnswered: boolean): string {
-  const noun = question.kind === QuestionKind.QUESTION_KIND_ASK ? 'question' : 'decision';
-  switch (question.status) {
-    case 'answered':
-      return justAnswered
-        ? `Thank you. Your answer was recorded: <strong>${escapeHtml(shownAnswer(question))}</strong>.`
-        : `This ${noun} was already answered: <strong>${escapeHtml(shownAnswer(question))}</strong>.`;
-    case 'cancelled':
-      return question.kind === QuestionKind.QUESTION_KIND_ASK ? 'This question was withdrawn; no answer is needed.' : 'This decision was cancelled; no answer is needed.';
-    default:
-      return `This ${noun} expired without an answer; it can no longer be answered.`;
-  }
-}
-
-function controls(question: Question): string {
-  const button = (value: string, label: string) => `<button type="submit" name="answer" value="${escapeHtml(value)}">${escapeHtml(label)}</button>`;
-  if (question.type === 'confirm') return `<div class="choices">${button('yes', 'Yes')}${button('no', 'No')}</div>`;
-  if (question.type === 'select') return `<div class="choices">${question.options.map((option) => button(option, option)).join('')}</div>`;
-  return `<label for="answer">Your answer</label>
-<textarea id="answer" name="answer" rows="4" maxlength="2000" required placeholder="${escapeHtml(question.placeholder)}"></textarea>
-<div class="choices"><button type="submit">Send answer</button></div>`;
-}
-
-interface PageState {
-  token: string;
-  justAnswered?: boolean;
-  problem?: string;
-}
-
-function page(question: Question, { token, justAnswered = false, problem }: PageState): string {
-  const who = question.agentName || 'An agent';
-  const body =
-    question.status === 'pending'
-      ? `${problem ? `<p class="problem" role="alert">${escapeHtml(problem)}</p>` : ''}
-<form method="post" action="/a/${escapeHtml(encodeURIComponent(token))}">${controls(question)}</form>`
-      : `<p class="notice" role="status">${closedNotice(question, justAnswered)}</p>`;
-  return `${PAGE_HEAD}<title>${escapeHtml(who)} asks: ${escapeHtml(question.question)}</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:0;padding:1rem;line-height:1.5;color:#1a1a1a;background:#f6f6f6}
-main{max-width:36rem;margin:0 auto;background:#fff;padding:1.25rem;border-radius:.5rem}
-h1{font-size:1.35rem;margin:.25rem 0 1rem}
-.who{color:#555;margin:0}
-.context{white-space:pre-wrap;background:#f0f0f0;padding:.75rem;border-radius:.25rem}
-.choices{display:flex;flex-wrap:wrap;gap:.5rem;margin-top:1rem}
-button{font:inherit;min-height:2.75rem;padding:.5rem 1.25rem;border:2px solid #1a1a1a;border-radius:.375rem;background:#fff;cursor:pointer}
-button:focus-visible,textarea:focus-visible{outline:3px solid #0b57d0;outline-offset:2px}
-textarea{font:inherit;width:100%;box-sizing:border-box;padding:.5rem}
-label{display:block;font-weight:600;margin-bottom:.25rem}
-.problem{color:#a00000;font-weight:600}
-</style>
-</head>
-<body>
-<main>
-<p class="who">${escapeHtml(who)} asks</p>
-<h1>${escapeHtml(question.question)}</h1>
-${question.context ? `<p class="context">${escapeHtml(question.context)}</p>` : ''}
-${body}
-</main>
-</body>
-</html>
-`;
-}
-
-function notFoundPage(): string {
-  return `${PAGE_HEAD}<title>Link not found</title>
-</head>
-<body><main><h1>This link is not valid</h1><p>Check that you opened the whole link from the notification.</p></main></body>
-</html>
-`;
-}
+const page = (question: Question, token: string, state: { justAnswered?: boolean; problem?: string } = {}) =>
+  renderQuestionPage(question, { action: `/a/${encodeURIComponent(token)}`, ...state });
 
 export interface AnswerPageOptions extends QuestionRouteOptions {
   limiter: RateLimiter;
@@ -114,9 +43,9 @@ export const answerPageRoutes =
 
     app.get('/a/:token', { config: { access: { public: true } }, onRequest: perIp, schema: { params: Token } }, async (request, reply) => {
       try {
-        return sendFormPage(reply, 200, page(questionOf(await clients.decision.recordQuestionView({ ...byToken(request.params.token), surface: 'answer_page' })), { token: request.params.token }));
+        return sendFormPage(reply, 200, page(questionOf(await clients.decision.recordQuestionView({ ...byToken(request.params.token), surface: 'answer_page' })), request.params.token));
       } catch (err) {
-        if (err instanceof HeraldError && err.code === 'not_found') return sendFormPage(reply, 404, notFoundPage());
+        if (err instanceof HeraldError && err.code === 'not_found') return sendFormPage(reply, 404, renderNotFoundPage());
         throw err;
       }
     });
@@ -126,15 +55,17 @@ export const answerPageRoutes =
       const given = (request.body as Record<string, unknown> | undefined)?.answer;
       try {
         if (typeof given !== 'string' || given === '') {
-          return sendFormPage(reply, 400, page(await read(token), { token, problem: 'Choose or type an answer.' }));
+          return sendFormPage(reply, 400, page(await read(token), token, { problem: 'Choose or type an answer.' }));
         }
-        return sendFormPage(reply, 200, page(await answer(token, given), { token, justAnswered: true }));
+        return sendFormPage(reply, 200, page(await answer(token, given), token, { justAnswered: true }));
       } catch (err) {
         if (!(err instanceof HeraldError)) throw err;
-        if (err.code === 'not_found') return sendFormPage(reply, 404, notFoundPage());
-        if (err.code === 'conflict') return sendFormPage(reply, 409, page(await read(token), { token }));
-        if (err.code === 'forbidden') return sendFormPage(reply, 403, page(await read(token), { token, problem: 'Only the approvers named for this question may answer it, and this link was not sent to one of them.' }));
-        if (err.code === 'invalid_request') return sendFormPage(reply, 400, page(await read(token), { token, problem: 'That answer is not one of the choices.' }));
+        if (err.code === 'not_found') return sendFormPage(reply, 404, renderNotFoundPage());
+        if (err.code === 'conflict') return sendFormPage(reply, 409, page(await read(token), token));
+        if (err.code === 'forbidden') {
+          return sendFormPage(reply, 403, page(await read(token), token, { problem: 'Only the approvers named for this question may answer it, and this link was not sent to one of them.' }));
+        }
+        if (err.code === 'invalid_request') return sendFormPage(reply, 400, page(await read(token), token, { problem: 'That answer is not one of the choices.' }));
         throw err;
       }
     });

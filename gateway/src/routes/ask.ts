@@ -17,11 +17,12 @@ import {
   MAX_WAIT_SECONDS,
   newQuestion,
   QuestionFields,
+  questionEvents,
   questionOf,
   type QuestionRouteOptions,
 } from '../questions.js';
 import { ErrorResponse, PageOf, PageQuery, Targeting, withErrors } from '../schemas/common.js';
-import { AskRecord } from '../schemas/questions.js';
+import { AskRecord, QuestionEventRecord } from '../schemas/questions.js';
 
 /** POST /ask (a question that blocks on a person), GET /ask (the list), GET /ask/{id}?wait, DELETE /ask/{id} (withdraw). */
 
@@ -163,6 +164,23 @@ export const askRoutes =
         const answered = questionOf(await clients.decision.answerQuestion({ ref: owned(request, request.params.correlationId), answer: answerText(request.body.answer), answeredBy: answererOf(request) }));
         return askRecord(answered, publicOrigin);
       },
+    );
+
+    app.get(
+      '/ask/:correlationId/events',
+      {
+        config,
+        onRequest: refusePartner,
+        schema: {
+          tags: ['Ask'],
+          operationId: 'listAskEvents',
+          summary: "The question's record, oldest first: each entry chained to the one before by its hash",
+          params: Params,
+          querystring: Type.Object(PageQuery, { additionalProperties: false }),
+          response: withErrors({ 200: PageOf(QuestionEventRecord) }),
+        },
+      },
+      async (request) => questionEvents(clients, owned(request, request.params.correlationId), request.query),
     );
 
     app.delete(

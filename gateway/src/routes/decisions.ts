@@ -15,12 +15,13 @@ import {
   MAX_WAIT_SECONDS,
   newQuestion,
   QuestionFields,
+  questionEvents,
   questionOf,
   type QuestionRouteOptions,
 } from '../questions.js';
 import { countChannels } from '../reachability.js';
 import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, PageOf, PageQuery, Parameters, withErrors } from '../schemas/common.js';
-import { DecisionRecord, ReachabilityCounts } from '../schemas/questions.js';
+import { DecisionRecord, QuestionEventRecord, ReachabilityCounts } from '../schemas/questions.js';
 import { ExternalId } from '../schemas/subscribers.js';
 
 /** /decisions (open, list, read and wait, answer, cancel) and GET /reachability. */
@@ -173,6 +174,22 @@ export const decisionRoutes =
         const cancelled = questionOf(await clients.decision.cancelQuestion(owned(request, request.params.decisionId)));
         return decisionRecord(cancelled, publicOrigin);
       },
+    );
+
+    app.get(
+      '/decisions/:decisionId/events',
+      {
+        config,
+        schema: {
+          tags: ['Decisions'],
+          operationId: 'listDecisionEvents',
+          summary: "The decision's record, oldest first: each entry chained to the one before by its hash",
+          params: Params,
+          querystring: Type.Object(PageQuery, { additionalProperties: false }),
+          response: withErrors({ 200: PageOf(QuestionEventRecord) }),
+        },
+      },
+      async (request) => questionEvents(clients, owned(request, request.params.decisionId).ref, request.query),
     );
 
     app.get(

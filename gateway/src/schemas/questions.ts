@@ -6,21 +6,24 @@ import { Nullable } from './common.js';
 
 const Approver = Type.Object({ kind: Type.String(), id: Type.String() });
 
+/** Who answered: on both records and in the answer webhooks. */
+export const AnsweredBy = Nullable(
+  Type.Object(
+    {
+      kind: Type.String({ description: 'slack | email | subscriber | key | member | link (the holder of a link that names nobody)' }),
+      id: Type.String({ description: 'A stable id: the Slack user id, the email address, the externalId, the key id, the member id' }),
+      displayName: Type.String(),
+      channel: Type.String({ description: 'slack | email | web_push | answer_page | api | console' }),
+      at: Type.String({ description: 'When (ISO 8601)' }),
+    },
+    { description: 'Who answered; null until answered' },
+  ),
+);
+
 /** Who may answer, who did, and the escalation steps: on both records. */
 const People = {
   approvers: Type.Array(Approver, { description: 'Who may answer; empty: the holder of an answer link (and the key that opened it)' }),
-  answeredBy: Nullable(
-    Type.Object(
-      {
-        kind: Type.String({ description: 'slack | email | subscriber | key | member | link (the holder of a link that names nobody)' }),
-        id: Type.String({ description: 'A stable id: the Slack user id, the email address, the externalId, the key id, the member id' }),
-        displayName: Type.String(),
-        channel: Type.String({ description: 'slack | email | web_push | answer_page | api | console' }),
-        at: Type.String({ description: 'When (ISO 8601)' }),
-      },
-      { description: 'Who answered; null until answered' },
-    ),
-  ),
+  answeredBy: AnsweredBy,
   escalation: Type.Array(Type.Object({ afterSeconds: Type.Integer(), channels: Type.Array(Type.String()), approvers: Type.Array(Approver) })),
 };
 
@@ -77,3 +80,17 @@ export const DecisionRecord = Type.Object({
   duplicate: Type.Boolean({ description: 'True when an idempotent replay returned the first decision' }),
 });
 
+
+/** An entry of a question's record (GET /decisions/{id}/events, GET /ask/{id}/events). */
+export const QuestionEventRecord = Type.Object({
+  seq: Type.Integer({ minimum: 1, description: '1, 2, ... per question' }),
+  kind: Type.Union(
+    ['opened', 'delivered', 'viewed', 'answered', 'refused', 'escalated', 'cancelled', 'expired'].map((kind) => Type.Literal(kind)),
+    { description: 'What happened' },
+  ),
+  at: Type.String({ description: 'When it was written (ISO 8601, milliseconds; as hashed)' }),
+  actor: Nullable(Type.Record(Type.String(), Type.String(), { description: 'Who acted (answered, refused, viewed): kind, id, displayName, channel; null for what Herald did' })),
+  detail: Type.Record(Type.String(), Type.Unknown(), { description: 'What happened (delivered: channel, target, result; escalated: the step and the deliveries it added)' }),
+  prevHash: Type.String({ description: "The previous entry's hash (empty for the first)" }),
+  hash: Type.String({ description: "Hex SHA-256 of prevHash and the entry's canonical JSON" }),
+});

@@ -123,7 +123,7 @@ class GateTest(CrewTestCase):
 
     def test_no_cancel_expiry_and_silence_refuse(self) -> None:
         cases: list[tuple[Callable[[Decision], object], float, str]] = [
-            (lambda decision: answer_page(decision["decisionPageUrl"], "no"), 30, "Refused: the person answered 'no'."),
+            (lambda decision: answer_page(decision["decisionPageUrl"], "no"), 30, "Refused: the holder of the answer link answered 'no'."),
             (lambda decision: self.herald.cancel_decision(decision["decisionId"]), 30, "Refused: the approval request was cancelled."),
             (lambda decision: expire(decision["decisionId"]), 30, "Refused: nobody answered before the approval request expired."),
             (lambda decision: None, 1.5, "Refused: nobody approved the call in time (no answer is never approval)."),

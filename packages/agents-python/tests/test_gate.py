@@ -45,7 +45,7 @@ class BlockingTest(unittest.TestCase):
     def test_check_waits_for_the_person_and_approves_only_a_yes(self) -> None:
         client = herald()
         gate = Gate(client, agent_name="Deploy bot", total_timeout=30)
-        for answer, status, reason in (("yes", "approved", "Approved by a person."), ("no", "refused", "Refused: the person answered 'no'.")):
+        for answer, status, reason in (("yes", "approved", "Approved by the holder of the answer link."), ("no", "refused", "Refused: the holder of the answer link answered 'no'.")):
             checking = in_background(lambda: gate.check("deploy", DEPLOY_ARGUMENTS))
             opened = client.opened.get(timeout=10)
             answer_page(opened["decisionPageUrl"], answer)

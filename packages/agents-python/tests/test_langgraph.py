@@ -104,7 +104,7 @@ class GateTest(unittest.TestCase):
         return str(message.content)
 
     def test_no_cancel_expiry_and_silence_refuse(self) -> None:
-        self.assertEqual(self.refused_after(lambda value: answer_page(value["decisionPageUrl"], "no")), "Refused: the person answered 'no'.")
+        self.assertEqual(self.refused_after(lambda value: answer_page(value["decisionPageUrl"], "no")), "Refused: the holder of the answer link answered 'no'.")
         self.assertEqual(self.refused_after(lambda value: self.herald.cancel_decision(value["decisionId"])), "Refused: the approval request was cancelled.")
         self.assertEqual(self.refused_after(lambda value: expire(value["decisionId"])), "Refused: nobody answered before the approval request expired.")
         started = time.monotonic()
@@ -177,6 +177,8 @@ class HeraldToolsTest(unittest.TestCase):
         [answered] = tool_messages(running())
         record = json.loads(str(answered.content))
         self.assertEqual((answered.name, record["correlationId"], record["status"], record["answered"], record["value"]), ("ask_user", asked["correlationId"], "answered", True, "yes"))
+        # The tool hands the agent who answered: here the holder of the question's link.
+        self.assertEqual({**record["answeredBy"], "at": ""}, {"kind": "link", "id": "", "displayName": "the holder of the answer link", "channel": "answer_page", "at": ""})
         self.assertEqual((asked["question"], asked["type"], asked["status"]), ("Roll out to us too?", "confirm", "pending"))
 
     def test_invalid_arguments_are_the_frameworks_validation_error(self) -> None:

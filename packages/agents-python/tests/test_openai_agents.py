@@ -118,7 +118,7 @@ class GateTest(AgentTestCase):
         return output
 
     async def test_no_cancel_expiry_and_silence_refuse(self) -> None:
-        self.assertEqual(await self.refused_after(lambda decision: answer_page(decision["decisionPageUrl"], "no")), "Refused: the person answered 'no'.")
+        self.assertEqual(await self.refused_after(lambda decision: answer_page(decision["decisionPageUrl"], "no")), "Refused: the holder of the answer link answered 'no'.")
         self.assertEqual(await self.refused_after(lambda decision: self.herald.cancel_decision(decision["decisionId"])), "Refused: the approval request was cancelled.")
         self.assertEqual(await self.refused_after(lambda decision: expire(decision["decisionId"])), "Refused: nobody answered before the approval request expired.")
         self.assertEqual(await self.refused_after(lambda decision: None, total_timeout=1.5), "Refused: nobody approved the call in time (no answer is never approval).")
@@ -168,6 +168,8 @@ class HeraldToolsTest(AgentTestCase):
         [output] = outputs(await running)
         record = json.loads(output)
         self.assertEqual((record["correlationId"], record["status"], record["answered"], record["value"]), (asked["correlationId"], "answered", True, "yes"))
+        # The tool hands the agent who answered: here the holder of the question's link.
+        self.assertEqual({**record["answeredBy"], "at": ""}, {"kind": "link", "id": "", "displayName": "the holder of the answer link", "channel": "answer_page", "at": ""})
 
     async def test_invalid_arguments_are_answered_to_the_model(self) -> None:
         client = herald()

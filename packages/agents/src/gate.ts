@@ -117,11 +117,25 @@ function sameParameters(approved: Record<string, Scalar> | null, called: Record<
   return names.length === Object.keys(granted).length && names.every((name) => Object.hasOwn(granted, name) && granted[name] === called[name]);
 }
 
+/**
+ * Who answered a decision, as the agent is told: "ops@example.com (email)", "U024BE7LH (slack)",
+ * "the holder of the answer link" (a question without approvers answered through its link), or
+ * "the person" for an answer recorded before Herald said who.
+ */
+export function answererOf(decision: Decision): string {
+  const by = decision.answeredBy;
+  if (by === null) return 'the person';
+  return by.kind === 'link' ? by.displayName : `${by.displayName} (${by.kind})`;
+}
+
+/** What the agent is told of an approval: who gave it. */
+export const approvalOf = (decision: Decision): string => `approved by ${answererOf(decision)}`;
+
 /** Why a decision that is not an explicit yes to this call refuses it. */
 function refusalOf(decision: Decision): string {
   switch (decision.status) {
     case 'answered':
-      return `the person answered "${decision.answer ?? ''}"`;
+      return `${answererOf(decision)} answered "${decision.answer ?? ''}"`;
     case 'cancelled':
       return 'the decision was cancelled';
     case 'expired':

@@ -37,7 +37,7 @@ export const ASK_USER = {
     'Ask the person a question and wait for the answer. Fail closed: only an explicit "yes" to a confirm question approves; no answer is never approval. ' +
     'type: "confirm" (yes/no, the default), "select" (one of 2-20 options) or "input" (free text). ' +
     'With wait (the default) the call returns when they answer or after timeoutMs (default 30,000, at most 55,000). ' +
-    'Result: {correlationId, status: "answered" | "pending" | "timeout" | "withdrawn", answered, value, liveUrl, ...}; value is the answer ("yes"/"no" for confirm).',
+    'Result: {correlationId, status: "answered" | "pending" | "timeout" | "withdrawn", answered, value, answeredBy, liveUrl, ...}; value is the answer ("yes"/"no" for confirm), answeredBy who gave it ({kind, id, displayName, channel, at}).',
   inputSchema: z
     .object({
       question: askFields.question.describe('What the person is asked'),

@@ -81,7 +81,17 @@ test('send_notification and ask_user: the model calls them, Herald sends and ask
   await personAnswers(harness, question, 'yes');
   const [askOutcome] = outcomes(await asking);
   const record = outputOf(askOutcome) as AskRecord;
-  assert.deepEqual({ id: record.correlationId, status: record.status, answered: record.answered, value: record.value }, { id: question.correlationId, status: 'answered', answered: true, value: 'yes' });
+  assert.deepEqual(
+    { id: record.correlationId, status: record.status, answered: record.answered, value: record.value, answeredBy: record.answeredBy },
+    {
+      id: question.correlationId,
+      status: 'answered',
+      answered: true,
+      value: 'yes',
+      // The tool hands the agent who answered: here the holder of the question's link.
+      answeredBy: { kind: 'link', id: '', displayName: 'the holder of the answer link', channel: 'answer_page', at: record.answeredBy?.at ?? '' },
+    },
+  );
 
   // An argument the MCP tool refuses is refused here too, before any request: the model sees a validation error.
   const tooLong = await generateText({ model: scriptedModel('send_notification', { title: 'x', body: 'b'.repeat(2_000), context: 'c'.repeat(100) }), tools, stopWhen: isStepCount(3), prompt: 'Go.' });
@@ -134,7 +144,7 @@ test('the gate without the SDK\'s approval: a call that needs a person blocks un
   await personAnswers(harness, await gate.openDecision({ ...call, callId: 'call-no' }), 'no');
   const no = errorOf(outcomes(await refusing)[0]);
   assert.ok(no instanceof ToolCallRefusedError);
-  assert.equal(no.message, 'Herald refused deploy: the person answered "no"');
+  assert.equal(no.message, 'Herald refused deploy: the holder of the answer link answered "no"');
 
   const cancelling = generateText({ model: scriptedModel('deploy', DEPLOY, 'call-cancel'), tools, stopWhen: isStepCount(3), prompt: 'Go.' });
   await herald.cancelDecision((await gate.openDecision({ ...call, callId: 'call-cancel' })).decisionId);
@@ -177,7 +187,8 @@ test('with the SDK\'s tool approval the run ends while the person decides, and r
   const secondProcess = new HeraldGate({ herald: new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl }), scope: 'conversation-1' });
   const messages = JSON.parse(saved) as ModelMessage[];
   const answer = await answerApprovals(secondProcess, messages, { waitTimeoutMs: 5_000 });
-  assert.deepEqual(answer, { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request?.approvalId, approved: true }] });
+  // The approval says who gave it: here the holder of the decision's link (it names no approvers).
+  assert.deepEqual(answer, { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request?.approvalId, approved: true, reason: 'approved by the holder of the answer link' }] });
   assert.ok(answer);
   const resumed = await generateText({
     model: scriptedModel('deploy', DEPLOY),
@@ -216,12 +227,12 @@ test('with the SDK\'s tool approval: no, expiry, arguments changed after the yes
   const refused = await start('call-no');
   await personAnswers(harness, await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision')), 'no');
   const no = await answerApprovals(gate, refused.messages);
-  assert.deepEqual(no?.content.map((part) => part.type === 'tool-approval-response' && { approved: part.approved, reason: part.reason }), [{ approved: false, reason: 'the person answered "no"' }]);
+  assert.deepEqual(no?.content.map((part) => part.type === 'tool-approval-response' && { approved: part.approved, reason: part.reason }), [{ approved: false, reason: 'the holder of the answer link answered "no"' }]);
   assert.ok(no);
   assert.equal((await resume([...refused.messages, no])).text, 'done');
   // The model was shown the refusal and its reason.
   const shown = resumedModel.doGenerateCalls.at(-1)?.prompt.at(-1);
-  assert.deepEqual(shown?.role === 'tool' && shown.content.map((part) => part.type === 'tool-result' && part.output), [{ type: 'execution-denied', reason: 'the person answered "no"' }]);
+  assert.deepEqual(shown?.role === 'tool' && shown.content.map((part) => part.type === 'tool-result' && part.output), [{ type: 'execution-denied', reason: 'the holder of the answer link answered "no"' }]);
 
   const expiring = await start('call-expired');
   await expireQuestion(await pendingQuestionId(workspace.workspaceId, 'decision'));

@@ -161,7 +161,7 @@ test('a call that needs a person waits inside the call: yes runs the tool with t
   assert.deepEqual(
     refused.map(({ result }) => ({ status: result.status, output: result.result.output, isError: result.result.isError })),
     [
-      { status: 'failed', output: 'Herald refused deploy: the person answered "no"', isError: true },
+      { status: 'failed', output: 'Herald refused deploy: the holder of the answer link answered "no"', isError: true },
       { status: 'failed', output: 'Herald refused deploy: the decision was cancelled', isError: true },
       { status: 'failed', output: 'Herald refused deploy_unattended: the decision was cancelled', isError: true },
     ],

@@ -134,7 +134,7 @@ test('no, expiry, cancel and resuming early refuse; deny refuses with the policy
   await early.invoke(PROMPT, thread('call-early'));
   answers.push(answerOf(await early.invoke(new Command({ resume: { status: 'answered', approved: true } }), thread('call-early'))));
   assert.deepEqual(answers, [
-    'Error: Herald refused deploy: the person answered "no"\n Please fix your mistakes.',
+    'Error: Herald refused deploy: the holder of the answer link answered "no"\n Please fix your mistakes.',
     'Error: Herald refused deploy: the decision expired unanswered\n Please fix your mistakes.',
     'Error: Herald refused deploy: the decision was cancelled\n Please fix your mistakes.',
     'Error: Herald refused deploy: no answer yet; silence is never approval\n Please fix your mistakes.',

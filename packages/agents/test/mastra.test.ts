@@ -85,7 +85,7 @@ test('without storage to resume from, the gate waits for the person inside the c
   const silent = agent('call-silent', new HeraldGate({ herald, waitTimeoutMs: 1_000 })).generate('Deploy the api.', { maxSteps: 3 });
   const texts = [(await refusing).text, (await cancelling).text, (await silent).text];
   assert.deepEqual(texts, [
-    JSON.stringify({ type: 'error-text', value: 'Herald refused deploy: the person answered "no"' }),
+    JSON.stringify({ type: 'error-text', value: 'Herald refused deploy: the holder of the answer link answered "no"' }),
     JSON.stringify({ type: 'error-text', value: 'Herald refused deploy: the decision was cancelled' }),
     JSON.stringify({ type: 'error-text', value: 'Herald refused deploy: the decision was cancelled' }),
   ]);
@@ -153,7 +153,7 @@ test('with storage: no, and a resume before anyone answered, run nothing', async
   const refused = await agent('call-no').generate('Deploy the api.', { maxSteps: 3 });
   await personAnswers(harness, await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision')), 'no');
   const afterNo = await agent('call-no').resumeGenerate({ status: 'answered' }, { runId: refused.runId, maxSteps: 3 });
-  assert.equal(afterNo.text, JSON.stringify({ type: 'error-text', value: 'Herald refused deploy: the person answered "no"' }));
+  assert.equal(afterNo.text, JSON.stringify({ type: 'error-text', value: 'Herald refused deploy: the holder of the answer link answered "no"' }));
 
   // Resumed with made-up data while the decision is still open: silence, not approval.
   const early = await agent('call-early').generate('Deploy the api.', { maxSteps: 3 });

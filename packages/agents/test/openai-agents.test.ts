@@ -122,7 +122,7 @@ test('no, expiry and cancel reject the interruption with the reason the model se
     refusals.push(String((await run(agent, first.state)).finalOutput));
   }
   assert.deepEqual(refusals, [
-    'Herald refused deploy: the person answered "no"',
+    'Herald refused deploy: the holder of the answer link answered "no"',
     'Herald refused deploy: the decision expired unanswered',
     'Herald refused deploy: the decision was cancelled',
   ]);

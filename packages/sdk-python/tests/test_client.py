@@ -8,7 +8,7 @@ import unittest
 import uuid
 
 from herald_sdk import ConflictError, Herald, NotFoundError, PermissionError, ValidationError
-from herald_sdk.types import DecisionRequest
+from herald_sdk.types import AnsweredBy, Approver, DecisionRequest, EscalationStep
 from support import POLICY, client, env, raised
 
 
@@ -306,17 +306,48 @@ class DecisionTest(unittest.TestCase):
         self.assertEqual((answered["status"], answered["approved"], answered["answer"]), ("answered", True, "yes"))
         raised(ConflictError, lambda: herald.answer_decision(opened["decisionId"], "no"))
 
+        # Answered with this key: the key answered, through the API.
+        key_id = env("HERALD_API_KEY")[len("pk_") :].split(".")[0]
+        self.assertEqual(answered["answeredBy"], {"kind": "key", "id": key_id, "displayName": key_id, "channel": "api", "at": answered["answeredAt"]})
+
         team = herald.create_decision({"question": "Pick a size", "type": "select", "options": ["S", "M"], "audience": "team"})
         self.assertEqual(team["reachability"]["browserSubscriptions"], 2)
         cancelled = herald.cancel_decision(team["decisionId"])
         self.assertEqual((cancelled["status"], cancelled["approved"]), ("cancelled", False))
         self.assertEqual([decision["decisionId"] for decision in herald.list_decisions(status="cancelled", limit=1)["data"]], [team["decisionId"]])
+        record = herald.list_decision_events(team["decisionId"])
+        self.assertEqual([entry["kind"] for entry in record["data"] if entry["kind"] != "delivered"], ["opened", "cancelled"])
+        self.assertEqual((record["data"][0]["seq"], record["data"][0]["prevHash"], record["hasMore"]), (1, "", False))
+        first_page = herald.list_decision_events(team["decisionId"], limit=1)
+        paged = first_page["data"] + herald.list_decision_events(team["decisionId"], cursor=first_page["nextCursor"])["data"]
+        self.assertEqual(paged[: len(record["data"])], record["data"])
+        raised(NotFoundError, lambda: herald.list_ask_events(team["decisionId"]))
         raised(ConflictError, lambda: herald.create_decision({"question": "Hello?", "externalId": "nobody", "requireReachable": True}))
         self.assertEqual(
             herald.get_reachability(external_id="user-1"),
             {"externalId": "user-1", "reachable": True, "browserSubscriptions": 1, "nativeAppDevices": 0, "channels": ["browser"]},
         )
 
+
+
+    def test_approvers_refuse_others_and_answered_by_names_the_approver(self) -> None:
+        agent = client()
+        approver = client("HERALD_RUNTIME_KEY")
+        approver_id = env("HERALD_RUNTIME_KEY")[len("pk_") :].split(".")[0]
+        approvers: list[Approver] = [{"kind": "key", "id": approver_id}]
+        escalation: list[EscalationStep] = [{"afterSeconds": 600, "channels": ["email"], "approvers": [{"kind": "email", "id": "cto@example.com"}]}]
+        opened = agent.create_decision({"question": "Drop the staging database?", "approvers": approvers, "escalation": escalation})
+        self.assertEqual((opened["approvers"], opened["answeredBy"], opened["escalation"]), (approvers, None, escalation))
+
+        # The key that opened it is no approver: refused (403), and the decision stays open.
+        refused = raised(PermissionError, lambda: agent.answer_decision(opened["decisionId"], "yes"))
+        self.assertEqual((refused.status, refused.code), (403, "forbidden"))
+        self.assertEqual(agent.get_decision(opened["decisionId"])["status"], "pending")
+
+        answered = approver.answer_decision(opened["decisionId"], "no")
+        answered_by: AnsweredBy = {"kind": "key", "id": approver_id, "displayName": approver_id, "channel": "api", "at": answered["answeredAt"] or ""}
+        self.assertEqual((answered["status"], answered["approved"], answered["answeredBy"]), ("answered", False, answered_by))
+        self.assertEqual(agent.get_decision(opened["decisionId"])["answeredBy"], answered_by)
 
 class WebhookSecretTest(unittest.TestCase):
     def test_read_and_rotate(self) -> None:

@@ -110,6 +110,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/ask/{correlationId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The question's record, oldest first: each entry chained to the one before by its hash */
+        get: operations["listAskEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server/authorize": {
         parameters: {
             query?: never;
@@ -317,6 +334,23 @@ export interface paths {
         post: operations["answerDecision"];
         /** Cancel a pending decision */
         delete: operations["cancelDecision"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/decisions/{decisionId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The decision's record, oldest first: each entry chained to the one before by its hash */
+        get: operations["listDecisionEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2176,6 +2210,61 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listAskEvents: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path: {
+                correlationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            actor: {
+                                [key: string]: string;
+                            } | null;
+                            /** @description When it was written (ISO 8601, milliseconds; as hashed) */
+                            at: string;
+                            /** @description What happened (delivered: channel, target, result; escalated: the step and the deliveries it added) */
+                            detail: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Hex SHA-256 of prevHash and the entry's canonical JSON */
+                            hash: string;
+                            /** @description What happened */
+                            kind: "opened" | "delivered" | "viewed" | "answered" | "refused" | "escalated" | "cancelled" | "expired";
+                            /** @description The previous entry's hash (empty for the first) */
+                            prevHash: string;
+                            /** @description 1, 2, ... per question */
+                            seq: number;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     authorize: {
         parameters: {
             query?: never;
@@ -3484,6 +3573,61 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listDecisionEvents: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path: {
+                decisionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            actor: {
+                                [key: string]: string;
+                            } | null;
+                            /** @description When it was written (ISO 8601, milliseconds; as hashed) */
+                            at: string;
+                            /** @description What happened (delivered: channel, target, result; escalated: the step and the deliveries it added) */
+                            detail: {
+                                [key: string]: unknown;
+                            };
+                            /** @description Hex SHA-256 of prevHash and the entry's canonical JSON */
+                            hash: string;
+                            /** @description What happened */
+                            kind: "opened" | "delivered" | "viewed" | "answered" | "refused" | "escalated" | "cancelled" | "expired";
+                            /** @description The previous entry's hash (empty for the first) */
+                            prevHash: string;
+                            /** @description 1, 2, ... per question */
+                            seq: number;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
@@ -6653,6 +6797,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         correlationId: string;
                         question: string;
                         /** @constant */
@@ -6698,6 +6853,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         correlationId: string;
                         question: string;
                         /** @constant */
@@ -6743,6 +6909,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answered: boolean;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         correlationId: string;
                         question: string;
                         /** @constant */
@@ -6788,6 +6965,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answer: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision; never for cancelled or expired */
                         approved: boolean;
                         decisionId: string;
@@ -6836,6 +7024,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answer: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision; never for cancelled or expired */
                         approved: boolean;
                         decisionId: string;
@@ -6884,6 +7083,17 @@ export interface operations {
                 "application/json": {
                     data: {
                         answer: string | null;
+                        answeredBy: {
+                            /** @description When (ISO 8601) */
+                            at: string;
+                            /** @description slack | email | web_push | answer_page | api | console */
+                            channel: string;
+                            displayName: string;
+                            /** @description A stable id: the Slack user id, the email address, the externalId, the key id, the member id */
+                            id: string;
+                            /** @description slack | email | subscriber | key | member | link (the holder of a link that names nobody) */
+                            kind: string;
+                        } | null;
                         /** @description True only for a yes to a confirm decision; never for cancelled or expired */
                         approved: boolean;
                         decisionId: string;

@@ -36,6 +36,7 @@ import type {
   PageQuery,
   PersonReachability,
   PolicyDocument,
+  QuestionEvent,
   Recipient,
   Segment,
   SegmentCount,
@@ -427,6 +428,11 @@ export class Herald {
     return this.request('DELETE', `/ask/${segment(correlationId)}`, undefined, options);
   }
 
+  /** The question's record, oldest first, each entry chained to the one before by its hash. */
+  listAskEvents(correlationId: string, params: PageQuery = {}, options?: RequestOptions): Promise<Page<QuestionEvent>> {
+    return this.request('GET', `/ask/${segment(correlationId)}/events${query({ ...params })}`, undefined, options);
+  }
+
   // ---- Decisions ----
 
   createDecision(decision: DecisionRequest, { idempotencyKey, ...options }: IdempotentOptions = {}): Promise<Decision> {
@@ -450,6 +456,11 @@ export class Herald {
 
   cancelDecision(decisionId: string, options?: RequestOptions): Promise<Decision> {
     return this.request('DELETE', `/decisions/${segment(decisionId)}`, undefined, options);
+  }
+
+  /** The decision's record, oldest first (opened, delivered, viewed, answered, refused, escalated, cancelled, expired), each entry chained to the one before by its hash. */
+  listDecisionEvents(decisionId: string, params: PageQuery = {}, options?: RequestOptions): Promise<Page<QuestionEvent>> {
+    return this.request('GET', `/decisions/${segment(decisionId)}/events${query({ ...params })}`, undefined, options);
   }
 
   /** The key owner's when `externalId` is omitted (a bound key: its own only). */

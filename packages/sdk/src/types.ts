@@ -118,7 +118,15 @@ export type DecisionRequest = RequestBody<'createDecision'>;
 export type Decision = Success<'getDecision'>;
 export type DecisionQuery = QueryOf<'listDecisions'>;
 export type Reachability = Decision['reachability'];
+/** An entry of a question's record (GET /decisions/{id}/events, GET /ask/{id}/events). */
+export type QuestionEvent = Item<'listDecisionEvents', 'data'>;
 export type PersonReachability = Success<'getReachability'>;
+/** Who may answer a question (`approvers` of ask and createDecision). */
+export type Approver = NonNullable<DecisionRequest['approvers']>[number];
+/** One step of a question's `escalation`. */
+export type EscalationStep = NonNullable<DecisionRequest['escalation']>[number];
+/** Who answered a question: `answeredBy` of its record once answered. */
+export type AnsweredBy = NonNullable<Decision['answeredBy']>;
 
 // ---- Webhooks ----
 

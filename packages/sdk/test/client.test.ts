@@ -27,7 +27,10 @@ import {
   ServerError,
   RequestTimeoutError,
   ValidationError,
+  type AnsweredBy,
+  type Approver,
   type AskRecord,
+  type EscalationStep,
 } from '../src/index.js';
 import { startCountingProxy } from './support.js';
 
@@ -499,11 +502,44 @@ test('decisions: create with an Idempotency-Key, replay, read, answer, cancel, r
   assert.deepEqual({ status: cancelled.status, approved: cancelled.approved }, { status: 'cancelled', approved: false });
   const inbox = await herald.listDecisions({ status: 'cancelled', limit: 1 });
   assert.deepEqual(inbox.data.map((decision) => decision.decisionId), [other.decisionId]);
+  // Its record: opened, then cancelled, chained; a page of one continues with its cursor.
+  const record = await herald.listDecisionEvents(other.decisionId);
+  const kinds = record.data.map((entry) => entry.kind).filter((kind) => kind !== 'delivered');
+  assert.deepEqual(kinds, ['opened', 'cancelled']);
+  assert.deepEqual([record.data[0]?.seq, record.data[0]?.prevHash, record.data[1]?.prevHash], [1, '', record.data[0]?.hash]);
+  const firstPage = await herald.listDecisionEvents(other.decisionId, { limit: 1 });
+  const rest = await herald.listDecisionEvents(other.decisionId, { limit: 100, cursor: firstPage.nextCursor ?? '' });
+  // (A delivery still in flight may add an entry after the first read.)
+  assert.deepEqual([...firstPage.data, ...rest.data].slice(0, record.data.length), record.data);
+  await rejection(NotFoundError, herald.listAskEvents(other.decisionId));
   const unreachable = await rejection(ConflictError, herald.createDecision({ question: 'Hello?', externalId: 'nobody', requireReachable: true }));
   assert.equal(unreachable.code, 'conflict');
 
   assert.deepEqual(await herald.getReachability({ externalId: 'user-1' }), { externalId: 'user-1', reachable: true, browserSubscriptions: 1, nativeAppDevices: 0, channels: ['browser'] });
   assert.deepEqual(await herald.getReachability(), { externalId: 'owner', reachable: false, browserSubscriptions: 0, nativeAppDevices: 0, channels: [] });
+});
+
+test('approvers and escalation: only a named approver answers, and answeredBy says who', async () => {
+  const workspace = await createWorkspace('growth');
+  const approver = await createKey(workspace.workspaceId, 'runtime');
+  const agent = client(workspace.apiKey);
+  const escalation: EscalationStep[] = [{ afterSeconds: 600, channels: ['email'], approvers: [{ kind: 'email', id: 'cto@example.com' }] }];
+  const approvers: Approver[] = [{ kind: 'key', id: approver.keyId }];
+  const opened = await agent.createDecision({ question: 'Drop the staging database?', approvers, escalation });
+  assert.deepEqual([opened.approvers, opened.answeredBy, opened.escalation], [approvers, null, escalation]);
+
+  // The key that opened it is no approver: refused, and the decision stays open.
+  const refused = await rejection(PermissionError, agent.answerDecision(opened.decisionId, 'yes'));
+  assert.deepEqual([refused.status, refused.code], [403, 'forbidden']);
+  assert.equal((await agent.getDecision(opened.decisionId)).status, 'pending');
+
+  const answered = await client(approver.apiKey).answerDecision(opened.decisionId, 'no');
+  const answeredBy: AnsweredBy = { kind: 'key', id: approver.keyId, displayName: approver.keyId, channel: 'api', at: answered.answeredAt ?? '' };
+  assert.deepEqual([answered.status, answered.approved, answered.answeredBy], ['answered', false, answeredBy]);
+  assert.deepEqual((await agent.getDecision(opened.decisionId)).answeredBy, answeredBy);
+
+  const asked = await agent.ask({ question: 'Which region?', type: 'select', options: ['eu', 'us'], approvers: [{ kind: 'email', id: 'ops@example.com' }], wait: false });
+  assert.deepEqual([asked.approvers, asked.answeredBy], [[{ kind: 'email', id: 'ops@example.com' }], null]);
 });
 
 test('decideAndWait returns the answer once a person gives it, and the pending decision when the budget ends', async () => {

@@ -41,7 +41,7 @@ export function readConfig(env: Env) {
     slackApiUrl: env.url('SLACK_API_URL', ['http:', 'https:'], 'https://slack.com/api/'),
     /** How long a POST /ask question stays open (the spec's 600 s; tests shorten it). */
     askLifetimeSeconds: env.integer('ASK_LIFETIME_SECONDS', 600, { min: 1, max: 86_400 }),
-    /** The longest the expiry reports sleep (they wake when the next question expires): bounds how late an expiry of another replica's question is reported. */
+    /** The longest the expiry sweep sleeps (it wakes when the next question expires): bounds how late another replica's question's expiry is recorded and reported. */
     expirySweepMs: env.integer('EXPIRY_SWEEP_MS', 1_000, { min: 50, max: 600_000 }),
   };
 }

@@ -1,6 +1,6 @@
 import { backoffMs } from '@herald/backoff';
 import { consumers, EVENT_ID_HEADER, handleOnce, type IncomingMessage } from '@herald/bus';
-import { withTransaction, type Pool } from '@herald/db';
+import { withTransaction, type Pool, type Queryable } from '@herald/db';
 import { answerActionUrl, answerPageUrl, type Approver } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { PromiseClient } from '@herald/grpc';
@@ -51,6 +51,12 @@ export interface WorkspaceChannels {
  * push to the approver devices it addresses (unless the workspace answers in the terminal) and
  * the workspace's Slack channel.
  */
+/** The workspace's own channels a question (or an escalation step) naming no approvers goes to: its Slack channel when connected. */
+export async function workspaceChannelsFor(db: Queryable, workspaceId: string, approvers: readonly Approver[]): Promise<WorkspaceChannels> {
+  if (approvers.length > 0) return {};
+  return { slackChannel: (await store.findSlackConnection(db, workspaceId))?.default_channel };
+}
+
 export const deliveriesOf = (question: Pick<store.QuestionRow, 'mode' | 'approvers'>, workspace: WorkspaceChannels): QuestionDelivery[] => {
   if (question.approvers.length > 0) return deliveriesTo(question.approvers);
   return [...(question.mode === 'terminal' ? [] : [WEB_PUSH]), ...(workspace.slackChannel === undefined ? [] : [{ channel: 'slack', target: `channel:${workspace.slackChannel}` }])];
@@ -62,14 +68,17 @@ export interface Channel {
   deliver(question: store.QuestionRow, target: string, key: string): Promise<store.DeliveryOutcome>;
 }
 
-/** Records the deliveries of each QuestionOpened, once per event. */
+/** Records the deliveries and the escalation steps of each QuestionOpened, once per event. */
 export function recordOpenedDeliveries(pool: Pool) {
   return async (message: IncomingMessage): Promise<void> => {
     const event = DecisionEvent.decode(message.value);
     if (event.kind?.$case !== 'questionOpened') return;
     const opened = event.kind.value;
     const eventId = message.headers[EVENT_ID_HEADER] ?? event.eventId;
-    await handleOnce(pool, store.SCHEMA, consumers.questionDeliveries.group, eventId, (tx) => store.insertDeliveries(tx, opened.questionId, opened.deliveries));
+    await handleOnce(pool, store.SCHEMA, consumers.questionDeliveries.group, eventId, async (tx) => {
+      await store.insertDeliveries(tx, opened.questionId, opened.deliveries);
+      await store.insertEscalations(tx, opened.questionId);
+    });
   };
 }
 

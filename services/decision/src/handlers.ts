@@ -23,7 +23,7 @@ import { assertWebhookUrl } from '@herald/webhooks';
 import { createAnswering, type Answerer, type WakeWaiters } from './answering.js';
 import type { DecisionConfig } from './config.js';
 import * as store from './store.js';
-import { deliveriesOf, type WorkspaceChannels } from './deliveries.js';
+import { deliveriesOf, workspaceChannelsFor } from './deliveries.js';
 import { isApproved, requestHash } from './rules.js';
 import type { AnswerTokens, VerifiedToken } from './tokens.js';
 import { countQuestion } from './metrics.js';
@@ -168,6 +168,7 @@ export function decisionHandlers(
     approvers: row.approvers,
     answeredBy: row.answered_by ?? undefined,
     escalation: row.escalation,
+    keyId: row.key_id,
   });
 
   /** The question a reference names (and, for a token, what the token says); a foreign, unknown or forged one is 404 alike. */
@@ -200,12 +201,6 @@ export function decisionHandlers(
     escalation: EscalationStep[];
   }
 
-  /** The workspace's own channels a question without approvers goes to (its Slack channel). */
-  async function workspaceChannels(tx: Queryable, row: store.QuestionRow): Promise<WorkspaceChannels> {
-    if (row.approvers.length > 0) return {};
-    return { slackChannel: (await store.findSlackConnection(tx, row.workspace_id))?.default_channel };
-  }
-
   /** The QuestionOpened event of a new question, enqueued in the transaction that stores it. */
   async function announce(tx: Queryable, row: store.QuestionRow): Promise<void> {
     const eventId = randomUUID();
@@ -213,7 +208,7 @@ export function decisionHandlers(
       eventId,
       occurredAt: row.created_at.toISOString(),
       workspaceId: row.workspace_id,
-      kind: { $case: 'questionOpened', value: { questionId: row.id, kind: view(row).kind, deliveries: deliveriesOf(row, await workspaceChannels(tx, row)) } },
+      kind: { $case: 'questionOpened', value: { questionId: row.id, kind: view(row).kind, deliveries: deliveriesOf(row, await workspaceChannelsFor(tx, row.workspace_id, row.approvers)) } },
     }).finish();
     await enqueue(tx, store.SCHEMA, [{ topic: topics.decisionEvents.name, key: row.id, payload: event, eventId }]);
   }
@@ -393,6 +388,27 @@ export function decisionHandlers(
 
       async cancelQuestion(request) {
         return { question: view(await answering.cancel(await resolve(request.ref))) };
+      },
+
+      async listQuestionEvents({ ref, limit, cursor }) {
+        const row = await resolve(ref);
+        // The cursor is the position of the page's last entry (its seq), in the lists' cursor format.
+        const page = pageRequest(limit, cursor);
+        if (page.after !== undefined && (page.after.createdUs !== '0' || !/^[1-9][0-9]{0,8}$/.test(page.after.id))) throw invalidFields('querystring', [{ field: 'cursor', in: 'querystring', problem: 'is not a cursor returned by this endpoint' }]);
+        const entries = await store.listEvents(pool, row.id, Number(page.after?.id ?? 0), page.fetch);
+        const { rows, nextCursor } = page.page(entries.map((entry) => ({ ...entry, id: String(entry.seq), created_us: '0' })));
+        return {
+          events: rows.map((entry) => ({
+            seq: entry.seq,
+            kind: entry.kind,
+            at: entry.at.toISOString(),
+            actorJson: entry.actor === null ? '' : JSON.stringify(entry.actor),
+            detailJson: JSON.stringify(entry.detail),
+            prevHash: entry.prev_hash,
+            hash: entry.hash,
+          })),
+          nextCursor,
+        };
       },
     },
     logger,

@@ -16,12 +16,13 @@ import { readConfig } from './config.js';
 import { emailChannel } from './email.js';
 import { recordOpenedDeliveries, startDeliveries, webPushChannel } from './deliveries.js';
 import { createAnswering, type WakeWaiters } from './answering.js';
+import { startEscalations } from './escalations.js';
 import { decisionHandlers } from './handlers.js';
 import { SecretBox } from './sealed-secrets.js';
 import { slackChannel, slackHandlers, startSlackUpdates } from './slack.js';
 import { migrationsDir, SCHEMA, slackMessagesDue } from './store.js';
 import { AnswerTokens } from './tokens.js';
-import { startExpiryReports } from './webhooks.js';
+import { startExpirySweep } from './expiry.js';
 
 const config = loadConfig(readConfig);
 const logger = createLogger('decision');
@@ -60,7 +61,8 @@ const dispatcher = startWebhookDispatcher({
   secrets: async (workspaceId) => (await account.getWebhookSecrets({ workspaceId })).secrets,
   ...dispatcherSettings(config.webhooks),
 });
-const expiryReports = startExpiryReports(pool, config.expirySweepMs, logger);
+const expirySweep = startExpirySweep(pool, config.expirySweepMs, logger);
+const escalations = startEscalations({ pool, logger, pollMs: config.deliveryPollMs });
 // No offline queue: while Redis is down a wake-up fails at once (the answer is stored; waiting
 // gateways re-read their questions when Redis is back) instead of holding up the answer.
 const redis = new Redis(config.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 2_000 });
@@ -92,7 +94,7 @@ const opened = bus.subscribe({ consumer: consumers.questionDeliveries, concurren
 drainOnSignal(
   async () => {
     await Promise.all([server.drain(config.shutdownGraceMs), opened.then((subscription) => subscription.stop())]);
-    await Promise.all([dispatcher.stop(), expiryReports.stop(), deliveries.stop(), slackUpdates.stop(), relay.stop()]);
+    await Promise.all([dispatcher.stop(), expirySweep.stop(), escalations.stop(), deliveries.stop(), slackUpdates.stop(), relay.stop()]);
     await bus.close();
     account.close();
     audience.close();

@@ -2,14 +2,15 @@ import { meter } from '@herald/telemetry';
 
 /**
  * The decision service's metrics: questions (asks and decisions) by what happened to them. An
- * expiry is no event (a question reads as expired once its time has passed), so it is not counted.
+ * expiry is counted when the expiry sweep records it (at most a sweep interval after the question
+ * read as expired).
  */
 const questions = meter('decision').createCounter('herald.questions', {
-  description: 'Questions (asks and decisions) opened, answered and cancelled (or withdrawn), by kind',
+  description: 'Questions (asks and decisions) opened, answered, cancelled (or withdrawn) and expired unanswered, by kind',
   unit: '{question}',
 });
 
-export function countQuestion(event: 'opened' | 'answered' | 'cancelled', kind: 'ask' | 'decision'): void {
+export function countQuestion(event: 'opened' | 'answered' | 'cancelled' | 'expired', kind: 'ask' | 'decision'): void {
   questions.add(1, { event, kind });
 }
 

@@ -233,23 +233,31 @@ export async function findQuestion(db: Queryable, id: string, scope: Scope): Pro
 }
 
 /**
- * Expired, unanswered questions with a callback whose expiry is not reported yet: the expiry
- * sweep's work table (@herald/workloop), due at expires_at. Other namespaces' are left to their own
- * sweeps, which report them through their own webhook dispatchers.
+ * Expired, unanswered questions not yet swept: the expiry sweep's work table (@herald/workloop),
+ * due at expires_at. Other namespaces' are left to their own sweeps, which report them through
+ * their own webhook dispatchers.
  */
-export const UNREPORTED_EXPIRIES: WorkTable = {
+export const UNSWEPT_EXPIRIES: WorkTable = {
   table: `${SCHEMA}.questions`,
   key: ['id'],
   due: 'expires_at',
-  waiting: "status = 'pending' AND callback_url IS NOT NULL AND expiry_reported_at IS NULL",
+  waiting: "status = 'pending' AND expiry_recorded_at IS NULL",
   returning: 'id',
 };
 
-/** Marks claimed expiries reported (in the transaction that enqueues their webhooks) and returns them; a lost claim returns nothing. */
-export async function markExpiriesReported(db: Queryable, ids: string[], claim: string): Promise<QuestionRow[]> {
-  const { rows } = await db.query<QuestionRow>(
-    `UPDATE questions SET expiry_reported_at = clock_timestamp(), ${RELEASED}
-      WHERE id = ANY($1) AND claim = $2 AND status = 'pending' RETURNING ${COLUMNS}`,
+/**
+ * Marks claimed expiries swept (in the transaction that records them and enqueues their webhooks)
+ * and returns them, `report` true for those whose webhook is still to be sent; a lost claim
+ * returns nothing.
+ */
+export async function markExpiriesSwept(db: Queryable, ids: string[], claim: string): Promise<Array<QuestionRow & { report: boolean }>> {
+  const { rows } = await db.query<QuestionRow & { report: boolean }>(
+    `WITH swept AS (
+       SELECT id, callback_url IS NOT NULL AND expiry_reported_at IS NULL AS report FROM questions
+        WHERE id = ANY($1) AND claim = $2 AND status = 'pending' FOR UPDATE)
+     UPDATE questions SET expiry_recorded_at = clock_timestamp(),
+            expiry_reported_at = CASE WHEN swept.report THEN clock_timestamp() ELSE expiry_reported_at END, ${RELEASED}
+       FROM swept WHERE questions.id = swept.id RETURNING questions.${COLUMNS}, swept.report`,
     [ids, claim],
   );
   return rows;
@@ -302,16 +310,17 @@ export const DUE_DELIVERIES: WorkTable = {
   onClaim: 'attempts = attempts + 1',
 };
 
-/** Records a question's deliveries (those already recorded, by a redelivered event, stay as they are). */
-export async function insertDeliveries(db: Queryable, questionId: string, deliveries: Array<{ channel: string; target: string }>): Promise<void> {
-  if (deliveries.length === 0) return;
-  await db.query(
+/** Records a question's deliveries (those already recorded, by a redelivered event or an earlier step, stay as they are) and returns the new ones. */
+export async function insertDeliveries(db: Queryable, questionId: string, deliveries: Array<{ channel: string; target: string }>): Promise<Array<{ channel: string; target: string }>> {
+  if (deliveries.length === 0) return [];
+  const { rows } = await db.query<{ channel: string; target: string }>(
     `INSERT INTO question_deliveries (question_id, channel, target)
      SELECT $1, channel, target FROM unnest($2::text[], $3::text[]) AS d (channel, target)
-     ON CONFLICT DO NOTHING`,
+     ON CONFLICT DO NOTHING RETURNING channel, target`,
     [questionId, deliveries.map((delivery) => delivery.channel), deliveries.map((delivery) => delivery.target)],
   );
-  await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
+  if (rows.length > 0) await db.query(`NOTIFY ${DELIVERIES_CHANNEL}`);
+  return rows;
 }
 
 /** How a claimed delivery ended: made (delivered, with what the channel answered), not needed (skipped), refused for good (failed), or to be tried again at `retryAt`. */
@@ -502,4 +511,79 @@ export async function recordSlackMessage(db: Queryable, key: SlackMessageKey, cl
   const where = 'WHERE question_id = $1 AND channel_id = $2 AND ts = $3 AND claim = $4';
   if (next.state === 'updated') await db.query(`UPDATE slack_messages SET state = 'updated', ${RELEASED} ${where}`, params);
   else await db.query(`UPDATE slack_messages SET due_at = $5, ${RELEASED} ${where}`, [...params, next.dueAt]);
+}
+
+/** A question's escalation step as the escalation loop claims it (question_escalations). */
+export interface ClaimedEscalation {
+  question_id: string;
+  step: number;
+}
+
+/** Woken (at commit) when escalation steps are recorded, so the loop sleeps until the first is due. */
+export const ESCALATIONS_CHANNEL = 'decision_question_escalations';
+
+/** The escalation loop's work table: pending steps by due time. */
+export const DUE_ESCALATIONS: WorkTable = {
+  table: `${SCHEMA}.question_escalations`,
+  key: ['question_id', 'step'],
+  due: 'due_at',
+  waiting: "state = 'pending'",
+  returning: 'question_id, step',
+};
+
+/**
+ * Records a question's escalation steps, each due `afterSeconds` after it was opened; a step due
+ * at or after its expiry is recorded skipped (it never fires). Steps already recorded (a
+ * redelivered event) stay as they are.
+ */
+export async function insertEscalations(db: Queryable, questionId: string): Promise<void> {
+  const { rowCount } = await db.query(
+    `INSERT INTO question_escalations (question_id, step, due_at, state, reason, finished_at)
+     SELECT q.id, s.step, s.due_at,
+            CASE WHEN s.due_at >= q.expires_at THEN 'skipped' ELSE 'pending' END,
+            CASE WHEN s.due_at >= q.expires_at THEN 'due after the question expires' END,
+            CASE WHEN s.due_at >= q.expires_at THEN clock_timestamp() END
+       FROM questions q,
+            LATERAL (SELECT (e.ordinality - 1)::int AS step, q.created_at + make_interval(secs => (e.value ->> 'afterSeconds')::int) AS due_at
+                       FROM jsonb_array_elements(q.escalation) WITH ORDINALITY AS e) s
+      WHERE q.id = $1
+     ON CONFLICT DO NOTHING`,
+    [questionId],
+  );
+  if (rowCount) await db.query(`NOTIFY ${ESCALATIONS_CHANNEL}`);
+}
+
+/** The question of a claimed step, locked against a concurrent answer or cancellation until the step's transaction ends. */
+export async function lockQuestion(db: Queryable, id: string): Promise<QuestionRow | undefined> {
+  const { rows } = await db.query<QuestionRow>(`SELECT ${COLUMNS} FROM questions WHERE id = $1 FOR NO KEY UPDATE`, [id]);
+  return rows[0];
+}
+
+/** Marks a claimed step fired or skipped while the claim holds; false: the claim was lost (another replica has it). */
+export async function finishEscalation(db: Queryable, key: ClaimedEscalation, claim: string, state: 'fired' | 'skipped', reason: string | null): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE question_escalations SET state = $4, reason = $5, finished_at = clock_timestamp(), ${RELEASED}
+      WHERE question_id = $1 AND step = $2 AND claim = $3 AND state = 'pending'`,
+    [key.question_id, key.step, claim, state, reason],
+  );
+  return rowCount === 1;
+}
+
+/** A question's record, oldest first, after entry `afterSeq`: a page of `limit` entries, or (null) all of them. */
+export async function listEvents(db: Queryable, questionId: string, afterSeq: number, limit: number | null): Promise<QuestionEventRow[]> {
+  const { rows } = await db.query<QuestionEventRow>(`SELECT * FROM question_events WHERE question_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [questionId, afterSeq, limit]);
+  return rows;
+}
+
+/**
+ * Adds an escalation step's approvers to a question that names approvers (those already named
+ * stay once); a question without approvers (anyone holding its link answers) stays so.
+ */
+export async function addApprovers(db: Queryable, questionId: string, approvers: Approver[]): Promise<void> {
+  if (approvers.length === 0) return;
+  await db.query(
+    `UPDATE questions SET approvers = approvers || coalesce((SELECT jsonb_agg(a.value) FROM jsonb_array_elements($2::jsonb) AS a WHERE NOT questions.approvers @> jsonb_build_array(a.value)), '[]')
+      WHERE id = $1 AND jsonb_array_length(approvers) > 0`,
+    [questionId, JSON.stringify(approvers)],
+  );
 }

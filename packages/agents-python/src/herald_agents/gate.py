@@ -76,6 +76,16 @@ class GateResult:
         return self.status == "approved"
 
 
+def _answerer_of(decision: Decision) -> str:
+    """Who answered a decision, as the agent is told: "ops@example.com (email)", "the holder of the
+    answer link" (a question without approvers answered through its link), or "the person" for an
+    answer recorded before Herald said who."""
+    by = decision["answeredBy"]
+    if by is None:
+        return "the person"
+    return by["displayName"] if by["kind"] == "link" else f"{by['displayName']} ({by['kind']})"
+
+
 def _refused(reason: str, authorization: Verdict | None = None, decision: Decision | None = None) -> GateResult:
     return GateResult("refused", reason, authorization, decision)
 
@@ -163,14 +173,14 @@ class Gate:
         if decision["status"] == "expired":
             return _refused("Refused: nobody answered before the approval request expired.", authorization, decision)
         if not decision["approved"]:
-            return _refused(f"Refused: the person answered {decision['answer']!r}.", authorization, decision)
+            return _refused(f"Refused: {_answerer_of(decision)} answered {decision['answer']!r}.", authorization, decision)
         try:
             bound = self.action(tool_name, arguments)
         except UnboundArguments as err:
             return _refused(f"Refused: {err}.", authorization, decision)
         if decision["toolName"] != tool_name or (decision["parameters"] or {}) != bound.get("parameters", {}) or decision["toolTarget"] != bound.get("toolTarget"):
             return _refused("Refused: the approval was given for a different tool call.", authorization, decision)
-        return GateResult("approved", "Approved by a person.", authorization, decision)
+        return GateResult("approved", f"Approved by {_answerer_of(decision)}.", authorization, decision)
 
     def wait(self, result: GateResult, tool_name: str, arguments: Mapping[str, object], *, total_timeout: float | None = None) -> GateResult:
         """Waits on a ``pending`` result's decision (across 55-second holds) up to

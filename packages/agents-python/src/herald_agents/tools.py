@@ -24,7 +24,7 @@ SEND_NOTIFICATION_DESCRIPTION = (
 ASK_USER_DESCRIPTION = (
     "Ask the person a question and wait for the answer. Fail closed: only an explicit \"yes\" to a confirm question approves; "
     'no answer is never approval. type: "confirm" (yes/no, the default), "select" (one of 2-20 options) or "input" (free text). '
-    'Result: {correlationId, status: "answered" | "timeout" | "withdrawn", answered, value, ...}; value is the answer ("yes"/"no" for confirm). '
+    'Result: {correlationId, status: "answered" | "timeout" | "withdrawn", answered, value, answeredBy, ...}; value is the answer ("yes"/"no" for confirm), answeredBy who gave it ({kind, id, displayName, channel, at}). '
     '"timeout" means nobody answered in time: treat it as not approved.'
 )
 

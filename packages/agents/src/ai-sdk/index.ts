@@ -1,7 +1,7 @@
 import type { AskRecord, Herald, SendResult } from '@herald/sdk';
 import { tool, type Tool, type ToolApprovalConfiguration, type ModelMessage, type ToolApprovalResponse, type ToolApprovalStatus, type ToolModelMessage, type ToolSet } from 'ai';
 
-import { HeraldGate, type ToolCall } from '../gate.js';
+import { approvalOf, HeraldGate, type ToolCall } from '../gate.js';
 import { ASK_USER, askUser, SEND_NOTIFICATION, sendNotification, type AskUserInput, type SendNotificationInput } from '../tools.js';
 
 /**
@@ -64,7 +64,7 @@ async function statusOf(gate: HeraldGate, call: ToolCall): Promise<ToolApprovalS
   if (screening.verdict === 'deny') return { type: 'denied', reason: screening.reason };
   if (screening.decision.status === 'pending') return { type: 'user-approval', reason: screening.authorization.reason };
   const clearance = gate.judge(call, screening.authorization, screening.decision);
-  return clearance.cleared ? { type: 'approved' } : { type: 'denied', reason: clearance.reason };
+  return clearance.cleared ? { type: 'approved', reason: approvalOf(screening.decision) } : { type: 'denied', reason: clearance.reason };
 }
 
 /**
@@ -97,7 +97,7 @@ export async function answerApprovals(gate: HeraldGate, messages: ModelMessage[]
     const decision = await gate.settle(screening.decision, options);
     if (decision.status === 'pending') return null;
     const clearance = gate.judge(call, screening.authorization, decision);
-    responses.push({ type: 'tool-approval-response', approvalId: request.approvalId, approved: clearance.cleared, ...(!clearance.cleared && { reason: clearance.reason }) });
+    responses.push({ type: 'tool-approval-response', approvalId: request.approvalId, approved: clearance.cleared, reason: clearance.cleared ? approvalOf(decision) : clearance.reason });
   }
   return responses.length === 0 ? null : { role: 'tool', content: responses };
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
-__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "CampaignStatsSeriesData", "CampaignStatsSeries", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "QuestionApprovers", "QuestionEscalationApprovers", "QuestionEscalation", "Question", "AskRequestApprovers", "AskRequestEscalationApprovers", "AskRequestEscalation", "AskRequest", "AskRecordApprovers", "AskRecordAnsweredBy", "AskRecordEscalationApprovers", "AskRecordEscalation", "AskRecord", "AskPage", "DecisionQuestionApprovers", "DecisionQuestionEscalationApprovers", "DecisionQuestionEscalation", "DecisionQuestion", "DecisionRequestApprovers", "DecisionRequestEscalationApprovers", "DecisionRequestEscalation", "DecisionRequest", "Reachability", "DecisionApprovers", "DecisionAnsweredBy", "DecisionEscalationApprovers", "DecisionEscalation", "Decision", "DecisionPage", "PersonReachability", "WebhookSecret", "IdentitySecret", "SlackConnection", "ConnectSlackRequest"]
+__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "CampaignStatsSeriesData", "CampaignStatsSeries", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "QuestionApprovers", "QuestionEscalationApprovers", "QuestionEscalation", "Question", "AskRequestApprovers", "AskRequestEscalationApprovers", "AskRequestEscalation", "AskRequest", "AskRecordApprovers", "AskRecordAnsweredBy", "AskRecordEscalationApprovers", "AskRecordEscalation", "AskRecord", "AskPage", "DecisionQuestionApprovers", "DecisionQuestionEscalationApprovers", "DecisionQuestionEscalation", "DecisionQuestion", "DecisionRequestApprovers", "DecisionRequestEscalationApprovers", "DecisionRequestEscalation", "DecisionRequest", "Reachability", "DecisionApprovers", "DecisionAnsweredBy", "DecisionEscalationApprovers", "DecisionEscalation", "Decision", "DecisionPage", "QuestionEvent", "QuestionEventPage", "PersonReachability", "WebhookSecret", "IdentitySecret", "SlackConnection", "ConnectSlackRequest"]
 
 
 class Site(TypedDict):
@@ -967,6 +967,28 @@ class Decision(TypedDict):
 
 class DecisionPage(TypedDict):
     data: list[Decision]
+    hasMore: bool
+    nextCursor: str | None
+
+
+class QuestionEvent(TypedDict):
+    #: 1, 2, ... per question
+    seq: int
+    #: What happened
+    kind: Literal["opened", "delivered", "viewed", "answered", "refused", "escalated", "cancelled", "expired"]
+    #: When it was written (ISO 8601, milliseconds; as hashed)
+    at: str
+    actor: dict[str, str] | None
+    #: What happened (delivered: channel, target, result; escalated: the step and the deliveries it added)
+    detail: dict[str, Any]
+    #: The previous entry's hash (empty for the first)
+    prevHash: str
+    #: Hex SHA-256 of prevHash and the entry's canonical JSON
+    hash: str
+
+
+class QuestionEventPage(TypedDict):
+    data: list[QuestionEvent]
     hasMore: bool
     nextCursor: str | None
 

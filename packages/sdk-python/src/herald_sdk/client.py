@@ -35,6 +35,7 @@ from .types import (
     CreateTemplateRequest,
     Decision,
     DecisionPage,
+    QuestionEventPage,
     DecisionQuestion,
     DecisionRequest,
     Enrollment,
@@ -385,6 +386,10 @@ class Herald:
     def withdraw_ask(self, correlation_id: str, *, timeout: float | None = None) -> AskRecord:
         return cast(AskRecord, self.request("DELETE", f"/ask/{_segment(correlation_id)}", timeout=timeout))
 
+    def list_ask_events(self, correlation_id: str, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> QuestionEventPage:
+        """The question's record, oldest first, each entry chained to the one before by its hash."""
+        return cast(QuestionEventPage, self.request("GET", f"/ask/{_segment(correlation_id)}/events{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
+
     # ---- Decisions ----
 
     def create_decision(self, decision: DecisionRequest, *, idempotency_key: str | None = None, timeout: float | None = None) -> Decision:
@@ -405,6 +410,10 @@ class Herald:
 
     def cancel_decision(self, decision_id: str, *, timeout: float | None = None) -> Decision:
         return cast(Decision, self.request("DELETE", f"/decisions/{_segment(decision_id)}", timeout=timeout))
+
+    def list_decision_events(self, decision_id: str, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> QuestionEventPage:
+        """The decision's record, oldest first (opened, delivered, viewed, answered, refused, escalated, cancelled, expired), each entry chained to the one before by its hash."""
+        return cast(QuestionEventPage, self.request("GET", f"/decisions/{_segment(decision_id)}/events{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
 
     def get_reachability(self, *, external_id: str | None = None, timeout: float | None = None) -> PersonReachability:
         """The key owner's when ``external_id`` is omitted (a bound key: its own only)."""

@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from ._generated import *  # noqa: F403 (the API's shapes, under these names)
-from ._generated import Decision, Verdict
+from ._generated import Decision, DecisionAnsweredBy, DecisionRequestApprovers, DecisionRequestEscalation, Verdict
+
+#: Who may answer a question (``approvers`` of ask and create_decision).
+Approver = DecisionRequestApprovers
+#: One step of a question's ``escalation``.
+EscalationStep = DecisionRequestEscalation
+#: Who answered a question: ``answeredBy`` of its record once answered.
+AnsweredBy = DecisionAnsweredBy
 
 
 class AuthorizeThenDecideResult(TypedDict):

@@ -285,6 +285,8 @@ export interface Question {
   /** Set once answered. */
   answeredBy?: AnsweredBy | undefined;
   escalation: EscalationStep[];
+  /** The API key that opened it: the answer page shows it beside the asking agent. */
+  keyId: string;
 }
 
 /**
@@ -348,6 +350,38 @@ export interface EmailLink {
   choice: string;
   /** It already answered the question. */
   used: boolean;
+}
+
+export interface ListQuestionEventsRequest {
+  ref?:
+    | QuestionRef
+    | undefined;
+  /** At most this many entries (1-100; 0: 100), after the entry `cursor` names (empty: from the first). */
+  limit: number;
+  cursor: string;
+}
+
+export interface ListQuestionEventsResponse {
+  events: QuestionEvent[];
+  /** Empty on the last page. */
+  nextCursor: string;
+}
+
+/** One entry of a question's record. */
+export interface QuestionEvent {
+  /** 1, 2, ... per question. */
+  seq: number;
+  /** opened | delivered | viewed | answered | refused | escalated | cancelled | expired */
+  kind: string;
+  /** RFC 3339 with milliseconds (as hashed). */
+  at: string;
+  /** Who acted (answered, refused, viewed); empty for what the service did on its own. */
+  actorJson: string;
+  /** What happened, as a JSON object (delivered: channel, target, result; escalated: the step ...). */
+  detailJson: string;
+  /** Hex SHA-256: the previous entry's hash (empty for the first) and this entry's. */
+  prevHash: string;
+  hash: string;
 }
 
 function createBaseQuestionRef(): QuestionRef {
@@ -2589,6 +2623,7 @@ function createBaseQuestion(): Question {
     approvers: [],
     answeredBy: undefined,
     escalation: [],
+    keyId: "",
   };
 }
 
@@ -2683,6 +2718,9 @@ export const Question: MessageFns<Question> = {
     }
     for (const v of message.escalation) {
       EscalationStep.encode(v!, writer.uint32(242).fork()).join();
+    }
+    if (message.keyId !== "") {
+      writer.uint32(250).string(message.keyId);
     }
     return writer;
   },
@@ -2940,6 +2978,14 @@ export const Question: MessageFns<Question> = {
             message.escalation.push(EscalationStep.decode(reader, reader.uint32()));
             continue;
           }
+          case 31: {
+            if (tag !== 250) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3048,6 +3094,11 @@ export const Question: MessageFns<Question> = {
       escalation: globalThis.Array.isArray(object?.escalation)
         ? object.escalation.map((e: any) => EscalationStep.fromJSON(e))
         : [],
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
     };
   },
 
@@ -3143,6 +3194,9 @@ export const Question: MessageFns<Question> = {
     if (message.escalation?.length) {
       obj.escalation = message.escalation.map((e) => EscalationStep.toJSON(e));
     }
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
     return obj;
   },
 
@@ -3185,6 +3239,7 @@ export const Question: MessageFns<Question> = {
       ? AnsweredBy.fromPartial(object.answeredBy)
       : undefined;
     message.escalation = object.escalation?.map((e) => EscalationStep.fromPartial(e)) || [];
+    message.keyId = object.keyId ?? "";
     return message;
   },
 };
@@ -3797,6 +3852,373 @@ export const EmailLink: MessageFns<EmailLink> = {
   },
 };
 
+function createBaseListQuestionEventsRequest(): ListQuestionEventsRequest {
+  return { ref: undefined, limit: 0, cursor: "" };
+}
+
+export const ListQuestionEventsRequest: MessageFns<ListQuestionEventsRequest> = {
+  encode(message: ListQuestionEventsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ref !== undefined) {
+      QuestionRef.encode(message.ref, writer.uint32(10).fork()).join();
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListQuestionEventsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListQuestionEventsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ref = QuestionRef.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListQuestionEventsRequest {
+    return {
+      ref: isSet(object.ref) ? QuestionRef.fromJSON(object.ref) : undefined,
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListQuestionEventsRequest): unknown {
+    const obj: any = {};
+    if (message.ref !== undefined) {
+      obj.ref = QuestionRef.toJSON(message.ref);
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListQuestionEventsRequest>, I>>(base?: I): ListQuestionEventsRequest {
+    return ListQuestionEventsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListQuestionEventsRequest>, I>>(object: I): ListQuestionEventsRequest {
+    const message = createBaseListQuestionEventsRequest();
+    message.ref = (object.ref !== undefined && object.ref !== null) ? QuestionRef.fromPartial(object.ref) : undefined;
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListQuestionEventsResponse(): ListQuestionEventsResponse {
+  return { events: [], nextCursor: "" };
+}
+
+export const ListQuestionEventsResponse: MessageFns<ListQuestionEventsResponse> = {
+  encode(message: ListQuestionEventsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.events) {
+      QuestionEvent.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListQuestionEventsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListQuestionEventsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.events.push(QuestionEvent.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListQuestionEventsResponse {
+    return {
+      events: globalThis.Array.isArray(object?.events) ? object.events.map((e: any) => QuestionEvent.fromJSON(e)) : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListQuestionEventsResponse): unknown {
+    const obj: any = {};
+    if (message.events?.length) {
+      obj.events = message.events.map((e) => QuestionEvent.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListQuestionEventsResponse>, I>>(base?: I): ListQuestionEventsResponse {
+    return ListQuestionEventsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListQuestionEventsResponse>, I>>(object: I): ListQuestionEventsResponse {
+    const message = createBaseListQuestionEventsResponse();
+    message.events = object.events?.map((e) => QuestionEvent.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseQuestionEvent(): QuestionEvent {
+  return { seq: 0, kind: "", at: "", actorJson: "", detailJson: "", prevHash: "", hash: "" };
+}
+
+export const QuestionEvent: MessageFns<QuestionEvent> = {
+  encode(message: QuestionEvent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.seq !== 0) {
+      writer.uint32(8).int32(message.seq);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.at !== "") {
+      writer.uint32(26).string(message.at);
+    }
+    if (message.actorJson !== "") {
+      writer.uint32(34).string(message.actorJson);
+    }
+    if (message.detailJson !== "") {
+      writer.uint32(42).string(message.detailJson);
+    }
+    if (message.prevHash !== "") {
+      writer.uint32(50).string(message.prevHash);
+    }
+    if (message.hash !== "") {
+      writer.uint32(58).string(message.hash);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): QuestionEvent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseQuestionEvent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.seq = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.at = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.actorJson = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.detailJson = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.prevHash = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.hash = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): QuestionEvent {
+    return {
+      seq: isSet(object.seq) ? globalThis.Number(object.seq) : 0,
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      at: isSet(object.at) ? globalThis.String(object.at) : "",
+      actorJson: isSet(object.actorJson)
+        ? globalThis.String(object.actorJson)
+        : isSet(object.actor_json)
+        ? globalThis.String(object.actor_json)
+        : "",
+      detailJson: isSet(object.detailJson)
+        ? globalThis.String(object.detailJson)
+        : isSet(object.detail_json)
+        ? globalThis.String(object.detail_json)
+        : "",
+      prevHash: isSet(object.prevHash)
+        ? globalThis.String(object.prevHash)
+        : isSet(object.prev_hash)
+        ? globalThis.String(object.prev_hash)
+        : "",
+      hash: isSet(object.hash) ? globalThis.String(object.hash) : "",
+    };
+  },
+
+  toJSON(message: QuestionEvent): unknown {
+    const obj: any = {};
+    if (message.seq !== 0) {
+      obj.seq = Math.round(message.seq);
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.at !== "") {
+      obj.at = message.at;
+    }
+    if (message.actorJson !== "") {
+      obj.actorJson = message.actorJson;
+    }
+    if (message.detailJson !== "") {
+      obj.detailJson = message.detailJson;
+    }
+    if (message.prevHash !== "") {
+      obj.prevHash = message.prevHash;
+    }
+    if (message.hash !== "") {
+      obj.hash = message.hash;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<QuestionEvent>, I>>(base?: I): QuestionEvent {
+    return QuestionEvent.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<QuestionEvent>, I>>(object: I): QuestionEvent {
+    const message = createBaseQuestionEvent();
+    message.seq = object.seq ?? 0;
+    message.kind = object.kind ?? "";
+    message.at = object.at ?? "";
+    message.actorJson = object.actorJson ?? "";
+    message.detailJson = object.detailJson ?? "";
+    message.prevHash = object.prevHash ?? "";
+    message.hash = object.hash ?? "";
+    return message;
+  },
+};
+
 /**
  * The decision service owns the questions a program puts to a person: POST /ask questions and
  * /decisions. It opens them, delivers them to the people they address, records the first answer
@@ -3903,6 +4325,21 @@ export const DecisionServiceService = {
       Buffer.from(RecordQuestionViewResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RecordQuestionViewResponse => RecordQuestionViewResponse.decode(value),
   },
+  /**
+   * The question's record, oldest first: append-only, each entry chained to the one before it by
+   * its hash (GET /decisions/{id}/events, GET /ask/{id}/events). NOT_FOUND as GetQuestion.
+   */
+  listQuestionEvents: {
+    path: "/herald.decision.v1.DecisionService/ListQuestionEvents" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListQuestionEventsRequest): Buffer =>
+      Buffer.from(ListQuestionEventsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListQuestionEventsRequest => ListQuestionEventsRequest.decode(value),
+    responseSerialize: (value: ListQuestionEventsResponse): Buffer =>
+      Buffer.from(ListQuestionEventsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListQuestionEventsResponse => ListQuestionEventsResponse.decode(value),
+  },
 } as const;
 
 export interface DecisionServiceServer extends UntypedServiceImplementation {
@@ -3938,6 +4375,11 @@ export interface DecisionServiceServer extends UntypedServiceImplementation {
    * the question (and, for an email link, what the link answers). NOT_FOUND for a forged token.
    */
   recordQuestionView: handleUnaryCall<RecordQuestionViewRequest, RecordQuestionViewResponse>;
+  /**
+   * The question's record, oldest first: append-only, each entry chained to the one before it by
+   * its hash (GET /decisions/{id}/events, GET /ask/{id}/events). NOT_FOUND as GetQuestion.
+   */
+  listQuestionEvents: handleUnaryCall<ListQuestionEventsRequest, ListQuestionEventsResponse>;
 }
 
 export interface DecisionServiceClient extends Client {
@@ -4070,6 +4512,25 @@ export interface DecisionServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RecordQuestionViewResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The question's record, oldest first: append-only, each entry chained to the one before it by
+   * its hash (GET /decisions/{id}/events, GET /ask/{id}/events). NOT_FOUND as GetQuestion.
+   */
+  listQuestionEvents(
+    request: ListQuestionEventsRequest,
+    callback: (error: ServiceError | null, response: ListQuestionEventsResponse) => void,
+  ): ClientUnaryCall;
+  listQuestionEvents(
+    request: ListQuestionEventsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListQuestionEventsResponse) => void,
+  ): ClientUnaryCall;
+  listQuestionEvents(
+    request: ListQuestionEventsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListQuestionEventsResponse) => void,
   ): ClientUnaryCall;
 }
 
