@@ -49,7 +49,7 @@ async function seriousViolations(page: Page): Promise<Array<{ id: string; target
 
 const ask = (body: Record<string, unknown>) => call<Record<string, unknown>>(harness.origin, `${SERVER_API}/ask`, { method: 'POST', key: workspace.apiKey, body });
 
-test('an approver answers by keyboard from the inbox while an agent waits on /ask: the question appears live, the agent gets the answer, the history shows it; no serious axe violation', async () => {
+test('an approver answers by keyboard from the inbox while an agent waits on /ask: the question appears live, the agent gets the answer, the history shows it with its record; no serious axe violation', async () => {
   const { context, page, memberId } = await memberOnInbox('approver');
   try {
     // The agent asks after the page is open: the question appears without a reload.
@@ -76,6 +76,15 @@ test('an approver answers by keyboard from the inbox while an agent waits on /as
     await card.waitFor({ state: 'detached' });
     const row = page.getByRole('table', { name: 'Settled questions' }).getByRole('row', { name: /Ship release 1\.2 to production\?/ });
     assert.deepEqual((await row.getByRole('cell').allInnerTexts()).slice(0, 4), ['release-bot', 'answered', 'yes', 'Avery approver (member, console)']);
+    // Its record, opened by keyboard: what happened, oldest first, the answer by this member from the console.
+    await row.getByText('Show the record').focus();
+    await page.keyboard.press('Enter');
+    const record = page.getByRole('list', { name: 'Record of Ship release 1.2 to production?' });
+    await record.getByRole('listitem').filter({ hasText: 'answered by Avery approver (console)' }).waitFor();
+    const entries = await record.getByRole('listitem').allInnerTexts();
+    assert.match(entries[0] ?? '', / opened by /);
+    assert.match(entries.at(-1) ?? '', / answered by Avery approver \(console\)$/);
+    await page.screenshot({ path: await screenshotPath('console-inbox-history.png'), fullPage: true });
     assert.deepEqual(await seriousViolations(page), []);
   } finally {
     await context.close();

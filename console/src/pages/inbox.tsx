@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import type { AskRecord, Decision, Page } from '@herald/sdk';
+import type { AskRecord, Decision, Page, QuestionEvent } from '@herald/sdk';
 import { type FormEvent, useEffect, useState } from 'react';
 
 import { API, api } from '../api.js';
@@ -11,7 +11,8 @@ import { ErrorNote, Table, When } from '../ui.js';
  * role that may read asks, GET /ask?status=pending), kept live by GET /decisions/stream (server-sent
  * events: each open, answer or cancellation makes the lists be read again), answered in place
  * (POST /decisions/{id}, POST /ask/{id}: recorded as answeredBy the member, channel console), and the
- * settled ones with their answers and who gave them.
+ * settled ones with their answers, who gave them, and each one's record (GET /decisions/{id}/events,
+ * GET /ask/{id}/events) when opened.
  */
 
 const INBOX = ['inbox'] as const;
@@ -144,7 +145,7 @@ export function InboxPage() {
         <ErrorNote error={all.error} />
         {all.data && settled.length === 0 ? <p>No question has been settled yet.</p> : null}
         {settled.length > 0 ? (
-          <Table caption="Settled questions" columns={['Question', 'Asked by', 'Status', 'Answer', 'Answered by', 'Asked']}>
+          <Table caption="Settled questions" columns={['Question', 'Asked by', 'Status', 'Answer', 'Answered by', 'Asked', 'Record']}>
             {settled.map((question) => (
               <tr key={question.id}>
                 <th scope="row">{question.question}</th>
@@ -154,6 +155,9 @@ export function InboxPage() {
                 <td>{question.answeredBy ? `${question.answeredBy.displayName} (${question.answeredBy.kind}, ${question.answeredBy.channel})` : '–'}</td>
                 <td>
                   <When at={question.createdAt} never="–" />
+                </td>
+                <td>
+                  <Trail question={question} />
                 </td>
               </tr>
             ))}
@@ -217,5 +221,39 @@ function PendingQuestion({ question, mayAnswer }: { question: Question; mayAnswe
       ) : null}
       <ErrorNote error={answer.error} />
     </article>
+  );
+}
+
+/** What one entry of the record says: its kind, who acted (answered, refused, viewed), through which channel, its result. */
+function describeEntry(entry: QuestionEvent): string {
+  const parts: string[] = [entry.kind];
+  if (entry.actor) parts.push(`by ${entry.actor.displayName || entry.actor.id || entry.actor.kind || 'someone'}${entry.actor.channel ? ` (${entry.actor.channel})` : ''}`);
+  if (typeof entry.detail.channel === 'string') parts.push(`via ${entry.detail.channel}`);
+  const result = typeof entry.detail.result === 'string' ? `: ${entry.detail.result}` : '';
+  return `${parts.join(' ')}${result}`;
+}
+
+/** A settled question's record, read when the member opens it: what happened, when, and who (oldest first). */
+function Trail({ question }: { question: Question }) {
+  const [open, setOpen] = useState(false);
+  const events = useQuery({
+    queryKey: [...INBOX, 'events', question.id],
+    queryFn: () => api<Page<QuestionEvent>>('GET', `/${question.kind === 'ask' ? 'ask' : 'decisions'}/${encodeURIComponent(question.id)}/events?limit=100`),
+    enabled: open,
+  });
+  return (
+    <details onToggle={(event) => setOpen(event.currentTarget.open)}>
+      <summary>Show the record</summary>
+      <ErrorNote error={events.error} />
+      {events.data ? (
+        <ol className="trail" aria-label={`Record of ${question.question}`}>
+          {events.data.data.map((entry) => (
+            <li key={entry.seq}>
+              <When at={entry.at} never="–" /> {describeEntry(entry)}
+            </li>
+          ))}
+        </ol>
+      ) : null}
+    </details>
   );
 }
