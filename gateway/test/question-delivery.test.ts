@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
 
 import { QUESTION_PIPELINE } from '@herald/bus';
@@ -64,6 +65,28 @@ const running = (name: string): RunningProcess => {
   if (!found) throw new Error(`no running ${name} service`);
   return found;
 };
+
+/**
+ * Whether a request waits unread in a connection a process accepted (Linux: its socket inodes from
+ * /proc/<pid>/fd; in /proc/net/tcp and tcp6, a socket on the local port of one of its listening
+ * sockets with bytes in its receive queue): a call sent to a process stopped with SIGSTOP.
+ */
+async function requestWaiting(pid: number): Promise<boolean> {
+  const inodes = new Set<string>();
+  for (const fd of await readdir(`/proc/${pid}/fd`)) {
+    const inode = /^socket:\[(\d+)\]$/.exec(await readlink(`/proc/${pid}/fd/${fd}`).catch(() => ''))?.[1];
+    if (inode) inodes.add(inode);
+  }
+  const sockets = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of (await readFile(table, 'utf8').catch(() => '')).split('\n').slice(1)) {
+      const [, local = '', , state = '', queues = '', , , , , inode = ''] = line.trim().split(/\s+/);
+      if (inodes.has(inode)) sockets.push({ port: local.split(':').at(-1), listening: state === '0A', rxQueue: Number.parseInt(queues.split(':')[1] ?? '0', 16) });
+    }
+  }
+  const served = new Set(sockets.filter((socket) => socket.listening).map((socket) => socket.port));
+  return sockets.some((socket) => !socket.listening && served.has(socket.port) && socket.rxQueue > 0);
+}
 
 async function kill(process: RunningProcess): Promise<void> {
   process.child.kill('SIGKILL');
@@ -157,6 +180,8 @@ test('a decision service killed in the middle of a delivery delivers it once: th
     assert.equal(asked.status, 200);
     const questionId = asked.body.correlationId;
     await eventually('the delivery in flight', () => claimed(questionId), (inFlight) => inFlight);
+    // Its call has reached the frozen campaign service (claimed is not yet sent).
+    await eventually('the call waiting in the campaign service\'s socket', () => requestWaiting(campaign.child.pid ?? 0), (waiting) => waiting);
     await kill(running('decision'));
   } finally {
     campaign.child.kill('SIGCONT');
