@@ -185,3 +185,4 @@ export function createWakeup(): Wakeup {
   };
 }
 export * from './cursor.js';
+export * from './admin-cli.js';

@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 
 import { outboxMigrations } from '@herald/bus';
 import { loadConfig } from '@herald/config';
-import { createPool, migrate, type Pool } from '@herald/db';
+import { createPool, migrate, runAdminCli, UsageError, type Pool } from '@herald/db';
 import { isKeyOrigin, isPlanName, isRole } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 
@@ -32,8 +32,6 @@ import { memberSettings } from './config.js';
 import { addMember, issueSignInLink } from './members.js';
 import { issueKey, provisionWorkspace } from './provisioning.js';
 import { migrationsDir, revokeKey, SCHEMA, setPlan } from './store.js';
-
-export class UsageError extends Error {}
 
 const usage = `usage:
   workspace create --name <n> --plan <none|free|starter|growth|enterprise|partner> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal] [--owner-email <address>]
@@ -161,29 +159,10 @@ export async function openAdmin(databaseUrl: string, poolSize = 2): Promise<Admi
   return { run: (argv) => runAdmin(pool, argv), close: () => pool.end() };
 }
 
-async function main(): Promise<void> {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) {
-    process.stderr.write('DATABASE_URL is required (eval "$(deploy/infra.sh env)" sets it for the local infrastructure)\n');
-    process.exit(78);
-  }
-  const admin = await openAdmin(databaseUrl);
-  try {
-    const result = await admin.run(process.argv.slice(2));
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`${JSON.stringify({ error: err.message })}\n${usage}\n`);
-      process.exitCode = 2;
-    } else if (err instanceof HeraldError) {
-      process.stderr.write(`${JSON.stringify({ error: err.message, code: err.code })}\n`);
-      process.exitCode = 1;
-    } else {
-      throw err;
-    }
-  } finally {
-    await admin.close();
-  }
-}
+const main = () =>
+  runAdminCli(usage, async (databaseUrl) => {
+    const admin = await openAdmin(databaseUrl);
+    return { run: async (argv) => ({ result: await admin.run(argv) }), close: admin.close };
+  });
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

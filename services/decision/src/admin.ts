@@ -15,13 +15,11 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-import { createPool, type Pool } from '@herald/db';
+import { createPool, runAdminCli, UsageError, type Pool } from '@herald/db';
 import { questionEventHash } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 
 import * as store from './store.js';
-
-class UsageError extends Error {}
 
 const usage = `usage:
   chain verify --question <id>`;
@@ -62,30 +60,16 @@ export async function runDecisionAdmin(pool: Pool, argv: string[]): Promise<{ re
   return { result: { questionId, entries: entries.length, intact: true, head: entries.at(-1)?.hash ?? '' }, ok: true };
 }
 
-async function main(): Promise<void> {
-  const databaseUrl = process.env.DATABASE_URL;
-  if (!databaseUrl) {
-    process.stderr.write('DATABASE_URL is required (eval "$(deploy/infra.sh env)" sets it for the local infrastructure)\n');
-    process.exit(78);
-  }
-  const pool = createPool({ url: databaseUrl, schema: store.SCHEMA, max: 1, applicationName: 'herald-decision-admin' });
-  try {
-    const { result, ok } = await runDecisionAdmin(pool, process.argv.slice(2));
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    if (!ok) process.exitCode = BROKEN_CHAIN_EXIT;
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`${JSON.stringify({ error: err.message })}\n${usage}\n`);
-      process.exitCode = 2;
-    } else if (err instanceof HeraldError) {
-      process.stderr.write(`${JSON.stringify({ error: err.message, code: err.code })}\n`);
-      process.exitCode = 1;
-    } else {
-      throw err;
-    }
-  } finally {
-    await pool.end();
-  }
-}
+const main = () =>
+  runAdminCli(usage, async (databaseUrl) => {
+    const pool = createPool({ url: databaseUrl, schema: store.SCHEMA, max: 1, applicationName: 'herald-decision-admin' });
+    return {
+      async run(argv) {
+        const { result, ok } = await runDecisionAdmin(pool, argv);
+        return { result, exitCode: ok ? 0 : BROKEN_CHAIN_EXIT };
+      },
+      close: () => pool.end(),
+    };
+  });
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) await main();
