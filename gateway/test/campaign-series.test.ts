@@ -116,7 +116,6 @@ test("a bad window or bucket is a 400 naming the field; another workspace's camp
   const campaignId = created.body.id;
   const now = Date.now();
   const cases: Array<[string, { field: string; in: string; problem: string }]> = [
-    ['', { field: 'bucket', in: 'querystring', problem: 'is required' }],
     ['bucket=week', { field: 'bucket', in: 'querystring', problem: 'must be equal to one of the allowed values' }],
     ['bucket=hour&from=yesterday', { field: 'from', in: 'querystring', problem: 'must be an ISO 8601 date-time' }],
     ['bucket=hour&limit=5', { field: 'limit', in: 'querystring', problem: 'is not allowed' }],
@@ -137,6 +136,9 @@ test("a bad window or bucket is a 400 naming the field; another workspace's camp
   assert.equal(most.status, 200);
   assert.equal(most.body.data.length, 1_440);
   assert.deepEqual(totals(most.body.data), { sent: 0, delivered: 0, clicked: 0, dismissed: 0 });
+  // Without a bucket: hours.
+  const hourly = await series(audience, campaignId, `from=${iso(floor(now, HOUR) - 2 * HOUR)}&to=${iso(floor(now, HOUR))}`);
+  assert.deepEqual([hourly.status, hourly.body.bucket, hourly.body.data.length], [200, 'hour', 2]);
   // Without from: from the campaign's creation, every minute until now.
   const since = (await series(audience, campaignId, 'bucket=minute')).body;
   assert.equal(since.start, iso(floor(Date.parse(created.body.createdAt), MINUTE)));

@@ -55,7 +55,7 @@ const CampaignStats = Type.Object({
 
 const SeriesQuery = Type.Object(
   {
-    bucket: Type.Unsafe<'minute' | 'hour' | 'day'>({ type: 'string', enum: ['minute', 'hour', 'day'], description: 'The bucket size (UTC)' }),
+    bucket: Type.Optional(Type.Unsafe<'minute' | 'hour' | 'day'>({ type: 'string', enum: ['minute', 'hour', 'day'], default: 'hour', description: 'The bucket size (UTC); default hour' })),
     from: Type.Optional(Type.String({ format: 'date-time', description: "Start (rounded down to its bucket); default: the campaign's creation, or as far back as 1,440 buckets reach" })),
     to: Type.Optional(Type.String({ format: 'date-time', description: 'End, exclusive; default: now' })),
   },
@@ -330,7 +330,7 @@ export const campaignRoutes =
       async (request) => {
         const series = await clients.campaign.getCampaignStatsSeries({
           ...ref(request),
-          bucket: request.query.bucket,
+          bucket: request.query.bucket ?? 'hour',
           from: request.query.from ?? '',
           to: request.query.to ?? '',
         });

@@ -2849,9 +2849,9 @@ export interface operations {
     };
     getCampaignStatsSeries: {
         parameters: {
-            query: {
-                /** @description The bucket size (UTC) */
-                bucket: "minute" | "hour" | "day";
+            query?: {
+                /** @description The bucket size (UTC); default hour */
+                bucket?: "minute" | "hour" | "day";
                 /** @description Start (rounded down to its bucket); default: the campaign's creation, or as far back as 1,440 buckets reach */
                 from?: string;
                 /** @description End, exclusive; default: now */
