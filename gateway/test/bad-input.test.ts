@@ -345,6 +345,7 @@ test("another tenant's id in any path parameter is a 404, for every operation, a
     'PATCH /segments/{segmentId}': { name: 'Stolen' },
     'PATCH /flows/{flowId}': { name: 'Stolen' },
     'POST /decisions/{decisionId}': { answer: 'yes' },
+    'POST /ask/{correlationId}': { answer: 'yes' },
   };
   const document = (await call<{ paths: Record<string, Record<string, unknown>> }>(stack.gatewayUrl, '/openapi.json')).body;
   // Session-only paths (/me/...: a key is 403 there) are swept with another workspace's member in passkeys.test.ts.
