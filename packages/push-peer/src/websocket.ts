@@ -335,7 +335,6 @@ export class BrowserFace {
   private register(connection: Connection, fields: Record<string, unknown>): string | undefined {
     const channelID = fields['channelID'];
     if (typeof channelID !== 'string' || !UUID.test(channelID)) return `register with a channelID that is not a UUID: ${JSON.stringify(channelID)}`;
-    if (this.byChannelID.has(channelID.toLowerCase())) return `register of channelID ${channelID} twice`;
     let applicationServerKey: string | undefined;
     const key = fields['key'];
     if (key !== undefined) {
@@ -344,6 +343,16 @@ export class BrowserFace {
       const bytes = unpadded === undefined ? undefined : decodeBase64url(unpadded);
       if (!bytes || bytes.length !== 65 || bytes[0] !== 0x04) return `register with a key that is not a padded base64url P-256 point: ${JSON.stringify(key).slice(0, 100)}`;
       applicationServerKey = unpadded;
+    }
+    // Firefox sends a register again when its reply did not come in time (dom.push.requestTimeout):
+    // it reconnects and repeats its pending requests. Like autopush, whose endpoint is derived from
+    // the UAID and the channelID, the same registration gets the same endpoint; a different key for
+    // a live channelID is a client error.
+    const earlier = this.byChannelID.get(channelID.toLowerCase());
+    if (earlier && earlier.uaid === connection.uaid && earlier.state === 'registered') {
+      if (earlier.applicationServerKey !== applicationServerKey) return `register of channelID ${channelID} again with another key`;
+      this.send(connection, { messageType: 'register', channelID, status: 200, pushEndpoint: this.endpointOf(earlier.id) });
+      return undefined;
     }
     const channel: Channel = { uaid: connection.uaid!, channelID, id: `w${randomUUID().replace(/-/g, '')}`, applicationServerKey, state: 'registered', unregisterCode: undefined };
     this.channels.set(channel.id, channel);

@@ -159,6 +159,23 @@ test('a rotated UAID: the browser that says hello with the old one gets a new on
   await back.close();
 });
 
+test('a register repeated after a reconnect (Firefox resends what got no reply in time) gets the same endpoint; another key for it is off the protocol', async () => {
+  peer.reset();
+  const browser = await Browser.open();
+  const uaid = String((await browser.request({ messageType: 'hello', use_webpush: true }))['uaid']);
+  const channelID = randomUUID();
+  const first = await browser.request({ channelID, messageType: 'register', key: paddedKey });
+  browser.socket.close();
+  const back = await Browser.open();
+  assert.equal((await back.request({ messageType: 'hello', use_webpush: true, uaid }))['uaid'], uaid);
+  const again = await back.request({ channelID, messageType: 'register', key: paddedKey });
+  assert.deepEqual([again['status'], again['pushEndpoint']], [200, first['pushEndpoint']]);
+  const closed = once(back.socket, 'close');
+  back.socket.send(JSON.stringify({ messageType: 'register', channelID }));
+  await closed;
+  assert.deepEqual(peer.browserProtocolErrors(), [`register of channelID ${channelID} again with another key`]);
+});
+
 test('off the protocol: a register before hello, a malformed key, an ack of nothing sent each close the connection and are recorded', async () => {
   peer.reset();
   const early = await Browser.open();
