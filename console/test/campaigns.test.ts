@@ -116,7 +116,8 @@ test('compose a campaign with its live preview, send it by keyboard to push-peer
     Dismissed: '1',
   });
   assert.notEqual(await deliveredLine.getAttribute('points'), flat);
-  const figures = await page.locator('.figures dd').allTextContents();
+  // The counters above the chart are read by their own query: they catch up on its next read.
+  const figures = await eventually('the figures updated', () => page.locator('.figures dd').allTextContents(), (shown) => shown[1] === '2' && shown[2] === '1');
   assert.deepEqual(figures, ['3', '2', '1', '66.67%', '50%']);
   // The same numbers as a table, by bucket.
   await page.getByText('The numbers as a table').click();
