@@ -91,6 +91,8 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
       await alsoDo?.(tx);
       await store.appendEvent(tx, updated.id, outcome, { actor: actor && { ...actor }, detail: outcome === 'answered' ? { answer: updated.answer } : {} });
       await reportResolution(tx, updated, outcome);
+      // Its Slack messages show the outcome now, however it was settled: due with the commit.
+      await store.slackMessagesDue(tx, updated.id);
       return updated;
     });
     if (!resolved) throw notOpen((await store.findQuestion(pool, row.id, {})) ?? row);

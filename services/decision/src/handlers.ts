@@ -20,7 +20,7 @@ import {
 import { DecisionEvent } from '@herald/proto/herald/decision/v1/events';
 import { assertWebhookUrl } from '@herald/webhooks';
 
-import { createAnswering, type Answerer, type WakeWaiters } from './answering.js';
+import type { Answerer, Answering, WakeWaiters } from './answering.js';
 import type { DecisionConfig } from './config.js';
 import * as store from './store.js';
 import { deliveriesOf, workspaceChannelsFor } from './deliveries.js';
@@ -132,11 +132,10 @@ export function decisionHandlers(
   tokens: AnswerTokens,
   config: Pick<DecisionConfig, 'askLifetimeSeconds' | 'webhooks'>,
   wakeWaiters: WakeWaiters,
+  answering: Answering,
   logger: Logger,
   peers: Peers,
 ) {
-  const answering = createAnswering(pool, wakeWaiters, logger);
-
   const view = (row: store.QuestionRow): Question => ({
     id: row.id,
     workspaceId: row.workspace_id,

@@ -20,7 +20,7 @@ import { startEscalations } from './escalations.js';
 import { decisionHandlers } from './handlers.js';
 import { SecretBox } from './sealed-secrets.js';
 import { slackChannel, slackHandlers, startSlackUpdates } from './slack.js';
-import { migrationsDir, SCHEMA, slackMessagesDue } from './store.js';
+import { migrationsDir, SCHEMA } from './store.js';
 import { AnswerTokens } from './tokens.js';
 import { startExpirySweep } from './expiry.js';
 
@@ -75,14 +75,14 @@ const wakeWaiters: WakeWaiters = async (question, change) => {
   if (change === 'settled') {
     // The message is when it was sent: the gateways measure the wake-up's latency from it.
     await redis.publish(answerChannel(config.namespace, questionId), String(Date.now())).catch((err: unknown) => logger.warn({ err, questionId }, 'could not publish an answer wake-up'));
-    // Its Slack messages show the outcome now rather than at its expiry (however it was answered).
-    await slackMessagesDue(pool, questionId, 0).catch((err: unknown) => logger.warn({ err, questionId }, 'could not mark slack messages for update'));
   }
   await announcing;
 };
+// One way to answer, whatever the surface (the API, the answer page, email links, Slack).
+const answering = createAnswering(pool, wakeWaiters, logger);
 const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
-  [DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, logger, { account, audience })],
-  [SlackServiceService, slackHandlers({ ...slack, answering: createAnswering(pool, wakeWaiters, logger) })],
+  [DecisionServiceService, decisionHandlers(pool, tokens, config, wakeWaiters, answering, logger, { account, audience })],
+  [SlackServiceService, slackHandlers({ ...slack, answering })],
 ]);
 logger.info({ port: server.port }, 'decision service serving');
 // Joining the consumer group can wait for a rebalance; serving does not wait for it (events stay in Kafka meanwhile).

@@ -24,8 +24,6 @@ import * as store from './store.js';
 
 /** Slack signs a request with its time; one older or newer than this is refused (a replay). */
 export const SIGNATURE_WINDOW_SECONDS = 300;
-/** Before a click answers, its messages are made due this soon: their update survives a crash after the answer. */
-const CLICK_UPDATE_MARGIN_MS = 5_000;
 
 export interface SlackDeps {
   pool: Pool;
@@ -246,7 +244,6 @@ export function slackInteractions(deps: InteractionDeps) {
   async function answerAs(payload: InteractionPayload, question: store.QuestionRow, answer: string): Promise<void> {
     const id = payload.user?.id;
     if (!id) throw badRequest('The payload names no Slack user.');
-    await store.slackMessagesDue(pool, question.id, CLICK_UPDATE_MARGIN_MS);
     await deps.answering.answer(question, answer, { kind: 'slack', id, displayName: payload.user?.name || payload.user?.username || id, channel: 'slack' });
     logger.info({ workspaceId: question.workspace_id, questionId: question.id, slackUser: id }, 'question answered in slack');
   }

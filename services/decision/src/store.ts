@@ -496,13 +496,10 @@ export async function insertSlackMessage(db: Queryable, m: SlackMessageKey & { w
   await db.query(`NOTIFY ${SLACK_MESSAGES_CHANNEL}`);
 }
 
-/** Makes a question's Slack messages due within `withinMs` (0: now, and wakes the update loop). */
-export async function slackMessagesDue(db: Queryable, questionId: string, withinMs: number): Promise<void> {
-  const { rowCount } = await db.query(
-    `UPDATE slack_messages SET due_at = LEAST(due_at, clock_timestamp() + make_interval(secs => $2)) WHERE question_id = $1 AND state = 'pending'`,
-    [questionId, withinMs / 1_000],
-  );
-  if (withinMs === 0 && rowCount) await db.query(`NOTIFY ${SLACK_MESSAGES_CHANNEL}`);
+/** Makes a question's Slack messages due now and wakes the update loop (at commit, in the transaction that settles the question). */
+export async function slackMessagesDue(db: Queryable, questionId: string): Promise<void> {
+  const { rowCount } = await db.query(`UPDATE slack_messages SET due_at = clock_timestamp() WHERE question_id = $1 AND state = 'pending'`, [questionId]);
+  if (rowCount) await db.query(`NOTIFY ${SLACK_MESSAGES_CHANNEL}`);
 }
 
 /** Records a claimed message's update (updated), or when to look again (pending), while the claim holds. */
