@@ -120,9 +120,9 @@ cmd_component() {
     kafka:stop) kafka_stop ;;
     kafka:start) kafka_start && kafka_wait ;;
     kafka:restart) kafka_stop && kafka_start && kafka_wait ;;
-    postgres:crash) crash_running postgres pg_pid "$PG_DATA" ;;
-    redis:crash) crash_running redis redis_pid redis-server ;;
-    kafka:crash) crash_running kafka kafka_pid kafka.Kafka ;;
+    postgres:crash) crash_running postgres pg_pid ;;
+    redis:crash) crash_running redis redis_pid ;;
+    kafka:crash) crash_running kafka kafka_pid ;;
     mailpit:stop) mailpit_stop ;;
     mailpit:start) mailpit_up ;;
     mailpit:restart) mailpit_stop && mailpit_up ;;
@@ -140,12 +140,12 @@ cmd_pid() {
   esac || die "$1: not running"
 }
 
-# crash_running <name> <pid function> <pattern>: a crash of nothing is an error, so a drill whose
+# crash_running <name> <pid function>: a crash of nothing is an error, so a drill whose
 # fault found no server fails instead of passing as a no-op.
 crash_running() {
   local pid
   pid=$("$2") || die "$1: not running, nothing to crash"
-  crash_pid "$1" "$pid" "$3"
+  crash_pid "$1" "$pid"
 }
 
 case "${1:-}" in

@@ -72,21 +72,40 @@ stop_pid() {
   done
 }
 
-# crash_pid <name> <pid> <pattern>: SIGKILL the process and every process below it at once, as
+# crash_pid <name> <pid>: SIGKILL the process and every process below it at once, as
 # the kernel's OOM killer or a lost node does; no shutdown code runs. Prints the pid it killed.
 crash_pid() {
-  local name=$1 pid=$2 pattern=$3 tree=() deadline
-  # Children first in the list, all signalled together: a PostgreSQL backend left behind would
-  # keep the shared memory and refuse the next start.
+  local name=$1 pid=$2 tree=() deadline
+  # Frozen first, so it forks nothing between the listing of its children and the kill: a
+  # PostgreSQL backend forked in that gap would outlive it, keep the shared memory and refuse the
+  # next start ("pre-existing shared memory block is still in use").
+  kill -STOP "$pid" 2>/dev/null || die "$name: pid $pid is gone, nothing to crash"
+  deadline=$((SECONDS + 10))
+  until [[ $(proc_state "$pid") == [TtZ] || ! -d /proc/$pid ]]; do
+    ((SECONDS < deadline)) || die "$name: pid $pid did not stop within 10 s of SIGSTOP"
+    sleep 0.05
+  done
   mapfile -t tree < <(descendants "$pid")
   kill -KILL "$pid" "${tree[@]}" 2>/dev/null || true
-  deadline=$((SECONDS + 30))
-  while pid_matches "$pid" "$pattern" || any_alive "${tree[@]}"; do
-    ((SECONDS < deadline)) || die "$name: pid $pid still alive 30 s after SIGKILL"
+  deadline=$((SECONDS + 60))
+  while any_alive "$pid" "${tree[@]}"; do
+    ((SECONDS < deadline)) || die "$name: pid $pid or a child still alive 60 s after SIGKILL"
     sleep 0.1
   done
+  # Dead, but a zombie until the machine's init reaps it; PostgreSQL's next start would take the
+  # unreaped postmaster for a running one. Waited for a while; pg_start copes with one left over.
+  deadline=$((SECONDS + 10))
+  while [[ -d /proc/$pid ]] && ((SECONDS < deadline)); do sleep 0.1; done
   log "$name: crashed (SIGKILL to pid $pid and ${#tree[@]} child process(es))"
   echo "$pid"
+}
+
+# The one-letter state of a process (R, S, D, T, Z, …), empty when it is gone.
+proc_state() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  stat=${stat##*) } # the command name, in parentheses, may hold spaces
+  echo "${stat%% *}"
 }
 
 # Every process below <pid>, depth first.
@@ -98,9 +117,15 @@ descendants() {
   done
 }
 
+# Alive until it has exited with all its threads (a JVM's last thread still holds its ports when
+# the main one is already a zombie). A zombie holds nothing; when it is reaped is the init's affair.
 any_alive() {
-  local pid
-  for pid in "$@"; do [[ -d /proc/$pid ]] && return 0; done
+  local pid threads
+  for pid in "$@"; do
+    [[ -d /proc/$pid ]] || continue
+    threads=(/proc/"$pid"/task/*)
+    [[ $(proc_state "$pid") == Z && ${#threads[@]} -le 1 ]] || return 0
+  done
   return 1
 }
 

@@ -84,12 +84,24 @@ pg_start() {
     as_pg "$(pg_bin)/pg_ctl" -D "$PG_DATA" reload >/dev/null
     return 0
   fi
+  pg_clear_dead_lock
   require_port_free postgres "$HERALD_PG_PORT"
   log "postgres: starting"
   # -w: pg_ctl itself waits (bounded by -t) until the server accepts connections.
   # 9>&-: the server must not inherit infra.sh's lock fd (it would hold the lock forever).
   as_pg "$(pg_bin)/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t 60 start >/dev/null 9>&- ||
     { show_log_tail "$PG_LOG"; die "postgres did not start; see $PG_LOG"; }
+}
+
+# A postmaster killed moments ago may still be a zombie its init has not reaped; PostgreSQL takes
+# the pid in postmaster.pid for a running server as long as kill(pid, 0) succeeds. A zombie runs
+# nothing and holds nothing, so its lock file is stale.
+pg_clear_dead_lock() {
+  local pid=""
+  [[ -r $PG_DATA/postmaster.pid ]] && read -r pid <"$PG_DATA/postmaster.pid"
+  [[ $pid =~ ^[0-9]+$ && $(proc_state "$pid") == Z ]] || return 0
+  log "postgres: the postmaster in postmaster.pid (pid $pid) has exited, unreaped; removing its lock file"
+  rm -f "$PG_DATA/postmaster.pid"
 }
 
 pg_ready() { "$(pg_bin)/pg_isready" -q -h "$BIND_ADDR" -p "$HERALD_PG_PORT"; }

@@ -158,13 +158,18 @@ test('every write acknowledged up to a kill -9 of PostgreSQL is there after its 
   const writers = startWriters(decisions);
   await eventually('writes acknowledged', async () => decisions.length, (left) => left <= 180);
   const crashedPid = await infra('crash', 'postgres');
-  // The fault bit: requests meet PostgreSQL gone.
-  await eventually('a write refused while PostgreSQL is gone', async () => writers.acknowledged.refused, (refused) => refused > 0);
-  const acknowledged = await writers.stop();
+  let acknowledged: Awaited<ReturnType<typeof writers.stop>>;
+  try {
+    // The fault bit: requests meet PostgreSQL gone.
+    await eventually('a write refused while PostgreSQL is gone', async () => writers.acknowledged.refused, (refused) => refused > 0);
+    acknowledged = await writers.stop();
+  } finally {
+    // Started again even when the writers failed: a server left down would fail every later test.
+    await infra('start', 'postgres');
+  }
   assert.deepEqual(acknowledged.unexpected, []);
   assert.ok(acknowledged.asks.length > 20 && acknowledged.subscribers.length > 20, JSON.stringify({ asks: acknowledged.asks.length, subscribers: acknowledged.subscribers.length }));
 
-  await infra('start', 'postgres');
   // The fault bit: the server was killed (a new postmaster) and recovered from its WAL.
   assert.match(crashedPid, /^\d+$/);
   await eventually('PostgreSQL answering again', () => startedAt().catch(() => undefined), (started) => started !== undefined);

@@ -634,15 +634,19 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     const usualLimit = component === 'redis' ? await rateLimitSeen() : null;
     // Slow pushes while it goes: some are in flight then, and their outcome must be recorded once it is back.
     peer.respondWith({ delayMs: 1_000 });
-    await infraComponent(how === 'crash' ? 'crash' : 'stop', component);
-    await sleep(settings.holdMs);
-    if (component === 'redis') {
-      // Nothing fails while Redis is gone, by design: the gateways limit on their own share.
-      const limit = await rateLimitSeen();
-      probed.set(rowAt(Date.now()), limit !== null && limit !== usualLimit ? `rate limited per replica (limit ${limit} instead of ${usualLimit})` : `rate limit ${limit} as usual`);
+    try {
+      await infraComponent(how === 'crash' ? 'crash' : 'stop', component);
+      await sleep(settings.holdMs);
+      if (component === 'redis') {
+        // Nothing fails while Redis is gone, by design: the gateways limit on their own share.
+        const limit = await rateLimitSeen();
+        probed.set(rowAt(Date.now()), limit !== null && limit !== usualLimit ? `rate limited per replica (limit ${limit} instead of ${usualLimit})` : `rate limit ${limit} as usual`);
+      }
+    } finally {
+      // Started again whatever happened above: a server left down would fail every later test on this machine.
+      peer.respondWith(null);
+      await infraComponent('start', component);
     }
-    peer.respondWith(null);
-    await infraComponent('start', component);
     const after = await infraComponent('pid', component);
     if (after === before) throw new Error(`${component} is still pid ${before}: the ${how} did not happen`);
     return `pid ${before} -> ${after}`;
@@ -759,6 +763,8 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
         if (seen === undefined) row.problems.push(`the fault did not bite: ${gone}, but no request or push met it`);
       }
       settings.log(`  ${row.requests} requests, recovered in ${row.recoveryMs ?? '-'} ms`);
+      // Said now as well as in the report: a drill that throws later (its database gone) still shows why.
+      for (const problem of row.problems) settings.log(`  problem: ${problem}`);
       // Faults piled on a Herald that did not come back would only add waits: the rest is skipped, and the drill fails naming this one.
       if (!injected || row.recoveryMs === undefined) {
         runProblems.push(`faults after ${fault} not injected: it ${injected ? 'never recovered' : 'could not be injected'}`);
