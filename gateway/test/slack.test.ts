@@ -222,7 +222,7 @@ test('a confirm decision is posted to the default channel: the question, its con
         ],
       },
       { type: 'section', text: { type: 'mrkdwn', text: '*Parameters*\n```{\n  "canary": false,\n  "version": "4.2"\n}```' } },
-      { type: 'context', elements: [{ type: 'mrkdwn', text: `*deploy-bot* asks · answer by ${slackTime(decision.expiresAt)}` }] },
+      { type: 'context', elements: [{ type: 'mrkdwn', text: `*deploy-bot* asks with key \`Default dashboard key (${workspace.keyId})\` · answer by ${slackTime(decision.expiresAt)}` }] },
       {
         type: 'actions',
         block_id: `herald:${decision.decisionId}`,

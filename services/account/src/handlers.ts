@@ -73,6 +73,7 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
       scopes: key.scopes,
       memberId: '',
       role: '',
+      keyName: key.name,
     };
   }
 

@@ -65,6 +65,11 @@ export interface Principal {
    */
   memberId: string;
   role: string;
+  /**
+   * The key's name, as its owner gave it (empty for a member's session): shown to the people a
+   * question made with it reaches, beside the asking agent.
+   */
+  keyName: string;
 }
 
 export interface AuthenticateKeyRequest {
@@ -798,6 +803,7 @@ function createBasePrincipal(): Principal {
     scopes: [],
     memberId: "",
     role: "",
+    keyName: "",
   };
 }
 
@@ -838,6 +844,9 @@ export const Principal: MessageFns<Principal> = {
     }
     if (message.role !== "") {
       writer.uint32(98).string(message.role);
+    }
+    if (message.keyName !== "") {
+      writer.uint32(106).string(message.keyName);
     }
     return writer;
   },
@@ -951,6 +960,14 @@ export const Principal: MessageFns<Principal> = {
             message.role = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.keyName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1015,6 +1032,11 @@ export const Principal: MessageFns<Principal> = {
         ? globalThis.String(object.member_id)
         : "",
       role: isSet(object.role) ? globalThis.String(object.role) : "",
+      keyName: isSet(object.keyName)
+        ? globalThis.String(object.keyName)
+        : isSet(object.key_name)
+        ? globalThis.String(object.key_name)
+        : "",
     };
   },
 
@@ -1056,6 +1078,9 @@ export const Principal: MessageFns<Principal> = {
     if (message.role !== "") {
       obj.role = message.role;
     }
+    if (message.keyName !== "") {
+      obj.keyName = message.keyName;
+    }
     return obj;
   },
 
@@ -1076,6 +1101,7 @@ export const Principal: MessageFns<Principal> = {
     message.scopes = object.scopes?.map((e) => e) || [];
     message.memberId = object.memberId ?? "";
     message.role = object.role ?? "";
+    message.keyName = object.keyName ?? "";
     return message;
   },
 };
