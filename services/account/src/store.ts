@@ -197,6 +197,18 @@ export async function findIdentity(db: Queryable, workspaceId: string, keyId: st
   };
 }
 
+const workspaceColumns = 'id, name, plan, approval_mode, owner_external_id, created_at';
+
+export async function findWorkspace(db: Queryable, workspaceId: string): Promise<WorkspaceRow | undefined> {
+  const { rows } = await db.query<WorkspaceRow>(`SELECT ${workspaceColumns} FROM workspaces WHERE id = $1`, [workspaceId]);
+  return rows[0];
+}
+
+export async function setApprovalMode(db: Queryable, workspaceId: string, approvalMode: WorkspaceRow['approval_mode']): Promise<WorkspaceRow | undefined> {
+  const { rows } = await db.query<WorkspaceRow>(`UPDATE workspaces SET approval_mode = $2 WHERE id = $1 RETURNING ${workspaceColumns}`, [workspaceId, approvalMode]);
+  return rows[0];
+}
+
 export async function findSite(db: Queryable, workspaceId: string): Promise<SiteRow | undefined> {
   const { rows } = await db.query<SiteRow>(
     `SELECT id, workspace_id, name, slug, domain, site_key, vapid_public_key, created_at FROM sites WHERE workspace_id = $1`,
