@@ -5,12 +5,13 @@ import { after, before, test } from 'node:test';
 import { admin, call, chromiumPath, SERVER_API, startSlackPeer, type SlackPeer } from '@herald/testkit';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
-import { csrfOf, fetchFromPage, newAddress, ownerPage, screenshotPath, seriousViolations, SITE_DOMAIN, startConsoleHarness, type ConsoleHarness } from './support.js';
+import { csrfOf, fetchFromPage, forbiddenForRole, newAddress, ownerPage, screenshotPath, seriousViolations, SITE_DOMAIN, startConsoleHarness, type ConsoleHarness } from './support.js';
 
 // The settings page in Debian's Chromium on the real stack, with Slack's Web API played by the
 // strict peer of @herald/testkit: the site and its keys, connecting Slack (its problems next to
 // their fields, the secrets never shown back), its status, disconnecting it; the webhook signing
-// secret shown on demand and rotated; a viewer sees no control and the API refuses them with 403.
+// secret shown on demand and rotated; the approval mode changed; a viewer sees no control and the
+// API refuses them with 403.
 
 let harness: ConsoleHarness;
 let browser: Browser;
@@ -99,6 +100,7 @@ test('the owner sees the site and its keys, connects Slack by keyboard (the API 
     await confirm.waitFor({ state: 'hidden' });
     await page.getByText('Slack is not connected.').waitFor();
     assert.equal((await withKey('/channels/slack')).status, 404);
+    assert.equal((await withKey<{ approvalMode: string }>('/workspace')).body.approvalMode, 'browser');
   } finally {
     await context.close();
   }
@@ -130,6 +132,34 @@ test('the webhook signing secret is shown on demand (the API says it) and rotate
   }
 });
 
+test('the owner changes the approval mode by keyboard; the API answers the new mode', async () => {
+  const { context, page } = await ownerPage(browser, harness);
+  try {
+    await openSettings(page);
+    const browserMode = page.getByRole('radio', { name: 'Browser' });
+    await browserMode.waitFor();
+    assert.equal(await browserMode.isChecked(), true);
+    assert.equal(await page.getByRole('button', { name: 'Save the approval mode' }).isDisabled(), true);
+    // Arrow keys move within the radio group; Tab reaches Save, Enter saves.
+    await browserMode.focus();
+    await page.keyboard.press('ArrowDown');
+    assert.equal(await page.getByRole('radio', { name: 'Terminal' }).isChecked(), true);
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Save the approval mode');
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').filter({ hasText: 'Saved: questions opened from now on use the terminal mode.' }).waitFor();
+    assert.equal((await withKey<{ approvalMode: string }>('/workspace')).body.approvalMode, 'terminal');
+    assert.deepEqual(await seriousViolations(page), []);
+
+    await page.getByRole('radio', { name: 'Browser' }).check();
+    await page.getByRole('button', { name: 'Save the approval mode' }).click();
+    await page.getByRole('status').filter({ hasText: 'use the browser mode.' }).waitFor();
+    assert.equal((await withKey<{ approvalMode: string }>('/workspace')).body.approvalMode, 'browser');
+  } finally {
+    await context.close();
+  }
+});
+
 test('a viewer reads the site but sees no Slack or secret control, and the API refuses their changes with 403; no serious axe violation', async () => {
   const invited = await admin<{ signInUrl: string }>('member', 'invite', '--workspace', harness.workspace.workspaceId, '--email', newAddress('viewer'), '--role', 'viewer');
   const context = await browser.newContext();
@@ -144,6 +174,8 @@ test('a viewer reads the site but sees no Slack or secret control, and the API r
     await page.getByText('Only owners and admins see and change the Slack connection.').waitFor();
     await page.getByText('Only owners and admins see and rotate the signing secret.').waitFor();
     await page.getByText('Owners and admins invite and remove members.').waitFor();
+    await page.getByText('Approval mode: Browser. Owners and admins change it.').waitFor();
+    assert.equal(await page.getByRole('radio').count(), 0);
     assert.deepEqual(
       await page.getByRole('main').getByRole('button').allTextContents(),
       ['Copy', 'Copy'],
@@ -152,24 +184,15 @@ test('a viewer reads the site but sees no Slack or secret control, and the API r
 
     const team = peer.addTeam([CHANNEL]);
     const csrf = await csrfOf(page);
-    const forbidden = (scope: string) => ({
-      status: 403,
-      body: {
-        error: 'Permission denied',
-        code: 'forbidden',
-        status: 403,
-        message: 'Your role cannot access this endpoint',
-        hint: `Members with the role "viewer" cannot change "${scope}"; ask an owner or admin.`,
-        documentation: `${harness.origin}/docs/errors#forbidden`,
-      },
-    });
-    assert.deepEqual(await fetchFromPage(page, 'PUT', '/channels/slack', { botToken: team.botToken, signingSecret: team.signingSecret, defaultChannel: CHANNEL }, csrf), forbidden('webhooks'));
-    assert.deepEqual(await fetchFromPage(page, 'POST', '/webhooks/secret/rotate', undefined, csrf), forbidden('webhooks'));
-    const read = await fetchFromPage(page, 'GET', '/webhooks/secret');
-    assert.equal(read.status, 403);
+    const forbidden = { status: 403, body: forbiddenForRole(harness, 'viewer', 'change', 'webhooks') };
+    assert.deepEqual(await fetchFromPage(page, 'PUT', '/channels/slack', { botToken: team.botToken, signingSecret: team.signingSecret, defaultChannel: CHANNEL }, csrf), forbidden);
+    assert.deepEqual(await fetchFromPage(page, 'POST', '/webhooks/secret/rotate', undefined, csrf), forbidden);
+    assert.deepEqual(await fetchFromPage(page, 'PATCH', '/workspace', { approvalMode: 'terminal' }, csrf), forbidden);
+    assert.deepEqual(await fetchFromPage(page, 'GET', '/webhooks/secret'), { status: 403, body: forbiddenForRole(harness, 'viewer', 'read', 'webhooks') });
     // Nothing changed: Slack never heard of the team, and the workspace has no connection.
     assert.equal(peer.calls('auth.test').filter((made) => made.teamId === team.teamId).length, 0);
     assert.equal((await withKey('/channels/slack')).status, 404);
+    assert.equal((await withKey<{ approvalMode: string }>('/workspace')).body.approvalMode, 'browser');
   } finally {
     await context.close();
   }

@@ -144,3 +144,15 @@ export async function csrfOf(page: Page): Promise<string> {
   assert.equal(me.status, 200);
   return (me.body as { csrfToken: string }).csrfToken;
 }
+
+/** The API's 403 to a member whose role may not `verb` (read, change) `scope`. */
+export function forbiddenForRole(harness: ConsoleHarness, role: string, verb: 'read' | 'change', scope: string) {
+  return {
+    error: 'Permission denied',
+    code: 'forbidden',
+    status: 403,
+    message: 'Your role cannot access this endpoint',
+    hint: `Members with the role "${role}" cannot ${verb} "${scope}"; ask an owner or admin.`,
+    documentation: `${harness.origin}/docs/errors#forbidden`,
+  };
+}

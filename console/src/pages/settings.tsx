@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import type { ConnectSlackRequest, Site, SlackConnection, WebhookSecret } from '@herald/sdk';
+import type { ConnectSlackRequest, Site, SlackConnection, UpdateWorkspaceRequest, WebhookSecret, Workspace } from '@herald/sdk';
 import { type FormEvent, useId, useState } from 'react';
 
 import { api, ApiError, fieldProblem } from '../api.js';
@@ -8,13 +8,15 @@ import { useCan } from '../session.js';
 import { ConfirmDialog, ErrorNote, When } from '../ui.js';
 
 /**
- * Settings: the site (its keys for the browser SDK), the channels questions reach people through
+ * Settings: the site (its keys for the browser SDK) and the approval mode, the channels questions reach people through
  * (web push, Slack, email), the webhook signing secret, and where members are managed. Slack and
- * the signing secret are the `webhooks` scope: owners and admins (a viewer's call answers 403).
+ * the signing secret, and changing the approval mode, are the `webhooks` scope: owners and admins
+ * (a viewer's call answers 403).
  */
 
 const SITE = ['site'] as const;
 const SLACK = ['slack'] as const;
+const WORKSPACE = ['workspace'] as const;
 
 export function SettingsPage() {
   return (
@@ -93,7 +95,70 @@ function SiteSection() {
           <CopyField label="VAPID public key" value={site.data.vapidPublicKey} help="Public, base64url: the applicationServerKey a browser subscribes with." />
         </>
       ) : null}
+      <ApprovalMode />
     </section>
+  );
+}
+
+const APPROVAL_MODES: Array<{ mode: Workspace['approvalMode']; label: string; help: string }> = [
+  { mode: 'browser', label: 'Browser', help: "A question is pushed to its approvers' browsers and devices, and to Slack and email." },
+  { mode: 'terminal', label: 'Terminal', help: 'A question is stored and nothing is pushed: the person answers at its link (liveUrl).' },
+];
+
+function ApprovalMode() {
+  const can = useCan();
+  const queryClient = useQueryClient();
+  const workspace = useQuery({ queryKey: WORKSPACE, queryFn: () => api<Workspace>('GET', '/workspace') });
+  const [chosen, setChosen] = useState<Workspace['approvalMode'] | undefined>();
+  const save = useMutation({
+    mutationFn: (body: UpdateWorkspaceRequest) => api<Workspace>('PATCH', '/workspace', body),
+    onSuccess: (updated) => {
+      queryClient.setQueryData(WORKSPACE, updated);
+      setChosen(undefined);
+    },
+  });
+  if (!workspace.data) return <ErrorNote error={workspace.error} />;
+  const current = workspace.data.approvalMode;
+  if (!can('webhooks', 'POST')) {
+    return (
+      <p>
+        Approval mode: <strong>{APPROVAL_MODES.find((entry) => entry.mode === current)?.label ?? current}</strong>. Owners and admins change it.
+      </p>
+    );
+  }
+  const selected = chosen ?? current;
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    save.mutate({ approvalMode: selected });
+  };
+  return (
+    <form onSubmit={submit}>
+      <fieldset>
+        <legend>Approval mode</legend>
+        {APPROVAL_MODES.map((entry) => (
+          <div key={entry.mode} className="choice">
+            <input
+              type="radio"
+              id={`approval-mode-${entry.mode}`}
+              name="approval-mode"
+              value={entry.mode}
+              checked={selected === entry.mode}
+              aria-describedby={`approval-mode-${entry.mode}-help`}
+              onChange={() => setChosen(entry.mode)}
+            />
+            <label htmlFor={`approval-mode-${entry.mode}`}>{entry.label}</label>
+            <p id={`approval-mode-${entry.mode}-help`} className="help">
+              {entry.help}
+            </p>
+          </div>
+        ))}
+      </fieldset>
+      <ErrorNote error={save.error} />
+      {save.isSuccess ? <p role="status">Saved: questions opened from now on use the {save.data.approvalMode} mode.</p> : null}
+      <button type="submit" disabled={save.isPending || selected === current}>
+        Save the approval mode
+      </button>
+    </form>
   );
 }
 
