@@ -50,9 +50,6 @@ function toWorkspaceMessage(workspace: store.WorkspaceRow): { workspace: Workspa
   };
 }
 
-const APPROVAL_MODES = ['browser', 'terminal'] as const;
-const isApprovalMode = (value: string): value is store.WorkspaceRow['approval_mode'] => (APPROVAL_MODES as readonly string[]).includes(value);
-
 function toMachineMessage(row: store.MachineRow): Machine {
   return {
     id: row.machine_id,
@@ -131,7 +128,7 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
       },
 
       async setApprovalMode({ workspaceId, approvalMode }) {
-        if (!isApprovalMode(approvalMode)) throw new HeraldError('invalid_request', `The approval mode must be one of ${APPROVAL_MODES.join(', ')}.`);
+        if (!store.isApprovalMode(approvalMode)) throw new HeraldError('invalid_request', `The approval mode must be one of ${store.APPROVAL_MODES.join(', ')}.`);
         const workspace = await store.setApprovalMode(pool, workspaceId, approvalMode);
         if (!workspace) throw new HeraldError('not_found', 'No such workspace.');
         return toWorkspaceMessage(workspace);

@@ -10,11 +10,16 @@ import { AccountEvent } from '@herald/proto/herald/account/v1/events';
 export const SCHEMA = 'account';
 export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
 
+/** browser: a question is pushed to its approvers; terminal: it is stored and nothing is pushed. */
+export const APPROVAL_MODES = ['browser', 'terminal'] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
+export const isApprovalMode = (value: string): value is ApprovalMode => (APPROVAL_MODES as readonly string[]).includes(value);
+
 export interface WorkspaceRow {
   id: string;
   name: string;
   plan: PlanName;
-  approval_mode: 'browser' | 'terminal';
+  approval_mode: ApprovalMode;
   owner_external_id: string;
   created_at: Date;
 }
