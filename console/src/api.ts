@@ -26,7 +26,7 @@ export function setCsrfToken(token: string): void {
   csrfToken = token;
 }
 
-export async function api<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
+export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (method !== 'GET') headers['x-csrf-token'] = csrfToken;
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -45,6 +45,12 @@ export async function api<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: 
   }
   if (!response.ok) throw new ApiError(response.status, (parsed ?? {}) as ErrorBody);
   return parsed as T;
+}
+
+/** The API's problem with one field of the body (the error shape's `fields`), to show next to it. */
+export function fieldProblem(error: unknown, field: string): string | undefined {
+  if (!(error instanceof ApiError)) return undefined;
+  return error.body.fields?.find((entry) => entry.field === field)?.problem;
 }
 
 /** What a failed call says to a person: the message and the hint of the error body. */

@@ -10,6 +10,7 @@ import { KeysPage } from './pages/keys.js';
 import { MembersPage } from './pages/members.js';
 import { OverviewPage } from './pages/overview.js';
 import { SegmentsPage } from './pages/segments.js';
+import { SettingsPage } from './pages/settings.js';
 import { SignInPage } from './pages/sign-in.js';
 import { SubscribersPage } from './pages/subscribers.js';
 import { TemplatesPage } from './pages/templates.js';
@@ -60,6 +61,7 @@ const PAGES: PageEntry[] = [
   { path: '/flows', title: 'Flows', render: () => <FlowsPage />, visible: (can) => can('flows', 'GET') },
   { path: '/keys', title: 'API keys', render: () => <KeysPage />, visible: (can) => can('keys', 'GET') },
   { path: '/members', title: 'Members', render: () => <MembersPage />, visible: (can) => can('members', 'GET') },
+  { path: '/settings', title: 'Settings', render: () => <SettingsPage />, visible: (can) => can('account', 'GET') },
 ];
 
 function Shell() {

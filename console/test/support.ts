@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 import AxeBuilder from '@axe-core/playwright';
-import { admin, createWorkspace, freePort, startMailpit, startSendingHarness, startStack, type Mailpit, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
+import { admin, createWorkspace, freePort, SERVER_API, startMailpit, startSendingHarness, startStack, type Mailpit, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 /**
@@ -32,7 +32,8 @@ let addressCounter = 0;
 export const newAddress = (who: string): string => `${who}-${process.pid}-${(addressCounter += 1)}@example.test`;
 
 /** `sending`: also the delivery fleet, pushing to a strict push peer (campaigns and flows end to end). */
-export async function startConsoleHarness({ sending = false }: { sending?: boolean } = {}): Promise<ConsoleHarness> {
+/** `env`: more settings of the stack's services (e.g. the Slack API peer's address for the decision service). */
+export async function startConsoleHarness({ sending = false, env = {} }: { sending?: boolean; env?: Record<string, string> } = {}): Promise<ConsoleHarness> {
   const mailpit = await startMailpit();
   const port = await freePort();
   const origin = `http://localhost:${port}`;
@@ -42,7 +43,7 @@ export async function startConsoleHarness({ sending = false }: { sending?: boole
     const options = {
       gateways: 0,
       decisions: true,
-      env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>' },
+      env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>', ...env },
       services: ['campaign', 'flow'],
     };
     if (sending) {
@@ -124,4 +125,34 @@ export async function ownerPage(browser: Browser, harness: ConsoleHarness): Prom
   const before = (await harness.mailpit.messagesTo(harness.ownerEmail)).length;
   await signInThroughConsole(page, harness, harness.ownerEmail, before);
   return { context, page };
+}
+
+/** What the page's own fetch gets from the API (with its cookie and, when given, a CSRF token). */
+export function fetchFromPage(page: Page, method: string, path: string, body?: unknown, csrf?: string): Promise<{ status: number; body: unknown }> {
+  return page.evaluate(
+    async ({ method, url, body, csrf }) => {
+      const headers: Record<string, string> = { 'content-type': 'application/json', ...(csrf ? { 'x-csrf-token': csrf } : {}) };
+      const response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      return { status: response.status, body: await response.json() };
+    },
+    { method, url: `${SERVER_API}${path}`, body, csrf },
+  );
+}
+
+export async function csrfOf(page: Page): Promise<string> {
+  const me = await fetchFromPage(page, 'GET', '/me');
+  assert.equal(me.status, 200);
+  return (me.body as { csrfToken: string }).csrfToken;
+}
+
+/** The API's 403 to a member whose role may not `verb` (read, change) `scope`. */
+export function forbiddenForRole(harness: ConsoleHarness, role: string, verb: 'read' | 'change', scope: string) {
+  return {
+    error: 'Permission denied',
+    code: 'forbidden',
+    status: 403,
+    message: 'Your role cannot access this endpoint',
+    hint: `Members with the role "${role}" cannot ${verb} "${scope}"; ask an owner or admin.`,
+    documentation: `${harness.origin}/docs/errors#forbidden`,
+  };
 }
