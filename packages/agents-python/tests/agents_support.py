@@ -30,6 +30,9 @@ forbid(principal, action, resource) when { resource.name == "delete_service" };
 #: The arguments the scripted models call deploy with.
 DEPLOY_ARGUMENTS: dict[str, object] = {"service": "api", "replicas": 3, "regions": ["eu", "us"]}
 
+#: What the model is given of a deploy a person approved through the answer link.
+APPROVED_DEPLOY = json.dumps({"approval": "Approved by the holder of the answer link.", "result": "deploy done"})
+
 
 class Ledger:
     """The calls the tools' own code made: the proof that a tool ran, with which arguments."""

@@ -90,6 +90,15 @@ def _answerer_of(decision: Decision) -> str:
     return f"{by['displayName']} ({by['kind']}{via})"
 
 
+def with_approval(result: GateResult, output: object) -> object:
+    """A cleared call's output as the agent is given it: after a person's yes, who approved it with
+    the tool's output, as JSON text (``{"approval": "Approved by ops@example.com (email).", "result":
+    <output>}``); after the policy's allow (no decision), the output alone."""
+    if result.decision is None:
+        return output
+    return json.dumps({"approval": result.reason, "result": output}, ensure_ascii=False, default=str)
+
+
 def _refused(reason: str, authorization: Verdict | None = None, decision: Decision | None = None) -> GateResult:
     return GateResult("refused", reason, authorization, decision)
 
