@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { answerChannel } from '@herald/bus';
-import { connectDatabase, freePort, passes, repoRoot, requiredEnv, seedAudience, startSendingHarness, type SendingHarness } from '@herald/testkit';
+import { connectDatabase, createKey, freePort, passes, repoRoot, requiredEnv, seedAudience, startSendingHarness, type SendingHarness } from '@herald/testkit';
 import { Redis } from 'ioredis';
 
 // The Python agent adapters (packages/agents-python) against the running system: this file
@@ -87,6 +87,8 @@ for (const [framework, suite] of Object.entries(SUITES) as Array<[Framework, (ty
     const python = await venvPython(framework);
     // A workspace per suite: each puts its own policy. One subscriber, so a notification is sent to someone.
     const audience = await seedAudience(harness, 1);
+    // Another key of the workspace: the approver the suites name ({"kind": "key", "id": its key id}).
+    const reviewer = await createKey(audience.workspace.workspaceId, 'runtime', '--name', 'reviewer');
     const { output } = await passes(python, ['-m', 'unittest', '-v', ...suite.tests], {
       PYTHONPATH: PYTHON_PATH,
       // No __pycache__ folders in the tree.
@@ -94,6 +96,8 @@ for (const [framework, suite] of Object.entries(SUITES) as Array<[Framework, (ty
       HERALD_URL: harness.stack.gatewayUrl,
       HERALD_BROKEN_URL: brokenGateway,
       HERALD_API_KEY: audience.workspace.apiKey,
+      HERALD_REVIEWER_KEY_ID: reviewer.keyId,
+      HERALD_REVIEWER_API_KEY: reviewer.apiKey,
       HERALD_CONTROL_URL: `http://127.0.0.1:${(control.address() as AddressInfo).port}`,
       ...(await suite.env()),
     });

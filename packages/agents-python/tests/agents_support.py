@@ -4,7 +4,9 @@ test/agents-python.test.ts, sets the environment). The SDK's own test support do
 
 from __future__ import annotations
 
+import json
 import queue
+import urllib.error
 import urllib.request
 from typing import Any, Callable, Mapping
 
@@ -27,6 +29,9 @@ forbid(principal, action, resource) when { resource.name == "delete_service" };
 
 #: The arguments the scripted models call deploy with.
 DEPLOY_ARGUMENTS: dict[str, object] = {"service": "api", "replicas": 3, "regions": ["eu", "us"]}
+
+#: What the model is given of a deploy a person approved through the answer link.
+APPROVED_DEPLOY = json.dumps({"approval": "Approved by the holder of the answer link.", "result": "deploy done"})
 
 
 class Ledger:
@@ -74,6 +79,28 @@ def next_question(client: WatchedHerald, running: Callable[[], object]) -> AskRe
 
 def herald() -> WatchedHerald:
     return WatchedHerald(env("HERALD_API_KEY"), env("HERALD_URL"))
+
+
+def reviewer() -> tuple[str, Herald]:
+    """Another API key of the workspace: its key id (to name it an approver, ``{"kind": "key",
+    "id": ...}``) and a client answering with it."""
+    return env("HERALD_REVIEWER_KEY_ID"), Herald(env("HERALD_REVIEWER_API_KEY"), env("HERALD_URL"))
+
+
+def link_answer_status(page_url: str, answer: str) -> int:
+    """The holder of the link the caller got answers on the answer page's JSON endpoint; the
+    status (a 403 is checked to be in the error shape, code forbidden)."""
+    token = page_url[page_url.index("/a/") + 3 :]
+    request = urllib.request.Request(
+        f"{env('HERALD_URL')}/api/v1/answer/{token}", data=json.dumps({"answer": answer}).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as err:
+        if err.code == 403:
+            assert json.loads(err.read())["code"] == "forbidden"
+        return err.code
 
 
 def broken_herald() -> Herald:

@@ -13,7 +13,7 @@ from crewai import Agent, Crew, CrewOutput, Task
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import BaseTool, tool
 
-from agents_support import DEPLOY_ARGUMENTS, POLICY, Ledger, expire, herald, next_question
+from agents_support import APPROVED_DEPLOY, DEPLOY_ARGUMENTS, POLICY, Ledger, expire, herald, next_question
 from herald_agents.crewai import HeraldCrewTool, HeraldGatedTool, gated, herald_tools
 from herald_agents.gate import Gate
 from herald_sdk import AuthenticationError, Herald, ServerError
@@ -119,7 +119,7 @@ class GateTest(CrewTestCase):
     def test_a_yes_runs_the_call_with_the_approved_arguments(self) -> None:
         llm = self.decided(lambda decision: answer_page(decision["decisionPageUrl"], "yes"))
         self.assertEqual(self.ledger.calls, [("deploy", DEPLOY_ARGUMENTS)])
-        self.observed(llm, "deploy done")
+        self.observed(llm, APPROVED_DEPLOY)
 
     def test_no_cancel_expiry_and_silence_refuse(self) -> None:
         cases: list[tuple[Callable[[Decision], object], float, str]] = [

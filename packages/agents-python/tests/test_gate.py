@@ -7,7 +7,7 @@ import time
 import unittest
 from typing import Mapping
 
-from agents_support import DEPLOY_ARGUMENTS, POLICY, herald
+from agents_support import DEPLOY_ARGUMENTS, POLICY, herald, link_answer_status, reviewer
 from herald_agents import Gate, UnboundArguments, tool_parameters
 from support import answer_page, in_background
 
@@ -53,6 +53,22 @@ class BlockingTest(unittest.TestCase):
             assert result.decision is not None and result.authorization is not None
             self.assertEqual((result.status, result.reason, result.authorization["verdict"]), (status, reason, "requires_human"))
             self.assertEqual((result.decision["decisionId"], result.decision["status"], result.decision["answer"]), (opened["decisionId"], "answered", answer))
+
+    def test_a_gate_naming_its_approvers_refuses_the_link_and_names_the_approver_who_said_yes(self) -> None:
+        client = herald()
+        key_id, reviewing = reviewer()
+        gate = Gate(client, approvers=[{"kind": "key", "id": key_id}], total_timeout=30)
+        checking = in_background(lambda: gate.check("deploy", DEPLOY_ARGUMENTS))
+        opened = client.opened.get(timeout=10)
+        self.assertEqual(opened["approvers"], [{"kind": "key", "id": key_id}])
+        self.assertEqual(link_answer_status(opened["decisionPageUrl"], "yes"), 403)
+        reviewing.answer_decision(opened["decisionId"], "yes")
+        result = checking()
+        assert result.decision is not None
+        self.assertEqual((result.status, result.reason), ("approved", f"Approved by {key_id} (key via api)."))
+        answered_by = result.decision["answeredBy"]
+        assert answered_by is not None
+        self.assertEqual({**answered_by, "at": ""}, {"kind": "key", "id": key_id, "displayName": key_id, "channel": "api", "at": ""})
 
     def test_check_refuses_when_the_budget_ends_unanswered(self) -> None:
         gate = Gate(herald(), total_timeout=1.5)

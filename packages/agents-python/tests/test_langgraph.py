@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from agents_support import DEPLOY_ARGUMENTS, POLICY, Ledger, broken_herald, expire, herald, next_question
+from agents_support import APPROVED_DEPLOY, DEPLOY_ARGUMENTS, POLICY, Ledger, broken_herald, expire, herald, next_question
 from herald_agents.gate import Gate
 from herald_agents.langgraph import APPROVAL_INTERRUPT, herald_tools, wait_for_decisions
 from herald_sdk import ServerError
@@ -131,7 +131,7 @@ class AsyncGraphTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(ledger.calls, [])
         await asyncio.to_thread(answer_page, paused.value["decisionPageUrl"], "yes")
         result = await graph.ainvoke(await asyncio.to_thread(wait_for_decisions, gate, result["__interrupt__"], total_timeout=10), run)
-        self.assertEqual((ledger.calls, tool_messages(result)[-1].content, result["messages"][-1].content), ([("deploy", DEPLOY_ARGUMENTS)], "deploy done", "Deployed."))
+        self.assertEqual((ledger.calls, tool_messages(result)[-1].content, result["messages"][-1].content), ([("deploy", DEPLOY_ARGUMENTS)], APPROVED_DEPLOY, "Deployed."))
 
 
 class RestartTest(unittest.TestCase):
@@ -152,7 +152,7 @@ class RestartTest(unittest.TestCase):
             second = life("resume")
             self.assertEqual(second["ran"], [["deploy", DEPLOY_ARGUMENTS]])
             self.assertEqual(second["interrupts"], [])
-            self.assertEqual(second["messages"][-2:], [["tool", "deploy done"], ["ai", "Deployed."]])
+            self.assertEqual(second["messages"][-2:], [["tool", APPROVED_DEPLOY], ["ai", "Deployed."]])
 
 
 class HeraldToolsTest(unittest.TestCase):

@@ -14,7 +14,7 @@ from agents import Agent, FunctionTool, RunResult, Runner, RunState, ToolCallOut
 from agents.exceptions import UserError
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from agents_support import DEPLOY_ARGUMENTS, POLICY, Ledger, broken_herald, expire, herald
+from agents_support import APPROVED_DEPLOY, DEPLOY_ARGUMENTS, POLICY, Ledger, broken_herald, expire, herald
 from herald_agents.gate import Gate
 from herald_agents.openai_agents import decide_approvals, gated, herald_tools
 from herald_sdk import Herald, ServerError
@@ -102,7 +102,7 @@ class GateTest(AgentTestCase):
         agent = deployer(gate, self.ledger, ScriptedModel([[assistant_message("Deployed.")]]))
         state = await decide_approvals(gate, await RunState.from_string(agent, saved), total_timeout=10)
         resumed = await Runner.run(agent, state)
-        self.assertEqual((self.ledger.calls, outputs(resumed), resumed.final_output), ([("deploy", DEPLOY_ARGUMENTS)], ["deploy done"], "Deployed."))
+        self.assertEqual((self.ledger.calls, outputs(resumed), resumed.final_output), ([("deploy", DEPLOY_ARGUMENTS)], [APPROVED_DEPLOY], "Deployed."))
         # Deciding and running found the same decision again rather than opening another.
         self.assertEqual({(d["decisionId"], d["duplicate"]) for d in client.decisions}, {(decision["decisionId"], True)})
 

@@ -13,7 +13,8 @@ import pydantic
 from herald_agents.tools import herald_tool_definitions
 from herald_sdk import Herald
 from herald_sdk.types import AskRecord, AskRequest, SendRequest, SendResult
-from support import env
+from agents_support import herald, link_answer_status, reviewer
+from support import env, in_background
 
 
 class CountingHerald(Herald):
@@ -71,6 +72,12 @@ class BoundsTest(unittest.TestCase):
             ({"question": "Which?", "type": "choose"}, ("type",)),
             ({"question": "Why?", "type": "input", "placeholder": "p" * 201}, ("placeholder",)),
             ({"question": "Go?", "context": "c" * 2_001}, ("context",)),
+            ({"question": "Go?", "approvers": [{"kind": "email", "id": f"ops{index}@example.com"} for index in range(21)]}, ("approvers",)),
+            ({"question": "Go?", "approvers": [{"kind": "fax", "id": "555"}]}, ("approvers", 0, "kind")),
+            ({"question": "Go?", "approvers": [{"kind": "email", "id": ""}]}, ("approvers", 0, "id")),
+            ({"question": "Go?", "escalation": [{"afterSeconds": 0}]}, ("escalation", 0, "afterSeconds")),
+            ({"question": "Go?", "escalation": [{"afterSeconds": 60, "channels": ["email", "email"]}]}, ("escalation", 0, "channels")),
+            ({"question": "Go?", "escalation": [{"afterSeconds": 60, "approvers": [{"kind": "pager", "id": "ops"}]}]}, ("escalation", 0, "approvers", 0, "kind")),
         ]
         for arguments, where in cases:
             self.assertEqual(self.refused(self.ask.run, arguments), [where], arguments)
@@ -79,6 +86,19 @@ class BoundsTest(unittest.TestCase):
                 Herald(env("HERALD_API_KEY"), env("HERALD_URL")).ask({**arguments, "wait": False})  # type: ignore[typeddict-item]
             self.assertEqual([problem["field"] for problem in raised.exception.fields], [".".join(map(str, where))], arguments)
         self.assertEqual(self.client.requests, 0)
+
+    def test_ask_user_with_approvers_refuses_the_link_and_its_result_names_the_approver_who_answered(self) -> None:
+        key_id, reviewing = reviewer()
+        client = herald()
+        [_, ask] = herald_tool_definitions(client, agent_name=None, ask_timeout=30)
+        asking = in_background(lambda: json.loads(ask.run({"question": "Rotate the signing key?", "approvers": [{"kind": "key", "id": key_id}]})))
+        asked = client.asked.get(timeout=10)
+        self.assertEqual((asked["question"], asked["approvers"]), ("Rotate the signing key?", [{"kind": "key", "id": key_id}]))
+        self.assertEqual(link_answer_status(asked["liveUrl"], "yes"), 403)
+        reviewing.answer_ask(asked["correlationId"], "yes")
+        record = asking()
+        self.assertEqual((record["status"], record["value"]), ("answered", "yes"))
+        self.assertEqual({**record["answeredBy"], "at": ""}, {"kind": "key", "id": key_id, "displayName": key_id, "channel": "api", "at": ""})
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ export const askFields = {
   options: z.array(z.string().min(1).max(200)).min(2).max(20).refine(distinct, 'must not repeat an item'),
   context: z.string().max(2000),
   placeholder: z.string().max(200),
+  approvers: z.array(z.object({ kind: z.enum(['slack', 'email', 'subscriber', 'key', 'member']), id: z.string().min(1).max(320) }).strict()).max(20),
+  escalation: z.array(z.object({ afterSeconds: z.number().int().min(1).max(86400), channels: z.array(z.enum(['web_push', 'slack', 'email'])).max(3).refine(distinct, 'must not repeat an item').optional(), approvers: z.array(z.object({ kind: z.enum(['slack', 'email', 'subscriber', 'key', 'member']), id: z.string().min(1).max(320) }).strict()).max(20).optional() }).strict()).max(5),
   agentName: z.string().min(1).max(100),
   timeoutSeconds: z.number().int().min(1).max(55),
 };
@@ -32,6 +34,8 @@ export const askBounds = {
   options: { minItems: 2, maxItems: 20 },
   context: { maxLength: 2000 },
   placeholder: { maxLength: 200 },
+  approvers: { maxItems: 20 },
+  escalation: { maxItems: 5 },
   agentName: { minLength: 1, maxLength: 100 },
   timeoutSeconds: { minimum: 1, maximum: 55 },
 } as const;

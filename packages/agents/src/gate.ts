@@ -29,6 +29,12 @@ export interface GateOptions {
   externalId?: string;
   /** Who the decision goes to: `owner` (default without externalId), `user` (default with one) or `team`. */
   audience?: DecisionRequest['audience'];
+  /**
+   * The people who may approve this agent's tool calls (up to 20: `{kind: "slack" | "email" |
+   * "subscriber" | "key" | "member", id}`), sent with each decision: each is delivered it on their
+   * channel, and an answer from anyone else is refused.
+   */
+  approvers?: DecisionRequest['approvers'];
   /** The agent acting: `principal.actor` in policies, and the name the person sees. */
   actor?: string;
   /** e.g. `production`: `context.environment` in policies. */
@@ -72,8 +78,8 @@ export function isPendingDecision(value: unknown): value is PendingDecision {
   return typeof value === 'object' && value !== null && (value as { herald?: unknown }).herald === 'decision' && typeof (value as { decisionId?: unknown }).decisionId === 'string';
 }
 
-/** What to do with a call in a run that can pause: run it, refuse it, or pause until the person decides. */
-export type Step = { action: 'run' } | { action: 'refuse'; error: ToolCallRefusedError } | { action: 'pause'; pending: PendingDecision };
+/** What to do with a call in a run that can pause: run it (`decision`: the person's yes, null when the policy allowed it), refuse it, or pause until the person decides. */
+export type Step = { action: 'run'; decision: Decision | null } | { action: 'refuse'; error: ToolCallRefusedError } | { action: 'pause'; pending: PendingDecision };
 
 /** A tool call the gate did not let through; the message is what the agent is told. */
 export class ToolCallRefusedError extends Error {
@@ -118,18 +124,31 @@ function sameParameters(approved: Record<string, Scalar> | null, called: Record<
 }
 
 /**
- * Who answered a decision, as the agent is told: "ops@example.com (email)", "U024BE7LH (slack)",
- * "the holder of the answer link" (a question without approvers answered through its link), or
- * "the person" for an answer recorded before Herald said who.
+ * Who answered a decision, as the agent is told: the display name, the kind and, where it is not
+ * the kind's own, the channel: "ops@example.com (email)", "U024BE7LH (slack)", "alice (subscriber
+ * via web_push)", "key_… (key via api)"; "the holder of the answer link" (a question without
+ * approvers answered through its link), or "the person" for an answer recorded before Herald said who.
  */
 export function answererOf(decision: Decision): string {
   const by = decision.answeredBy;
   if (by === null) return 'the person';
-  return by.kind === 'link' ? by.displayName : `${by.displayName} (${by.kind})`;
+  if (by.kind === 'link') return by.displayName;
+  return `${by.displayName} (${by.kind}${by.channel === by.kind ? '' : ` via ${by.channel}`})`;
 }
 
 /** What the agent is told of an approval: who gave it. */
 export const approvalOf = (decision: Decision): string => `approved by ${answererOf(decision)}`;
+
+/** What a tool behind the gate gives the agent when a person approved the call: who approved it, and the tool's own result. */
+export interface Approved<Result> {
+  approval: string;
+  result: Result;
+}
+
+/** A cleared call's result as the agent is given it: after a person's yes `{approval: "approved by …", result}`; after the policy's allow (no decision) the result alone. */
+export function approvedResult<Result>(decision: Decision | null, result: Result): Result | Approved<Result> {
+  return decision === null ? result : { approval: approvalOf(decision), result };
+}
 
 /** Why a decision that is not an explicit yes to this call refuses it. */
 function refusalOf(decision: Decision): string {
@@ -173,7 +192,7 @@ export class HeraldGate {
 
   /** Opens the decision about this call without waiting; with a callId, the one opened before for it. */
   openDecision(call: ToolCall, signal?: AbortSignal): Promise<Decision> {
-    const { actor, externalId, audience, expiresInSeconds } = this.#options;
+    const { actor, externalId, audience, approvers, expiresInSeconds } = this.#options;
     const toolTarget = this.#options.toolTarget?.(call);
     const request: DecisionRequest = {
       question: this.#options.question?.(call) ?? `Allow ${actor ?? 'the agent'} to call ${call.toolName}?`,
@@ -185,6 +204,7 @@ export class HeraldGate {
       ...(actor === undefined ? {} : { agentName: actor }),
       ...(externalId === undefined ? {} : { externalId }),
       ...(audience === undefined ? {} : { audience }),
+      ...(approvers === undefined ? {} : { approvers }),
       ...(expiresInSeconds === undefined ? {} : { expiresInSeconds }),
     };
     return this.herald.createDecision(request, { signal, ...(call.callId === undefined ? {} : { idempotencyKey: this.idempotencyKeyOf(call) }) });
@@ -234,9 +254,21 @@ export class HeraldGate {
 
   /** Runs the tool with the call's arguments once the gate clears it; otherwise throws ToolCallRefusedError. */
   async run<Result>(call: ToolCall, execute: () => Result | Promise<Result>, signal?: AbortSignal): Promise<Result> {
+    await this.#cleared(call, signal);
+    return execute();
+  }
+
+  /** As `run`, its result as the agent is given it (`approvedResult`): after a person's yes, with who approved the call. */
+  async runApproved<Result>(call: ToolCall, execute: () => Result | Promise<Result>, signal?: AbortSignal): Promise<Result | Approved<Result>> {
+    const decision = await this.#cleared(call, signal);
+    return approvedResult(decision, await execute());
+  }
+
+  /** The person's yes that clears the call (null: the policy allowed it); throws ToolCallRefusedError otherwise. */
+  async #cleared(call: ToolCall, signal: AbortSignal | undefined): Promise<Decision | null> {
     const clearance = await this.clear(call, signal);
     if (!clearance.cleared) throw new ToolCallRefusedError(call.toolName, clearance);
-    return execute();
+    return clearance.decision;
   }
 
   /**
@@ -244,9 +276,11 @@ export class HeraldGate {
    * pass: `pause` while the decision is open. `resumed`: the run came back, so an open decision
    * is silence and refuses; whatever resumed it, only Herald's decision counts.
    */
+  step(call: ToolCall & { callId: string }, options: { resumed: true; signal?: AbortSignal }): Promise<Exclude<Step, { action: 'pause' }>>;
+  step(call: ToolCall & { callId: string }, options: { resumed: boolean; signal?: AbortSignal }): Promise<Step>;
   async step(call: ToolCall & { callId: string }, options: { resumed: boolean; signal?: AbortSignal }): Promise<Step> {
     const screening = await this.screen(call, options.signal);
-    if (screening.verdict === 'allow') return { action: 'run' };
+    if (screening.verdict === 'allow') return { action: 'run', decision: null };
     if (screening.verdict === 'deny') {
       return { action: 'refuse', error: new ToolCallRefusedError(call.toolName, { cleared: false, authorization: screening.authorization, decision: null, reason: screening.reason }) };
     }
@@ -258,7 +292,7 @@ export class HeraldGate {
       };
     }
     const clearance = this.judge(call, screening.authorization, decision);
-    return clearance.cleared ? { action: 'run' } : { action: 'refuse', error: new ToolCallRefusedError(call.toolName, clearance) };
+    return clearance.cleared ? { action: 'run', decision } : { action: 'refuse', error: new ToolCallRefusedError(call.toolName, clearance) };
   }
 
   /**

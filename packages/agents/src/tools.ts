@@ -37,7 +37,8 @@ export const ASK_USER = {
     'Ask the person a question and wait for the answer. Fail closed: only an explicit "yes" to a confirm question approves; no answer is never approval. ' +
     'type: "confirm" (yes/no, the default), "select" (one of 2-20 options) or "input" (free text). ' +
     'With wait (the default) the call returns when they answer or after timeoutMs (default 30,000, at most 55,000). ' +
-    'Result: {correlationId, status: "answered" | "pending" | "timeout" | "withdrawn", answered, value, answeredBy, liveUrl, ...}; value is the answer ("yes"/"no" for confirm), answeredBy who gave it ({kind, id, displayName, channel, at}).',
+    'Result: {correlationId, status: "answered" | "pending" | "timeout" | "withdrawn", answered, value, answeredBy, liveUrl, ...}; value is the answer ("yes"/"no" for confirm), answeredBy who gave it ({kind, id, displayName, channel, at}). ' +
+    'approvers: only these people may answer ([{kind: "email" | "slack" | "subscriber" | "key" | "member", id}]); escalation: more channels and approvers while it stays unanswered.',
   inputSchema: z
     .object({
       question: askFields.question.describe('What the person is asked'),
@@ -46,6 +47,12 @@ export const ASK_USER = {
       context: askFields.context.optional().describe('Background shown with the question'),
       placeholder: askFields.placeholder.optional().describe('Hint inside the text field (input)'),
       agentName: askFields.agentName.optional().describe('Who is asking, shown to the person'),
+      approvers: askFields.approvers
+        .optional()
+        .describe('Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.'),
+      escalation: askFields.escalation
+        .optional()
+        .describe('While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime)'),
       wait: z.boolean().optional().describe('false: return at once with status "pending" and the correlationId'),
       timeoutMs: z.number().int().min(1).max(MAX_WAIT_MS).optional().describe('How long to wait for the answer, in milliseconds (rounded up to whole seconds)'),
     })

@@ -9,10 +9,10 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-import type { AskRecord, Herald, SendResult } from '@herald/sdk';
+import { Herald, type AskRecord, type SendResult } from '@herald/sdk';
 import { freePort, pendingQuestionId, type SendingHarness, type TestWorkspace } from '@herald/testkit';
 
-import { personAnswers, policyWorkspace, POLICY, startAgentsHarness } from './support.js';
+import { linkAnswerStatus, personAnswers, policyWorkspace, POLICY, reviewerOf, startAgentsHarness } from './support.js';
 
 // Eve's own loop: the agent in packages/agents/eve-fixture (a scripted mockModel, Herald's tools
 // from @herald/agents/eve, tools behind Herald's gate) is built with `eve build` and served with
@@ -23,11 +23,15 @@ const FIXTURE = fileURLToPath(new URL('../../eve-fixture/', import.meta.url));
 const EVE = join(dirname(createRequire(import.meta.url).resolve('eve/package.json')), 'bin', 'eve.js');
 const PASSWORD = 'eve-test-password';
 
-/** deploy_unattended: as deploy, behind a gate that waits only 1 s for the person. */
+/** deploy_unattended: as deploy, behind a gate that waits only 1 s for the person; deploy_reviewed: as deploy, behind a gate naming the reviewer's key as its only approver. */
 const EVE_POLICY = `${POLICY}
 @id("deploy-unattended-reviewed")
 @requires_human
 permit(principal, action, resource) when { resource.name == "deploy_unattended" };
+
+@id("deploy-reviewed-by-key")
+@requires_human
+permit(principal, action, resource) when { resource.name == "deploy_reviewed" };
 `;
 
 let harness: SendingHarness;
@@ -36,11 +40,14 @@ let workspace: TestWorkspace;
 let agent: ChildProcess;
 let agentUrl: string;
 let toolLog: string;
+/** The reviewer: another API key of the workspace, the only approver of deploy_reviewed. */
+let reviewer: { keyId: string; herald: Herald };
 
 before(async () => {
   harness = await startAgentsHarness();
   ({ herald, workspace } = await policyWorkspace(harness));
   await herald.putPolicy(EVE_POLICY);
+  reviewer = await reviewerOf(harness, workspace);
   const env = { ...process.env, EVE_TELEMETRY_DISABLED: '1' };
   await promisify(execFile)(process.execPath, [EVE, 'build'], { cwd: FIXTURE, env, maxBuffer: 64 * 1024 * 1024 });
   toolLog = join(await mkdtemp(join(tmpdir(), 'herald-eve-')), 'ran.jsonl');
@@ -57,6 +64,7 @@ before(async () => {
       EVE_TOOL_LOG: toolLog,
       HERALD_API_KEY: workspace.apiKey,
       HERALD_URL: harness.stack.gatewayUrl,
+      HERALD_REVIEWER_KEY_ID: reviewer.keyId,
       HERALD_UNREACHABLE_URL: `http://127.0.0.1:${await freePort()}`,
     },
   });
@@ -149,7 +157,10 @@ test('a call that needs a person waits inside the call: yes runs the tool with t
   assert.deepEqual(await ran(), []);
   await personAnswers(harness, decision, 'yes');
   const approved = await approving;
-  assert.deepEqual({ status: approved.result.status, output: approved.result.result.output }, { status: 'completed', output: 'deploy ran' });
+  assert.deepEqual(
+    { status: approved.result.status, output: approved.result.result.output },
+    { status: 'completed', output: { approval: 'approved by the holder of the answer link', result: 'deploy ran' } },
+  );
   assert.deepEqual(await ran(), [{ tool: 'deploy', input: DEPLOY }]);
 
   const refusing = turn('deploy', DEPLOY);
@@ -167,6 +178,20 @@ test('a call that needs a person waits inside the call: yes runs the tool with t
     ],
   );
   assert.deepEqual(await ran(), [{ tool: 'deploy', input: DEPLOY }]);
+});
+
+test("a gate naming its approvers: the link is refused, the approver's yes runs the tool, and the model is told who approved", { timeout: 120_000 }, async () => {
+  const before = (await ran()).length;
+  const approving = turn('deploy_reviewed', DEPLOY);
+  const decision = await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision'));
+  assert.deepEqual(decision.approvers, [{ kind: 'key', id: reviewer.keyId }]);
+  assert.equal(await linkAnswerStatus(harness, decision, 'yes'), 403);
+  await reviewer.herald.answerDecision(decision.decisionId, 'yes');
+  const approved = await approving;
+  const told = { approval: `approved by ${reviewer.keyId} (key via api)`, result: 'deploy_reviewed ran' };
+  assert.deepEqual({ status: approved.result.status, output: approved.result.result.output }, { status: 'completed', output: told });
+  assert.deepEqual(JSON.parse(approved.reply), told);
+  assert.deepEqual((await ran()).slice(before), [{ tool: 'deploy_reviewed', input: DEPLOY }]);
 });
 
 test('allow runs at once, deny refuses with the policy reason, and an error from Herald runs nothing', async () => {

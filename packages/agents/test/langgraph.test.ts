@@ -13,7 +13,7 @@ import { z } from 'zod';
 
 import { HeraldGate, isPendingDecision, type PendingDecision } from '../src/index.js';
 import { gateTool, heraldTools, resumeWhenDecided } from '../src/langgraph/index.js';
-import { personAnswers, policyWorkspace, startAgentsHarness } from './support.js';
+import { linkAnswerStatus, personAnswers, policyWorkspace, reviewerOf, startAgentsHarness } from './support.js';
 
 // LangGraph's prebuilt ReAct agent (a real graph: model node, ToolNode, checkpointer) with a
 // scripted LangChain chat model: it calls one tool, then repeats the tool's output as its answer.
@@ -79,11 +79,13 @@ test('send_notification and ask_user: the model calls them, Herald sends and ask
   assert.deepEqual({ question: asked.question, status: asked.status }, { question: 'Ship it?', status: 'pending' });
 });
 
-test('the gate interrupts the graph; a new process resumes the checkpointed thread once the person says yes, and the tool runs with those arguments', async () => {
+test("the gate interrupts the graph; a new process resumes the checkpointed thread once the named approver says yes (the link is refused), the tool runs with those arguments and the model is told who approved", async () => {
   const { herald, workspace } = await policyWorkspace(harness);
+  const reviewer = await reviewerOf(harness, workspace);
+  const approvers = [{ kind: 'key' as const, id: reviewer.keyId }];
   const ran: unknown[] = [];
   const checkpointer = new MemorySaver();
-  const gate = new HeraldGate({ herald, actor: 'ops-agent', scope: 'thread-a' });
+  const gate = new HeraldGate({ herald, actor: 'ops-agent', scope: 'thread-a', approvers });
   const agent = createReactAgent({ llm: new ScriptedChatModel('deploy', DEPLOY), tools: [gateTool(gate, deployTool(ran))], checkpointer });
   await agent.invoke(PROMPT, thread('thread-a'));
   const paused = await agent.getState(thread('thread-a'));
@@ -93,17 +95,18 @@ test('the gate interrupts the graph; a new process resumes the checkpointed thre
   assert.ok(isPendingDecision(pending));
   const decision = await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision'));
   assert.deepEqual(pending, { herald: 'decision', decisionId: decision.decisionId, toolName: 'deploy', toolCallId: 'call-1', decisionPageUrl: decision.decisionPageUrl, question: 'Allow ops-agent to call deploy?' });
-  assert.deepEqual(decision.parameters, { service: 'api', replicas: 3, labels: '["blue","green"]' });
+  assert.deepEqual([decision.parameters, decision.approvers], [{ service: 'api', replicas: 3, labels: '["blue","green"]' }, approvers]);
   assert.deepEqual(ran, []);
   assert.equal(await resumeWhenDecided(gate, pending, { waitTimeoutMs: 500 }), null);
 
-  await personAnswers(harness, decision, 'yes');
+  assert.equal(await linkAnswerStatus(harness, decision, 'yes'), 403);
+  await reviewer.herald.answerDecision(decision.decisionId, 'yes');
   // Another process: new client and graph on the same checkpoints.
-  const restartedGate = new HeraldGate({ herald: new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl }), actor: 'ops-agent', scope: 'thread-a' });
+  const restartedGate = new HeraldGate({ herald: new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl }), actor: 'ops-agent', scope: 'thread-a', approvers });
   const restarted = createReactAgent({ llm: new ScriptedChatModel('deploy', DEPLOY), tools: [gateTool(restartedGate, deployTool(ran))], checkpointer });
   const resume = await resumeWhenDecided(restartedGate, pending, { waitTimeoutMs: 5_000 });
   assert.ok(resume);
-  assert.equal(answerOf(await restarted.invoke(resume, thread('thread-a'))), 'deployed api');
+  assert.equal(answerOf(await restarted.invoke(resume, thread('thread-a'))), JSON.stringify({ approval: `approved by ${reviewer.keyId} (key via api)`, result: 'deployed api' }));
   assert.deepEqual(ran, [DEPLOY]);
 });
 

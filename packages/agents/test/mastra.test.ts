@@ -12,7 +12,7 @@ import { z } from 'zod';
 
 import { HeraldGate, isPendingDecision } from '../src/index.js';
 import { gateTool, heraldTools, resumeWhenDecided } from '../src/mastra/index.js';
-import { personAnswers, policyWorkspace, startAgentsHarness } from './support.js';
+import { linkAnswerStatus, personAnswers, policyWorkspace, reviewerOf, startAgentsHarness } from './support.js';
 
 // A Mastra Agent's own loop with Mastra's own mock (AI SDK) language model: it calls one tool, then answers with
 // the tool's result as text once it sees it. Herald runs for real.
@@ -75,7 +75,7 @@ test('without storage to resume from, the gate waits for the person inside the c
   assert.deepEqual({ toolName: decision.toolName, parameters: decision.parameters }, { toolName: 'deploy', parameters: { service: 'api', replicas: 3, labels: '["blue","green"]' } });
   assert.deepEqual(ran, []);
   await personAnswers(harness, decision, 'yes');
-  assert.equal((await approving).text, JSON.stringify({ type: 'text', value: 'deployed api' }));
+  assert.equal((await approving).text, JSON.stringify({ type: 'json', value: { approval: 'approved by the holder of the answer link', result: 'deployed api' } }));
   assert.deepEqual(ran, [DEPLOY]);
 
   const refusing = agent('call-no').generate('Deploy the api.', { maxSteps: 3 });
@@ -116,11 +116,13 @@ function registered(model: MastraLanguageModelV2Mock, tools: ConstructorParamete
   return agent;
 }
 
-test('with storage the call suspends the run; a new process resumes it once the person says yes, and the tool runs with those arguments', async () => {
+test("with storage the call suspends the run; a new process resumes it once the named approver says yes (the link is refused), the tool runs with those arguments and the model is told who approved", async () => {
   const { herald, workspace } = await policyWorkspace(harness);
+  const reviewer = await reviewerOf(harness, workspace);
+  const approvers = [{ kind: 'key' as const, id: reviewer.keyId }];
   const ran: unknown[] = [];
   const storage = new InMemoryStore();
-  const gate = new HeraldGate({ herald, actor: 'ops-agent', scope: 'thread-m' });
+  const gate = new HeraldGate({ herald, actor: 'ops-agent', scope: 'thread-m', approvers });
   const first = await registered(scriptedModel('deploy', DEPLOY), { deploy: gateTool(gate, deployTool(ran)) }, storage).generate('Deploy the api.', { maxSteps: 3 });
   assert.equal(first.finishReason, 'suspended');
   const pending: unknown = (first.suspendPayload as { suspendPayload?: unknown } | undefined)?.suspendPayload;
@@ -128,18 +130,20 @@ test('with storage the call suspends the run; a new process resumes it once the 
   const decision = await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision'));
   assert.deepEqual({ id: pending.decisionId, toolName: pending.toolName, toolCallId: pending.toolCallId }, { id: decision.decisionId, toolName: 'deploy', toolCallId: 'call-1' });
   assert.deepEqual(ran, []);
+  assert.deepEqual(decision.approvers, approvers);
   assert.equal(await resumeWhenDecided(gate, pending, { waitTimeoutMs: 500 }), null);
-  await personAnswers(harness, decision, 'yes');
+  assert.equal(await linkAnswerStatus(harness, decision, 'yes'), 403);
+  await reviewer.herald.answerDecision(decision.decisionId, 'yes');
 
   // Another process: new client, agent and Mastra on the same storage.
-  const restartedGate = new HeraldGate({ herald: new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl }), actor: 'ops-agent', scope: 'thread-m' });
+  const restartedGate = new HeraldGate({ herald: new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl }), actor: 'ops-agent', scope: 'thread-m', approvers });
   const restarted = registered(scriptedModel('deploy', DEPLOY), { deploy: gateTool(restartedGate, deployTool(ran)) }, storage);
   const [suspended] = (await restarted.listSuspendedRuns({})).runs;
   assert.equal(suspended?.runId, first.runId);
   const resumeData = await resumeWhenDecided(restartedGate, pending, { waitTimeoutMs: 5_000 });
   assert.deepEqual(resumeData, { decisionId: decision.decisionId, status: 'answered' });
   const resumed = await restarted.resumeGenerate(resumeData, { runId: first.runId, maxSteps: 3 });
-  assert.equal(resumed.text, JSON.stringify({ type: 'text', value: 'deployed api' }));
+  assert.equal(resumed.text, JSON.stringify({ type: 'json', value: { approval: `approved by ${reviewer.keyId} (key via api)`, result: 'deployed api' } }));
   assert.deepEqual(ran, [DEPLOY]);
 });
 

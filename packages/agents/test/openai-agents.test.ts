@@ -8,7 +8,7 @@ import { z } from 'zod';
 
 import { HeraldGate } from '../src/index.js';
 import { answerInterruptions, gateTool, heraldTools } from '../src/openai-agents/index.js';
-import { personAnswers, policyWorkspace, startAgentsHarness } from './support.js';
+import { linkAnswerStatus, personAnswers, policyWorkspace, reviewerOf, startAgentsHarness } from './support.js';
 
 // The OpenAI Agents SDK's own runner with a scripted Model: it calls one tool, then answers with
 // the text of the tool's output once it sees it. Herald runs for real.
@@ -72,10 +72,12 @@ test('send_notification and ask_user: the model calls them, Herald sends and ask
   assert.deepEqual({ question: asked.question, type: asked.type, status: asked.status }, { question: 'Ship it?', type: 'confirm', status: 'pending' });
 });
 
-test('the gate interrupts the run; the state is saved, restored in a new process, answered from Herald, and the tool runs with the approved arguments', async () => {
+test("the gate interrupts the run; the state is saved, restored in a new process, answered from Herald by the named approver (the link is refused), the tool runs with the approved arguments and the model is told who approved", async () => {
   const { herald, workspace } = await policyWorkspace(harness);
+  const reviewer = await reviewerOf(harness, workspace);
+  const approvers = [{ kind: 'key' as const, id: reviewer.keyId }];
   const ran: unknown[] = [];
-  const gate = new HeraldGate({ herald, actor: 'ops-agent', scope: 'thread-1' });
+  const gate = new HeraldGate({ herald, actor: 'ops-agent', scope: 'thread-1', approvers });
   const agent = new Agent({ name: 'ops-agent', model: new ScriptedModel('deploy', DEPLOY), tools: [gateTool(gate, deployTool(ran))] });
   const first = await run(agent, 'Deploy the api.');
   assert.equal(first.interruptions.length, 1);
@@ -87,18 +89,19 @@ test('the gate interrupts the run; the state is saved, restored in a new process
 
   const decision = await herald.getDecision(await pendingQuestionId(workspace.workspaceId, 'decision'));
   assert.deepEqual(
-    { question: decision.question, toolName: decision.toolName, parameters: decision.parameters },
-    { question: 'Allow ops-agent to call deploy?', toolName: 'deploy', parameters: { service: 'api', replicas: 3, labels: '["blue","green"]' } },
+    { question: decision.question, toolName: decision.toolName, parameters: decision.parameters, approvers: decision.approvers },
+    { question: 'Allow ops-agent to call deploy?', toolName: 'deploy', parameters: { service: 'api', replicas: 3, labels: '["blue","green"]' }, approvers },
   );
-  await personAnswers(harness, decision, 'yes');
+  assert.equal(await linkAnswerStatus(harness, decision, 'yes'), 403);
+  await reviewer.herald.answerDecision(decision.decisionId, 'yes');
 
   // Another process: a new client, the agent rebuilt, the state from storage.
-  const restartedGate = new HeraldGate({ herald: new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl }), actor: 'ops-agent', scope: 'thread-1' });
+  const restartedGate = new HeraldGate({ herald: new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl }), actor: 'ops-agent', scope: 'thread-1', approvers });
   const restartedAgent = new Agent({ name: 'ops-agent', model: new ScriptedModel('deploy', DEPLOY), tools: [gateTool(restartedGate, deployTool(ran))] });
   const state = await RunState.fromString(restartedAgent, saved);
   assert.equal(await answerInterruptions(restartedGate, state, { waitTimeoutMs: 5_000 }), true);
   const resumed = await run(restartedAgent, state);
-  assert.equal(resumed.finalOutput, 'deployed api');
+  assert.equal(resumed.finalOutput, JSON.stringify({ approval: `approved by ${reviewer.keyId} (key via api)`, result: 'deployed api' }));
   assert.deepEqual(ran, [DEPLOY]);
 });
 

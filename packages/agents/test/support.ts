@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 
 import { Herald, type AskRecord, type Decision } from '@herald/sdk';
-import { call, createWorkspace, seedAudience, startSendingHarness, type SendingHarness, type TestWorkspace } from '@herald/testkit';
+import { call, createKey, createWorkspace, seedAudience, startSendingHarness, type SendingHarness, type TestWorkspace } from '@herald/testkit';
 
 /** What the adapter tests share: a running Herald, a workspace with a policy, and a person who answers. */
 
@@ -39,10 +39,27 @@ export async function bareWorkspace(harness: SendingHarness): Promise<Herald> {
   return new Herald({ apiKey: workspace.apiKey, baseUrl: harness.stack.gatewayUrl });
 }
 
+/** The reviewer: another API key of the workspace (answering with POST /decisions/{id}), to be named as a question's approver `{kind: "key", id: keyId}`. */
+export async function reviewerOf(harness: SendingHarness, workspace: TestWorkspace): Promise<{ keyId: string; herald: Herald }> {
+  const { keyId, apiKey } = await createKey(workspace.workspaceId, 'runtime', '--name', 'reviewer');
+  return { keyId, herald: new Herald({ apiKey, baseUrl: harness.stack.gatewayUrl }) };
+}
+
 /** The person answers on the answer page's JSON endpoint, as a notification action does. */
 export async function personAnswers(harness: SendingHarness, question: Decision | AskRecord, answer: string): Promise<void> {
+  const response = await answerByLink(harness, question, answer);
+  assert.equal(response.status, 200, JSON.stringify(response.body));
+}
+
+/** The holder of the link the caller got answers; the status (403 in the error shape where the question names its approvers). */
+export async function linkAnswerStatus(harness: SendingHarness, question: Decision | AskRecord, answer: string): Promise<number> {
+  const response = await answerByLink(harness, question, answer);
+  if (response.status === 403) assert.equal((response.body as { code?: string }).code, 'forbidden');
+  return response.status;
+}
+
+function answerByLink(harness: SendingHarness, question: Decision | AskRecord, answer: string) {
   const page = 'decisionPageUrl' in question ? question.decisionPageUrl : question.liveUrl;
   const token = new URL(page).pathname.slice('/a/'.length);
-  const response = await call(harness.stack.gatewayUrl, `/api/v1/answer/${token}`, { method: 'POST', body: { answer } });
-  assert.equal(response.status, 200, JSON.stringify(response.body));
+  return call(harness.stack.gatewayUrl, `/api/v1/answer/${token}`, { method: 'POST', body: { answer } });
 }

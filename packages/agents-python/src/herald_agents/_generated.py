@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, with_config
+from typing_extensions import NotRequired, TypedDict
 
 
 def _distinct(items: list[str]) -> list[str]:
@@ -21,8 +22,29 @@ SendBody = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
 SendUrl = Annotated[str, StringConstraints(max_length=2048, pattern="^https?://[^\\s]+$")]
 
 # The fields of ask's request body the tools take.
+
+@with_config(ConfigDict(extra="forbid"))
+class AskApproversItem(TypedDict):
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: Annotated[str, StringConstraints(min_length=1, max_length=320)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class AskEscalationItemApproversItem(TypedDict):
+    kind: Literal["slack", "email", "subscriber", "key", "member"]
+    id: Annotated[str, StringConstraints(min_length=1, max_length=320)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class AskEscalationItem(TypedDict):
+    afterSeconds: Annotated[int, Field(ge=1, le=86400)]
+    channels: NotRequired[Annotated[list[Literal["web_push", "slack", "email"]], Field(max_length=3), AfterValidator(_distinct)]]
+    approvers: NotRequired[Annotated[list[AskEscalationItemApproversItem], Field(max_length=20)]]
+
 AskQuestion = Annotated[str, StringConstraints(min_length=1, max_length=500)]
 AskType = Literal["confirm", "select", "input"]
 AskOptions = Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=200)]], Field(min_length=2, max_length=20), AfterValidator(_distinct)]
 AskContext = Annotated[str, StringConstraints(max_length=2000)]
 AskPlaceholder = Annotated[str, StringConstraints(max_length=200)]
+AskApprovers = Annotated[list[AskApproversItem], Field(max_length=20)]
+AskEscalation = Annotated[list[AskEscalationItem], Field(max_length=5)]

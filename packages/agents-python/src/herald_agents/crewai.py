@@ -15,7 +15,7 @@ from crewai.tools import BaseTool
 
 from herald_sdk import Herald, HeraldError
 
-from .gate import Gate
+from .gate import Gate, with_approval
 from .tools import HeraldTool, herald_tool_definitions
 
 
@@ -71,7 +71,7 @@ class HeraldGatedTool(BaseTool):
             return f"Refused: Herald could not evaluate the call: {_described(err)}"
         if not result.approved:
             return result.reason
-        return self.wrapped.run(**arguments)
+        return with_approval(result, self.wrapped.run(**arguments))
 
 
 def gated(tool: BaseTool, gate: Gate) -> HeraldGatedTool:

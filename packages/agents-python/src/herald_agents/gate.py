@@ -13,10 +13,10 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
-from typing import Callable, Literal, Mapping
+from typing import Callable, Literal, Mapping, Sequence
 
 from herald_sdk import Herald
-from herald_sdk.types import AuthorizeRequest, Decision, DecisionRequest, Scalar, Verdict
+from herald_sdk.types import Approver, AuthorizeRequest, Decision, DecisionRequest, Scalar, Verdict
 
 #: The server's bounds on ``parameters`` (README, POST /authorize).
 MAX_PARAMETERS = 32
@@ -77,13 +77,26 @@ class GateResult:
 
 
 def _answerer_of(decision: Decision) -> str:
-    """Who answered a decision, as the agent is told: "ops@example.com (email)", "the holder of the
-    answer link" (a question without approvers answered through its link), or "the person" for an
-    answer recorded before Herald said who."""
+    """Who answered a decision, as the agent is told: the display name, the kind and, where it is
+    not the kind's own, the channel: "ops@example.com (email)", "alice (subscriber via web_push)",
+    "key_… (key via api)"; "the holder of the answer link" (a question without approvers answered
+    through its link), or "the person" for an answer recorded before Herald said who."""
     by = decision["answeredBy"]
     if by is None:
         return "the person"
-    return by["displayName"] if by["kind"] == "link" else f"{by['displayName']} ({by['kind']})"
+    if by["kind"] == "link":
+        return by["displayName"]
+    via = "" if by["channel"] == by["kind"] else f" via {by['channel']}"
+    return f"{by['displayName']} ({by['kind']}{via})"
+
+
+def with_approval(result: GateResult, output: object) -> object:
+    """A cleared call's output as the agent is given it: after a person's yes, who approved it with
+    the tool's output, as JSON text (``{"approval": "Approved by ops@example.com (email).", "result":
+    <output>}``); after the policy's allow (no decision), the output alone."""
+    if result.decision is None:
+        return output
+    return json.dumps({"approval": result.reason, "result": output}, ensure_ascii=False, default=str)
 
 
 def _refused(reason: str, authorization: Verdict | None = None, decision: Decision | None = None) -> GateResult:
@@ -106,6 +119,7 @@ class Gate:
         agent_name: str | None = None,
         external_id: str | None = None,
         audience: Audience | None = None,
+        approvers: Sequence[Approver] | None = None,
         actor: str | None = None,
         environment: str | None = None,
         tool_target: Callable[[str, Mapping[str, object]], str | None] | None = None,
@@ -114,7 +128,9 @@ class Gate:
     ) -> None:
         """``question``: the text the person is asked, from the tool's name and arguments (the
         arguments themselves are shown as the decision's context). ``external_id``/``audience``:
-        who decides (default: the key's owner, or a bound key's own end-user). ``actor``,
+        who decides (default: the key's owner, or a bound key's own end-user). ``approvers``: the
+        people who may approve this agent's calls (up to 20 ``{"kind", "id"}``), sent with each
+        decision: each is delivered it on their channel, and an answer from anyone else is refused. ``actor``,
         ``environment``, ``tool_target``: more for the policy to match on. ``expires_in_seconds``:
         how long the decision stays answerable (60-86,400; default 3,600). ``total_timeout``: how
         long a blocking wait lasts before silence refuses the call."""
@@ -123,6 +139,7 @@ class Gate:
         self._agent_name = agent_name
         self._external_id = external_id
         self._audience = audience
+        self._approvers = None if approvers is None else list(approvers)
         self._actor = actor
         self._environment = environment
         self._tool_target = tool_target
@@ -230,6 +247,8 @@ class Gate:
             request["externalId"] = self._external_id
         if self._audience is not None:
             request["audience"] = self._audience
+        if self._approvers is not None:
+            request["approvers"] = self._approvers
         if self._expires_in_seconds is not None:
             request["expiresInSeconds"] = self._expires_in_seconds
         return request

@@ -20,7 +20,7 @@ from langgraph.types import Command, Interrupt, interrupt
 
 from herald_sdk import Herald
 
-from .gate import Gate, GateResult
+from .gate import Gate, GateResult, with_approval
 from .tools import HeraldTool, herald_tool_definitions
 
 #: The ``type`` of the value of the interrupts the gate raises.
@@ -59,7 +59,11 @@ class HeraldGatedTool(BaseTool):
             if call_id is None:
                 return result.reason
             return ToolMessage(content=result.reason, tool_call_id=call_id, name=self.name, status="error")
-        return self.wrapped.invoke(input, config, **kwargs)
+        output = self.wrapped.invoke(input, config, **kwargs)
+        if isinstance(output, ToolMessage):
+            # Invoked with the tool call, the tool answers with its ToolMessage: the model is given its content.
+            return output.model_copy(update={"content": with_approval(result, output.content)})
+        return with_approval(result, output)
 
     async def ainvoke(self, input: str | dict[str, Any] | ToolCall, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         # The gate's requests are blocking; interrupt() reads the graph's context, which the executor carries over.
@@ -95,7 +99,8 @@ def gated(tool: BaseTool, gate: Gate) -> HeraldGatedTool:
     """Wraps a tool: each call is evaluated with POST /authorize (its name and exact arguments).
     allow runs it; deny answers the agent with the policy's reason; requires_human opens a
     decision bound to those arguments and pauses the graph (``interrupt``) until the run is resumed.
-    Only a yes runs the tool, with the arguments that were approved. Herald's errors are raised as
+    Only a yes runs the tool, with the arguments that were approved, and the model is given who
+    approved with its output (``with_approval``). Herald's errors are raised as
     the SDK's typed errors. Needs a checkpointer, as every interrupt does."""
     return HeraldGatedTool(name=tool.name, description=tool.description, args_schema=tool.args_schema, wrapped=tool, gate=gate)
 

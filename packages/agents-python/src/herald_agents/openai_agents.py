@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from herald_sdk import Herald
 
-from .gate import Gate, GateResult
+from .gate import Gate, GateResult, with_approval
 from .tools import HeraldTool, herald_tool_definitions
 
 
@@ -83,7 +83,7 @@ def gated(tool: FunctionTool, gate: Gate) -> FunctionTool:
         result = gate.settle(result)
         if not result.approved:
             return result.reason
-        return await tool.on_invoke_tool(context, raw)
+        return with_approval(result, await tool.on_invoke_tool(context, raw))
 
     return FunctionTool(
         name=tool.name,

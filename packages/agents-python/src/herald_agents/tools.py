@@ -11,7 +11,7 @@ from herald_sdk import Herald
 from herald_sdk.types import AskRecord, AskRequest, SendRequest, SendResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._generated import AskContext, AskOptions, AskPlaceholder, AskQuestion, AskType, SendBody, SendTitle, SendUrl
+from ._generated import AskApprovers, AskContext, AskEscalation, AskOptions, AskPlaceholder, AskQuestion, AskType, SendBody, SendTitle, SendUrl
 
 SEND_NOTIFICATION = "send_notification"
 ASK_USER = "ask_user"
@@ -25,6 +25,7 @@ ASK_USER_DESCRIPTION = (
     "Ask the person a question and wait for the answer. Fail closed: only an explicit \"yes\" to a confirm question approves; "
     'no answer is never approval. type: "confirm" (yes/no, the default), "select" (one of 2-20 options) or "input" (free text). '
     'Result: {correlationId, status: "answered" | "timeout" | "withdrawn", answered, value, answeredBy, ...}; value is the answer ("yes"/"no" for confirm), answeredBy who gave it ({kind, id, displayName, channel, at}). '
+    'approvers: only these people may answer ([{kind: "email" | "slack" | "subscriber" | "key" | "member", id}]); escalation: more channels and approvers while it stays unanswered. '
     '"timeout" means nobody answered in time: treat it as not approved.'
 )
 
@@ -52,6 +53,12 @@ class AskUserArguments(BaseModel):
     options: AskOptions | None = Field(default=None, description="The choices (select only)")
     context: AskContext | None = Field(default=None, description="Background shown with the question")
     placeholder: AskPlaceholder | None = Field(default=None, description="Hint inside the text field (input)")
+    approvers: AskApprovers | None = Field(
+        default=None, description="Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel."
+    )
+    escalation: AskEscalation | None = Field(
+        default=None, description="While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime)"
+    )
 
 
 def send_notification(herald: Herald, arguments: SendNotificationArguments) -> SendResult:
@@ -75,6 +82,10 @@ def ask_user(herald: Herald, arguments: AskUserArguments, *, agent_name: str | N
         question["context"] = arguments.context
     if arguments.placeholder is not None:
         question["placeholder"] = arguments.placeholder
+    if arguments.approvers is not None:
+        question["approvers"] = arguments.approvers
+    if arguments.escalation is not None:
+        question["escalation"] = arguments.escalation
     if agent_name is not None:
         question["agentName"] = agent_name
     return herald.wait_for_ask(herald.ask(question), total_timeout=total_timeout)

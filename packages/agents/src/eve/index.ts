@@ -1,7 +1,7 @@
 import type { AskRecord, Herald, SendResult } from '@herald/sdk';
 import { defineTool, type ToolContext, type ToolDefinition } from 'eve/tools';
 
-import type { HeraldGate } from '../gate.js';
+import type { Approved, HeraldGate } from '../gate.js';
 import { ASK_USER, askUser, SEND_NOTIFICATION, sendNotification, type AskUserInput, type SendNotificationInput } from '../tools.js';
 
 /**
@@ -40,9 +40,11 @@ export function askUserTool(herald: Lazy<Herald>): ToolDefinition<AskUserInput, 
  * policy's reason, requires_human opens the decision and waits for the person inside the call,
  * across 55 s holds, up to the gate's `waitTimeoutMs`. Only an explicit yes to the same arguments
  * runs it; no, a cancel, silence (expiry or the wait ending) and an error from Herald never do.
- * Eve reports the refusal to the model as the call's error.
+ * Eve reports the refusal to the model as the call's error. After a person's yes the model is given
+ * who approved with the tool's output, `{approval: "approved by …", result}`; a call the policy
+ * allows gives the output alone.
  */
-export function gateTool<Input, Output>(gate: Lazy<HeraldGate>, original: ToolDefinition<Input, Output>): ToolDefinition<Input, Output> {
+export function gateTool<Input, Output>(gate: Lazy<HeraldGate>, original: ToolDefinition<Input, Output>): ToolDefinition<Input, Output | Approved<Output>> {
   const execute = original.execute.bind(original);
   // An object literal on purpose: eve's compiler rewrites each defineTool({...}) call site into
   // durable callbacks, and runs those; a copy of a definition would still run the ungated execute.
@@ -51,6 +53,6 @@ export function gateTool<Input, Output>(gate: Lazy<HeraldGate>, original: ToolDe
     inputSchema: original.inputSchema,
     approval: original.approval,
     // A streaming (async-iterable) tool is cleared before its first value, as any other.
-    execute: (input: Input, ctx: ToolContext) => resolve(gate).run({ toolName: ctx.toolName, input, callId: `${ctx.session.id}:${ctx.callId}` }, () => execute(input, ctx), ctx.abortSignal) as Promise<Output>,
-  } as Parameters<typeof defineTool>[0]) as ToolDefinition<Input, Output>;
+    execute: (input: Input, ctx: ToolContext) => resolve(gate).runApproved({ toolName: ctx.toolName, input, callId: `${ctx.session.id}:${ctx.callId}` }, () => execute(input, ctx), ctx.abortSignal),
+  } as Parameters<typeof defineTool>[0]) as ToolDefinition<Input, Output | Approved<Output>>;
 }

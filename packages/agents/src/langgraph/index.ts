@@ -1,8 +1,9 @@
 import type { Herald } from '@herald/sdk';
+import { ToolMessage } from '@langchain/core/messages';
 import { tool, type StructuredToolInterface, type ToolRunnableConfig } from '@langchain/core/tools';
 import { Command, interrupt } from '@langchain/langgraph';
 
-import { HeraldGate, type PendingDecision } from '../gate.js';
+import { approvedResult, HeraldGate, type PendingDecision, type Step } from '../gate.js';
 import { ASK_USER, askUser, SEND_NOTIFICATION, sendNotification } from '../tools.js';
 
 /**
@@ -31,21 +32,26 @@ export function heraldTools(herald: Herald) {
  * from the start and goes ahead only if Herald's decision is an explicit yes to the same
  * arguments; the resume value is never taken as approval. Called without a tool call id (outside
  * a ToolNode) there is no id to find the decision again by, so it waits for the person instead.
+ * After a person's yes the model is given who approved with the tool's output, `{approval:
+ * "approved by …", result}`; a call the policy allows gives the output alone.
  */
 export function gateTool(gate: HeraldGate, original: StructuredToolInterface): StructuredToolInterface {
   return tool(
     async (input: unknown, config: ToolRunnableConfig) => {
       const callId = config.toolCall?.id;
-      if (callId === undefined) return gate.run({ toolName: original.name, input }, () => original.invoke(input, config), config.signal);
+      if (callId === undefined) return gate.runApproved({ toolName: original.name, input }, () => original.invoke(input, config), config.signal);
       const call = { toolName: original.name, input, callId };
-      let step = await gate.step(call, { resumed: false, signal: config.signal });
-      if (step.action === 'pause') {
+      const first = await gate.step(call, { resumed: false, signal: config.signal });
+      let step: Exclude<Step, { action: 'pause' }>;
+      if (first.action === 'pause') {
         // Throws on the first pass (the graph pauses); returns once the thread is resumed.
-        interrupt<PendingDecision>(step.pending);
+        interrupt<PendingDecision>(first.pending);
         step = await gate.step(call, { resumed: true, signal: config.signal });
-      }
+      } else step = first;
       if (step.action === 'refuse') throw step.error;
-      return original.invoke(input, config);
+      const output: unknown = await original.invoke(input, config);
+      // Invoked with the tool call, the tool answers with its ToolMessage: the model is given its content.
+      return step.decision === null ? output : approvedResult(step.decision, ToolMessage.isInstance(output) ? output.content : output);
     },
     { name: original.name, description: original.description, schema: original.schema },
   );

@@ -1,7 +1,7 @@
 import type { Herald } from '@herald/sdk';
 import { createTool, type Tool, type ToolExecutionContext } from '@mastra/core/tools';
 
-import { HeraldGate, type PendingDecision } from '../gate.js';
+import { approvedResult, HeraldGate, type Approved, type PendingDecision } from '../gate.js';
 import { ASK_USER, askUser, SEND_NOTIFICATION, sendNotification, type AskUserInput, type SendNotificationInput } from '../tools.js';
 
 /**
@@ -41,25 +41,27 @@ export function heraldTools(herald: Herald): {
  * `resumeStream`, after a restart too), and the resumed call runs only if Herald's decision is an
  * explicit yes to the same arguments. Elsewhere the call waits for the person, across 55 s holds,
  * up to the gate's `waitTimeoutMs`. Silence, a cancel, an expiry or an error never run it.
+ * After a person's yes the agent is given who approved with the tool's output, `{approval:
+ * "approved by …", result}`; a call the policy allows gives the output alone. So the gated tool
+ * declares no outputSchema: the original's own execute still checks its output against its schema.
  */
-export function gateTool<Input, Output, Id extends string>(gate: HeraldGate, original: HeraldTool<Input, Output, Id>): HeraldTool<Input, Output, Id> {
+export function gateTool<Input, Output, Id extends string>(gate: HeraldGate, original: HeraldTool<Input, Output, Id>): HeraldTool<Input, Output | Approved<Output>, Id> {
   const execute = original.execute;
   if (execute === undefined) throw new TypeError(`The tool ${original.id} has no execute function to gate`);
   return createTool({
     id: original.id,
     description: original.description,
     inputSchema: original.inputSchema,
-    outputSchema: original.outputSchema,
     execute: async (input: Input, context: ToolExecutionContext) => {
       const agent = context.agent;
       const resumable = agent !== undefined && context.mastra?.getStorage() !== undefined;
-      if (!resumable) return gate.run({ toolName: original.id, input, callId: agent?.toolCallId }, () => execute(input, context), context.abortSignal);
+      if (!resumable) return gate.runApproved({ toolName: original.id, input, callId: agent?.toolCallId }, () => execute(input, context), context.abortSignal);
       const step = await gate.step({ toolName: original.id, input, callId: agent.toolCallId }, { resumed: agent.resumeData !== undefined, signal: context.abortSignal });
       if (step.action === 'refuse') throw step.error;
       if (step.action === 'pause') return agent.suspend(step.pending);
-      return execute(input, context);
+      return approvedResult(step.decision, await execute(input, context));
     },
-  }) as HeraldTool<Input, Output, Id>;
+  }) as HeraldTool<Input, Output | Approved<Output>, Id>;
 }
 
 /**

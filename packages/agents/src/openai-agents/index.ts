@@ -1,7 +1,7 @@
 import type { Herald } from '@herald/sdk';
 import { tool, type FunctionTool, type RunContext, type RunState, type RunToolApprovalItem, type ToolInputParameters } from '@openai/agents';
 
-import { HeraldGate, ToolCallRefusedError, type ToolCall } from '../gate.js';
+import { HeraldGate, ToolCallRefusedError, type Approved, type ToolCall } from '../gate.js';
 import { ASK_USER, askUser, SEND_NOTIFICATION, sendNotification } from '../tools.js';
 
 /**
@@ -33,19 +33,21 @@ export function heraldTools(herald: Herald) {
  * The tool behind Herald's gate. Its approval policy asks /authorize: `requires_human` opens the
  * decision (keyed by the call id) and interrupts the run. When the tool is finally invoked the
  * gate checks again that Herald's decision is a yes to these arguments; a refusal becomes the
- * text the model sees, and an error from Herald is thrown as the SDK's typed error.
+ * text the model sees, and an error from Herald is thrown as the SDK's typed error. After a
+ * person's yes the model is given who approved with the tool's output, `{approval: "approved by
+ * …", result}`; a call the policy allows gives the output alone.
  */
 export function gateTool<Context, Parameters extends ToolInputParameters, Result>(
   gate: HeraldGate,
   original: FunctionTool<Context, Parameters, Result>,
-): FunctionTool<Context, Parameters, Result> {
+): FunctionTool<Context, Parameters, Result | Approved<string | Result>> {
   return {
     ...original,
     needsApproval: async (_context, input, callId) => (await gate.screen({ toolName: original.name, input, callId })).verdict === 'requires_human',
     invoke: async (context: RunContext<Context>, input: string, details) => {
       const call: ToolCall = { toolName: original.name, input: JSON.parse(input) as unknown, callId: details?.toolCall?.callId };
       try {
-        return await gate.run(call, () => original.invoke(context, input, details), details?.signal);
+        return await gate.runApproved(call, () => original.invoke(context, input, details), details?.signal);
       } catch (err) {
         if (err instanceof ToolCallRefusedError) return err.message;
         throw err;

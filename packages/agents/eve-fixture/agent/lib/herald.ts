@@ -7,12 +7,16 @@ import { Herald } from "@herald/sdk";
 let client: Herald | undefined;
 export const herald = (): Herald => (client ??= new Herald({ apiKey: process.env.HERALD_API_KEY, baseUrl: process.env.HERALD_URL }));
 
-/** A gate that waits up to waitTimeoutMs for the person; `unreachable`: its Herald is at HERALD_UNREACHABLE_URL, where nothing listens. */
-export const gate = (waitTimeoutMs: number, unreachable = false) => () =>
+/**
+ * A gate that waits up to waitTimeoutMs for the person; `unreachable`: its Herald is at
+ * HERALD_UNREACHABLE_URL, where nothing listens; `reviewed`: only the API key HERALD_REVIEWER_KEY_ID may approve.
+ */
+export const gate = (waitTimeoutMs: number, { unreachable = false, reviewed = false } = {}) => () =>
   new HeraldGate({
     herald: unreachable ? new Herald({ apiKey: process.env.HERALD_API_KEY, baseUrl: process.env.HERALD_UNREACHABLE_URL }) : herald(),
     actor: "eve-agent",
     waitTimeoutMs,
+    ...(reviewed && { approvers: [{ kind: "key" as const, id: process.env.HERALD_REVIEWER_KEY_ID ?? "" }] }),
   });
 
 /** What a tool did, one JSON line per run, in the file the test reads. */

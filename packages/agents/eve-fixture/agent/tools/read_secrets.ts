@@ -6,7 +6,7 @@ import { gate, ran } from "../lib/herald.ts";
 
 // Behind a gate whose Herald cannot be reached.
 export default gateTool(
-  gate(30000, true),
+  gate(30000, { unreachable: true }),
   defineTool({
     description: "read_secrets",
     inputSchema: z.object({}).passthrough(),
