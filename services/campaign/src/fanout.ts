@@ -11,6 +11,7 @@ import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campa
 import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
 import { DeliveryJob } from '@herald/proto/herald/delivery/v1/delivery';
 
+import { recordCompletions } from './metrics.js';
 import { notificationPayload } from './payload.js';
 import * as store from './store.js';
 
@@ -117,7 +118,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
     const notification = await store.findNotification(pool, event.workspaceId, queued.notificationId);
     if (!notification || !queued.content || notification.deleted_at || !store.RUNNING.includes(notification.status)) return;
     if (notification.fanout_done) {
-      await store.finishFanout(pool, queued.notificationId);
+      recordCompletions(await store.finishFanout(pool, queued.notificationId));
       return;
     }
 
@@ -167,7 +168,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
       if (pending.length >= JOBS_PER_PUBLISH && !(await flush())) return stopped(queued.notificationId);
     }
     if (!(await flush())) return stopped(queued.notificationId);
-    await store.finishFanout(pool, queued.notificationId);
+    recordCompletions(await store.finishFanout(pool, queued.notificationId));
     logger.info({ notificationId: queued.notificationId, batches: sequence, ms: Date.now() - started }, 'fan-out finished');
   };
 

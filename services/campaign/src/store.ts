@@ -8,6 +8,8 @@ import type { Targeting } from '@herald/proto/herald/audience/v1/audience';
 import type { NotificationContent } from '@herald/proto/herald/campaign/v1/campaign';
 import { CampaignEvent } from '@herald/proto/herald/campaign/v1/events';
 
+import type { Completed } from './metrics.js';
+
 /** Every SQL statement of the campaign service. Each query is scoped by workspace id. */
 
 export const SCHEMA = 'campaign';
@@ -347,19 +349,26 @@ export async function recordFanoutBatches(db: Queryable, id: string, batches: nu
   );
 }
 
-/** The automatic move out of sending (or active): the fan-out is done and every queued push settled. */
-const COMPLETE_WHEN_SETTLED = `UPDATE campaigns SET status = 'completed', completed_at = clock_timestamp(), updated_at = clock_timestamp()
-  WHERE id = $1 AND status IN ('sending', 'active') AND fanout_done AND delivered + failed + expired >= queued`;
+/** The automatic move out of sending (or active): the fan-out is done and every queued push settled. Returns the completion, if this made it. */
+async function completeWhenSettled(db: Queryable, id: string): Promise<Completed[]> {
+  const { rows } = await db.query<Completed>(
+    `UPDATE campaigns SET status = 'completed', completed_at = clock_timestamp(), updated_at = clock_timestamp()
+      WHERE id = $1 AND status IN ('sending', 'active') AND fanout_done AND delivered + failed + expired >= queued
+      RETURNING kind, EXTRACT(EPOCH FROM completed_at - coalesce(started_at, created_at))::float8 AS seconds`,
+    [id],
+  );
+  return rows;
+}
 
-export async function finishFanout(db: Queryable, id: string): Promise<void> {
+export async function finishFanout(db: Queryable, id: string): Promise<Completed[]> {
   await db.query(`UPDATE campaigns SET fanout_done = true, due_at = NULL WHERE id = $1`, [id]);
-  await db.query(COMPLETE_WHEN_SETTLED, [id]);
+  return completeWhenSettled(db, id);
 }
 
 export async function applyDeliveryResult(
   tx: Queryable,
   result: { notificationId: string; delivered: number; failed: number; expired: number; lastStatusCode: number; lastOutcome: string; reportedAt: string },
-): Promise<void> {
+): Promise<Completed[]> {
   const { rows } = await tx.query<{ workspace_id: string }>(
     `UPDATE campaigns
         SET delivered = delivered + $2, failed = failed + $3, expired = expired + $4,
@@ -369,7 +378,7 @@ export async function applyDeliveryResult(
   );
   const workspaceId = rows[0]?.workspace_id;
   if (workspaceId !== undefined && result.delivered > 0) await countInMinute(tx, workspaceId, result.notificationId, 'sent', result.delivered, result.reportedAt);
-  await tx.query(COMPLETE_WHEN_SETTLED, [result.notificationId]);
+  return completeWhenSettled(tx, result.notificationId);
 }
 
 /** A counter of the per-minute series (docs/campaigns.md, stats/series). */

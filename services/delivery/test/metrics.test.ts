@@ -108,6 +108,14 @@ test('pushes are counted by outcome and push-service origin, and timed', async (
   // The results went out through the delivery schema's outbox, which is empty again.
   assert.equal(metricValue(delivery, 'herald_outbox_rows', { schema: 'delivery' }), 0);
   assert.equal(metricValue(delivery, 'herald_outbox_oldest_age', { schema: 'delivery' }), 0);
+
+  // The send completed once (its last push settled after the 429's retry, a second or more after it was made).
+  const campaign = await scrapeMetrics(processNamed('campaign').metricsUrl);
+  const completed = histogramsOf(campaign, 'herald_notification_completion', { kind: 'send' });
+  assert.equal(completed.length, 1);
+  assert.equal(completed[0]?.count, 1);
+  assert.equal(completed[0]?.buckets['0.5'], 0);
+  assert.equal(completed[0]?.buckets['+Inf'], 1);
 });
 
 test('a message its consumer cannot handle is counted as dead-lettered, once, after its attempts', async () => {
