@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { call, chromiumPath, eventually, pushSubscription, SERVER_API } from '@herald/testkit';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
-import { newAddress, ownerPage as signedInOwner, screenshotPath, seriousViolations, signInLinkFromMail, signInThroughConsole, SITE_DOMAIN, startConsoleHarness, type ConsoleHarness } from './support.js';
+import { csrfOf, fetchFromPage, newAddress, ownerPage as signedInOwner, screenshotPath, seriousViolations, signInLinkFromMail, signInThroughConsole, SITE_DOMAIN, startConsoleHarness, type ConsoleHarness } from './support.js';
 
 // The console in Debian's Chromium (playwright-core, no browser download) on the real
 // stack: served by the gateway under /console, signed in by an email link read from Mailpit, every
@@ -22,24 +22,6 @@ after(async () => {
 });
 
 const ownerPage = () => signedInOwner(browser, harness);
-
-/** What the page's own fetch gets from the API (with its cookie and, when given, a CSRF token). */
-function fetchFromPage(page: Page, method: string, path: string, body?: unknown, csrf?: string): Promise<{ status: number; body: unknown }> {
-  return page.evaluate(
-    async ({ method, url, body, csrf }) => {
-      const headers: Record<string, string> = { 'content-type': 'application/json', ...(csrf ? { 'x-csrf-token': csrf } : {}) };
-      const response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-      return { status: response.status, body: await response.json() };
-    },
-    { method, url: `${SERVER_API}${path}`, body, csrf },
-  );
-}
-
-async function csrfOf(page: Page): Promise<string> {
-  const me = await fetchFromPage(page, 'GET', '/me');
-  assert.equal(me.status, 200);
-  return (me.body as { csrfToken: string }).csrfToken;
-}
 
 test('the gateway serves the console: index.html on every console path (no-cache, strict CSP), hashed assets immutable, unknown assets 404', async () => {
   const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -222,7 +204,7 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await viewer.getByRole('button', { name: 'Sign in' }).click();
   await viewer.getByRole('link', { name: 'Open the Herald Console' }).click();
   await viewer.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Decisions', 'Subscribers', 'Segments', 'Campaigns', 'Templates', 'Flows']);
+  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Decisions', 'Subscribers', 'Segments', 'Campaigns', 'Templates', 'Flows', 'Policy']);
   assert.deepEqual(await seriousViolations(viewer), []);
   // The viewer reads campaigns and flows, with nothing to compose, create or move.
   for (const [link, heading, hidden] of [['Campaigns', 'Campaigns', 'New campaign'], ['Flows', 'Flows', 'New flow']] as const) {

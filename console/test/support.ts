@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 import AxeBuilder from '@axe-core/playwright';
-import { admin, createWorkspace, freePort, startMailpit, startSendingHarness, startStack, type Mailpit, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
+import { admin, createWorkspace, freePort, SERVER_API, startMailpit, startSendingHarness, startStack, type Mailpit, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 /**
@@ -31,8 +31,11 @@ export const SITE_DOMAIN = 'shop.example.test';
 let addressCounter = 0;
 export const newAddress = (who: string): string => `${who}-${process.pid}-${(addressCounter += 1)}@example.test`;
 
-/** `sending`: also the delivery fleet, pushing to a strict push peer (campaigns and flows end to end). */
-export async function startConsoleHarness({ sending = false }: { sending?: boolean } = {}): Promise<ConsoleHarness> {
+/**
+ * `sending`: also the delivery fleet, pushing to a strict push peer (campaigns and flows end to end).
+ * `services`: further services of the registry (e.g. policy).
+ */
+export async function startConsoleHarness({ sending = false, services = [] }: { sending?: boolean; services?: string[] } = {}): Promise<ConsoleHarness> {
   const mailpit = await startMailpit();
   const port = await freePort();
   const origin = `http://localhost:${port}`;
@@ -43,7 +46,7 @@ export async function startConsoleHarness({ sending = false }: { sending?: boole
       gateways: 0,
       decisions: true,
       env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>' },
-      services: ['campaign', 'flow'],
+      services: ['campaign', 'flow', ...services],
     };
     if (sending) {
       sendingHarness = await startSendingHarness(options);
@@ -118,10 +121,34 @@ export async function seriousViolations(page: Page): Promise<Array<{ id: string;
 }
 
 /** A fresh browser profile (no cookie) with the owner signed in. */
-export async function ownerPage(browser: Browser, harness: ConsoleHarness): Promise<{ context: BrowserContext; page: Page }> {
+export function ownerPage(browser: Browser, harness: ConsoleHarness): Promise<{ context: BrowserContext; page: Page }> {
+  return memberPage(browser, harness, harness.ownerEmail);
+}
+
+/** A fresh browser profile (no cookie) with the member of `email` signed in through the console. */
+export async function memberPage(browser: Browser, harness: ConsoleHarness, email: string): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext();
   const page = await context.newPage();
-  const before = (await harness.mailpit.messagesTo(harness.ownerEmail)).length;
-  await signInThroughConsole(page, harness, harness.ownerEmail, before);
+  const before = (await harness.mailpit.messagesTo(email)).length;
+  await signInThroughConsole(page, harness, email, before);
   return { context, page };
+}
+
+/** What the page's own fetch gets from the API (with its cookie and, when given, a CSRF token). */
+export function fetchFromPage(page: Page, method: string, path: string, body?: unknown, csrf?: string): Promise<{ status: number; body: unknown }> {
+  return page.evaluate(
+    async ({ method, url, body, csrf }) => {
+      const headers: Record<string, string> = { 'content-type': 'application/json', ...(csrf ? { 'x-csrf-token': csrf } : {}) };
+      const response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      return { status: response.status, body: await response.json() };
+    },
+    { method, url: `${SERVER_API}${path}`, body, csrf },
+  );
+}
+
+/** The page's session's CSRF token (GET /me). */
+export async function csrfOf(page: Page): Promise<string> {
+  const me = await fetchFromPage(page, 'GET', '/me');
+  assert.equal(me.status, 200);
+  return (me.body as { csrfToken: string }).csrfToken;
 }
