@@ -93,7 +93,7 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   assert.deepEqual(figures, ['0', '–', '–', '0']);
   const waiting = await page.getByRole('table', { name: 'Pending decisions' }).getByRole('row', { name: /Deploy release 4\.2\?/ }).innerText();
   assert.match(waiting, /^Deploy release 4\.2\?\trelease-bot\t/);
-  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Decisions, Subscribers, Segments, Campaigns, Templates, Flows, API keys, Members');
+  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Decisions, Subscribers, Segments, Campaigns, Templates, Flows, Policy, API keys, Members');
   assert.deepEqual(await seriousViolations(page), []);
   await page.screenshot({ path: await screenshotPath('console-overview.png'), fullPage: true });
 
