@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { admin, call, chromiumPath, SERVER_API } from '@herald/testkit';
+import { admin, call, chromiumPath, SAMPLE_POLICY, SERVER_API } from '@herald/testkit';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 import { csrfOf, fetchFromPage, memberPage, newAddress, ownerPage, screenshotPath, seriousViolations, startConsoleHarness, type ConsoleHarness } from './support.js';
@@ -24,21 +24,8 @@ after(async () => {
 
 const FIRST = '@id("everything")\npermit(principal, action, resource);';
 
-const POLICY = `@id("read-anything")
-permit(principal, action, resource)
-when { resource.name == "read_file" };
-
-@id("deploy-reviewed")
-@requires_human
-permit(principal, action, resource)
-when { resource.name == "deploy" && context.environment == "production" };
-
-@id("no-secrets")
-forbid(principal, action, resource)
-when { resource.name == "read_file" && resource.target like "*.env" };`;
-
 /** The same policy with a mistake on line 3: an attribute Herald's schema does not have. */
-const BAD = POLICY.replace('when { resource.name == "read_file" };', 'when { resource.owner == "me" };');
+const BAD = SAMPLE_POLICY.replace('when { resource.name == "read_file" };', 'when { resource.owner == "me" };');
 
 /** The editor's caret as (line, column), from its selection. */
 const caretOf = (page: Page) =>
@@ -86,14 +73,14 @@ test('edit the policy: a bad draft shows its problem at its line and column, a g
   assert.equal((await call<{ version: number }>(harness.origin, `${SERVER_API}/policy`, { key: harness.workspace.apiKey })).body.version, 1);
 
   // The good one: valid, then saved as version 2.
-  await typeInEditor(page, POLICY);
+  await typeInEditor(page, SAMPLE_POLICY);
   await page.getByRole('button', { name: 'Validate' }).click();
   await page.getByText('The draft is valid.').waitFor();
   await page.getByRole('button', { name: 'Save' }).focus();
   await page.keyboard.press('Enter');
   await page.getByText('Saved: version 2 is in force.').waitFor();
   const saved = await call<{ policy: string; version: number }>(harness.origin, `${SERVER_API}/policy`, { key: harness.workspace.apiKey });
-  assert.deepEqual([saved.body.policy, saved.body.version], [POLICY, 2]);
+  assert.deepEqual([saved.body.policy, saved.body.version], [SAMPLE_POLICY, 2]);
 
   // Try it, against the saved policy and against a draft.
   const tryIt = page.getByRole('form', { name: 'Try it' });
@@ -112,7 +99,7 @@ test('edit the policy: a bad draft shows its problem at its line and column, a g
   );
   await evaluate({ 'Tool name': 'deploy', Environment: 'staging' }, 'Verdict: deny: no policy permits this call (saved version 2)');
   // A draft in the editor that permits staging too, tried before it is saved.
-  await typeInEditor(page, `${POLICY}\n\n@id("staging")\npermit(principal, action, resource) when { context.environment == "staging" };`);
+  await typeInEditor(page, `${SAMPLE_POLICY}\n\n@id("staging")\npermit(principal, action, resource) when { context.environment == "staging" };`);
   await tryIt.getByLabel('The draft in the editor').check();
   await evaluate({ 'Tool name': 'deploy', Environment: 'staging' }, 'Verdict: allow (policy staging): permitted by policy staging (the draft)');
   assert.deepEqual(await seriousViolations(page), []);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { admin, call, connectDatabase, createKey, createWorkspace, SERVER_API, startStack, type Stack, type TestWorkspace } from '@herald/testkit';
+import { admin, call, connectDatabase, createKey, createWorkspace, SAMPLE_POLICY, SERVER_API, startStack, type Stack, type TestWorkspace } from '@herald/testkit';
 
 import { memberSessions, newAddress } from './member-sessions.js';
 
@@ -25,19 +25,6 @@ const as = (key: string, method: string, path: string, body?: unknown) => call<J
 const keyIdOf = (apiKey: string): string => /^pk_([^.]+)\./.exec(apiKey)?.[1] ?? '';
 const DOCS = 'http://localhost:8080/docs/errors';
 
-const POLICY = `@id("read-anything")
-permit(principal, action, resource)
-when { resource.name == "read_file" };
-
-@id("deploy-reviewed")
-@requires_human
-permit(principal, action, resource)
-when { resource.name == "deploy" && context.environment == "production" };
-
-@id("no-secrets")
-forbid(principal, action, resource)
-when { resource.name == "read_file" && resource.target like "*.env" };`;
-
 function assertRecent(at: unknown): void {
   assert.equal(typeof at, 'string');
   const ms = Date.parse(String(at));
@@ -50,7 +37,7 @@ test('every PUT and DELETE keeps its document as a version: listed newest first 
   const changedBy = { kind: 'key', id: keyIdOf(key) };
   assert.deepEqual(await as(key, 'GET', '/policy/versions').then((r) => [r.status, r.body]), [200, { data: [], hasMore: false, nextCursor: null }]);
 
-  const texts = ['@id("v1") permit(principal, action, resource);', '@id("v2") forbid(principal, action, resource);', null, POLICY];
+  const texts = ['@id("v1") permit(principal, action, resource);', '@id("v2") forbid(principal, action, resource);', null, SAMPLE_POLICY];
   for (const text of texts) {
     const response = text === null ? await as(key, 'DELETE', '/policy') : await as(key, 'PUT', '/policy', { policy: text });
     assert.equal(response.status, 200, JSON.stringify(response.body));
@@ -136,7 +123,7 @@ test('POST /policy/evaluate tries a call against a draft or the saved policy, re
   // Nothing saved: everything denied.
   assert.deepEqual((await evaluate({ toolName: 'read_file', toolTarget: 'a.txt' })).body, { verdict: 'deny', policy: null, reason: 'no policy', version: 0 });
   // A draft, not saved: each verdict as it says.
-  const draft = (body: Json) => evaluate({ policy: POLICY, ...body });
+  const draft = (body: Json) => evaluate({ policy: SAMPLE_POLICY, ...body });
   assert.deepEqual((await draft({ toolName: 'read_file', toolTarget: 'a.txt' })).body, { verdict: 'allow', policy: 'read-anything', reason: 'permitted by policy read-anything', version: null });
   assert.deepEqual((await draft({ toolName: 'read_file', toolTarget: 'prod.env' })).body, { verdict: 'deny', policy: 'no-secrets', reason: 'forbidden by policy no-secrets', version: null });
   assert.deepEqual((await draft({ toolName: 'deploy', environment: 'production', actor: 'ci', parameters: { ref: 'main' } })).body, {
@@ -148,7 +135,7 @@ test('POST /policy/evaluate tries a call against a draft or the saved policy, re
   assert.deepEqual((await as(key, 'GET', '/policy')).body.version, 0);
 
   // Saved, then evaluated as saved (its version named).
-  assert.equal((await as(key, 'PUT', '/policy', { policy: POLICY })).status, 200);
+  assert.equal((await as(key, 'PUT', '/policy', { policy: SAMPLE_POLICY })).status, 200);
   assert.deepEqual((await evaluate({ toolName: 'deploy', environment: 'staging' })).body, { verdict: 'deny', policy: null, reason: 'no policy permits this call', version: 1 });
   assert.deepEqual((await evaluate({ toolName: 'read_file', toolTarget: 'b.txt' })).body, { verdict: 'allow', policy: 'read-anything', reason: 'permitted by policy read-anything', version: 1 });
 
