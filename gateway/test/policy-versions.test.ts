@@ -112,6 +112,8 @@ test('versions are the workspace\'s own: another workspace\'s version number is 
   await invalid('/policy/versions?limit=0', 'limit');
   await invalid('/policy/versions?limit=101', 'limit');
   await invalid('/policy/versions?cursor=not-a-cursor', 'cursor');
+  // Well formed, but another list's (a template's position): not a version's.
+  await invalid(`/policy/versions?cursor=${Buffer.from('v1:1700000000000000:tpl_1').toString('base64url')}`, 'cursor');
   await invalid('/policy/versions?unknown=1', 'unknown');
 });
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 import { pageRequest, type Pool } from '@herald/db';
-import { HeraldError } from '@herald/errors';
+import { HeraldError, invalidFields } from '@herald/errors';
 import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import {
@@ -151,6 +151,10 @@ export function policyHandlers(pool: Pool, cache: PolicyCache, logger: Logger) {
 
       async listPolicyVersions({ workspaceId, limit, cursor }) {
         const request = pageRequest(limit, cursor);
+        // A version's cursor names it by number; a well-formed cursor of another list does not.
+        if (request.after && !/^[1-9]\d{0,17}$/.test(request.after.id)) {
+          throw invalidFields('querystring', [{ field: 'cursor', in: 'querystring', problem: 'is not a cursor returned by this endpoint' }]);
+        }
         const rows = await store.listVersions(pool, workspaceId, request.after?.id, request.fetch);
         const { rows: shown, nextCursor } = request.page(rows.map((row) => ({ ...row, id: row.version })));
         return { versions: shown.map(versionView), nextCursor };
