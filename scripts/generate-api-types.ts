@@ -38,7 +38,8 @@ process.on('exit', stop);
 
 const origin = await new Promise<string>((resolve, reject) => {
   let output = '';
-  const timer = setTimeout(() => reject(new Error(`the gateway did not start in 20 s:\n${output}`)), 20_000);
+  // Generous: a build on a busy machine (a test suite beside it) loads the gateway's modules slowly.
+  const timer = setTimeout(() => reject(new Error(`the gateway did not start in 90 s:\n${output}`)), 90_000);
   const onData = (chunk: Buffer) => {
     output += chunk.toString();
     const listening = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1];

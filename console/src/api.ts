@@ -47,6 +47,12 @@ export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
   return parsed as T;
 }
 
+/** The API's problem with one field of the body (the error shape's `fields`), to show next to it. */
+export function fieldProblem(error: unknown, field: string): string | undefined {
+  if (!(error instanceof ApiError)) return undefined;
+  return error.body.fields?.find((entry) => entry.field === field)?.problem;
+}
+
 /** What a failed call says to a person: the message and the hint of the error body. */
 export function describeError(error: unknown): string {
   if (error instanceof ApiError) return [error.body.message ?? `The server answered ${error.status}.`, error.body.hint].filter(Boolean).join(' ');

@@ -11,6 +11,7 @@ import { MembersPage } from './pages/members.js';
 import { OverviewPage } from './pages/overview.js';
 import { PolicyPage } from './pages/policy.js';
 import { SegmentsPage } from './pages/segments.js';
+import { SettingsPage } from './pages/settings.js';
 import { SignInPage } from './pages/sign-in.js';
 import { SubscribersPage } from './pages/subscribers.js';
 import { TemplatesPage } from './pages/templates.js';
@@ -62,6 +63,7 @@ const PAGES: PageEntry[] = [
   { path: '/policy', title: 'Policy', render: () => <PolicyPage />, visible: (can) => can('policy', 'GET') },
   { path: '/keys', title: 'API keys', render: () => <KeysPage />, visible: (can) => can('keys', 'GET') },
   { path: '/members', title: 'Members', render: () => <MembersPage />, visible: (can) => can('members', 'GET') },
+  { path: '/settings', title: 'Settings', render: () => <SettingsPage />, visible: (can) => can('account', 'GET') },
 ];
 
 function Shell() {

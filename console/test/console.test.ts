@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { call, chromiumPath, eventually, pushSubscription, SERVER_API } from '@herald/testkit';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
-import { csrfOf, fetchFromPage, newAddress, ownerPage as signedInOwner, screenshotPath, seriousViolations, signInLinkFromMail, signInThroughConsole, SITE_DOMAIN, startConsoleHarness, type ConsoleHarness } from './support.js';
+import { csrfOf, fetchFromPage, forbiddenForRole, newAddress, ownerPage as signedInOwner, screenshotPath, seriousViolations, signInLinkFromMail, signInThroughConsole, SITE_DOMAIN, startConsoleHarness, type ConsoleHarness } from './support.js';
 
 // The console in Debian's Chromium (playwright-core, no browser download) on the real
 // stack: served by the gateway under /console, signed in by an email link read from Mailpit, every
@@ -93,7 +93,7 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   assert.deepEqual(figures, ['0', '–', '–', '0']);
   const waiting = await page.getByRole('table', { name: 'Pending decisions' }).getByRole('row', { name: /Deploy release 4\.2\?/ }).innerText();
   assert.match(waiting, /^Deploy release 4\.2\?\trelease-bot\t/);
-  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Decisions, Subscribers, Segments, Campaigns, Templates, Flows, Policy, API keys, Members');
+  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Decisions, Subscribers, Segments, Campaigns, Templates, Flows, Policy, API keys, Members, Settings');
   assert.deepEqual(await seriousViolations(page), []);
   await page.screenshot({ path: await screenshotPath('console-overview.png'), fullPage: true });
 
@@ -204,7 +204,7 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await viewer.getByRole('button', { name: 'Sign in' }).click();
   await viewer.getByRole('link', { name: 'Open the Herald Console' }).click();
   await viewer.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Decisions', 'Subscribers', 'Segments', 'Campaigns', 'Templates', 'Flows', 'Policy']);
+  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Decisions', 'Subscribers', 'Segments', 'Campaigns', 'Templates', 'Flows', 'Policy', 'Settings']);
   assert.deepEqual(await seriousViolations(viewer), []);
   // The viewer reads campaigns and flows, with nothing to compose, create or move.
   for (const [link, heading, hidden] of [['Campaigns', 'Campaigns', 'New campaign'], ['Flows', 'Flows', 'New flow']] as const) {
@@ -218,17 +218,7 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await viewer.getByRole('alert').getByText('Your role cannot access this endpoint').waitFor();
   assert.equal(await viewer.getByRole('button', { name: 'Create key' }).count(), 0);
   const created = await fetchFromPage(viewer, 'POST', '/keys', { externalId: 'user-1' }, await csrfOf(viewer));
-  assert.deepEqual(created, {
-    status: 403,
-    body: {
-      error: 'Permission denied',
-      code: 'forbidden',
-      status: 403,
-      message: 'Your role cannot access this endpoint',
-      hint: 'Members with the role "viewer" cannot change "keys"; ask an owner or admin.',
-      documentation: `${harness.origin}/docs/errors#forbidden`,
-    },
-  });
+  assert.deepEqual(created, { status: 403, body: forbiddenForRole(harness, 'viewer', 'change', 'keys') });
   // Without the CSRF token the session changes nothing either.
   const noCsrf = await fetchFromPage(page, 'POST', '/members', { email: newAddress('x'), role: 'viewer' });
   assert.equal(noCsrf.status, 403);

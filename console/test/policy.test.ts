@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { admin, call, chromiumPath, SAMPLE_POLICY, SERVER_API } from '@herald/testkit';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
-import { csrfOf, fetchFromPage, memberPage, newAddress, ownerPage, screenshotPath, seriousViolations, startConsoleHarness, type ConsoleHarness } from './support.js';
+import { csrfOf, fetchFromPage, forbiddenForRole, memberPage, newAddress, ownerPage, screenshotPath, seriousViolations, startConsoleHarness, type ConsoleHarness } from './support.js';
 
 // The policy page in Debian's Chromium on a real stack with the policy service: a bad draft's
 // problem shown at its line and column (the caret moved there), a good one saved, "Try it" giving
@@ -117,7 +117,7 @@ test('edit the policy: a bad draft shows its problem at its line and column, a g
   // Who wrote each: the owner's name (the members list), the key's id.
   await versions.getByText('Olive Owner (member)').waitFor();
   const by = await Promise.all([1, 2].map((index) => rows.nth(index).getByRole('cell').nth(1).textContent()));
-  assert.deepEqual(by, ['Olive Owner (member)', `API key ${/^pk_([^.]+)\./.exec(harness.workspace.apiKey)?.[1]}`]);
+  assert.deepEqual(by, ['Olive Owner (member)', `API key ${harness.workspace.keyId}`]);
   await page.getByRole('button', { name: 'View version 1' }).focus();
   await page.keyboard.press('Enter');
   const dialog = page.getByRole('dialog', { name: 'Version 1' });
@@ -151,14 +151,7 @@ test('a viewer reads the policy and its versions, read only, with no Save or Try
   assert.deepEqual(await seriousViolations(page), []);
 
   const csrf = await csrfOf(page);
-  const refused = {
-    error: 'Permission denied',
-    code: 'forbidden',
-    status: 403,
-    message: 'Your role cannot access this endpoint',
-    hint: 'Members with the role "viewer" cannot change "policy"; ask an owner or admin.',
-    documentation: `${harness.origin}/docs/errors#forbidden`,
-  };
+  const refused = forbiddenForRole(harness, 'viewer', 'change', 'policy');
   assert.deepEqual(await fetchFromPage(page, 'PUT', '/policy', { policy: 'permit(principal, action, resource);' }, csrf), { status: 403, body: refused });
   assert.deepEqual(await fetchFromPage(page, 'POST', '/policy/evaluate', { toolName: 'read_file' }, csrf), { status: 403, body: refused });
   const after = await call<{ policy: string | null; version: number }>(harness.origin, `${SERVER_API}/policy`, { key: harness.workspace.apiKey });

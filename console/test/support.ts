@@ -33,9 +33,10 @@ export const newAddress = (who: string): string => `${who}-${process.pid}-${(add
 
 /**
  * `sending`: also the delivery fleet, pushing to a strict push peer (campaigns and flows end to end).
+ * `env`: more settings of the stack's services (e.g. the Slack API peer's address for the decision service).
  * `services`: further services of the registry (e.g. policy).
  */
-export async function startConsoleHarness({ sending = false, services = [] }: { sending?: boolean; services?: string[] } = {}): Promise<ConsoleHarness> {
+export async function startConsoleHarness({ sending = false, env = {}, services = [] }: { sending?: boolean; env?: Record<string, string>; services?: string[] } = {}): Promise<ConsoleHarness> {
   const mailpit = await startMailpit();
   const port = await freePort();
   const origin = `http://localhost:${port}`;
@@ -45,7 +46,7 @@ export async function startConsoleHarness({ sending = false, services = [] }: { 
     const options = {
       gateways: 0,
       decisions: true,
-      env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>' },
+      env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>', ...env },
       services: ['campaign', 'flow', ...services],
     };
     if (sending) {
@@ -151,4 +152,16 @@ export async function csrfOf(page: Page): Promise<string> {
   const me = await fetchFromPage(page, 'GET', '/me');
   assert.equal(me.status, 200);
   return (me.body as { csrfToken: string }).csrfToken;
+}
+
+/** The API's 403 to a member whose role may not `verb` (read, change) `scope`. */
+export function forbiddenForRole(harness: ConsoleHarness, role: string, verb: 'read' | 'change', scope: string) {
+  return {
+    error: 'Permission denied',
+    code: 'forbidden',
+    status: 403,
+    message: 'Your role cannot access this endpoint',
+    hint: `Members with the role "${role}" cannot ${verb} "${scope}"; ask an owner or admin.`,
+    documentation: `${harness.origin}/docs/errors#forbidden`,
+  };
 }

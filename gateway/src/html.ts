@@ -1,4 +1,4 @@
-import { escapeHtml, type AnswerChannel, type ApproverKind } from '@herald/domain';
+import { askingKeyLabel, escapeHtml, type AnswerChannel, type ApproverKind } from '@herald/domain';
 import { QuestionKind, type Question } from '@herald/proto/herald/decision/v1/decision';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
@@ -245,7 +245,7 @@ label{display:block;font-weight:600;margin-bottom:.25rem}
 </head>
 <body>
 <main>
-<p class="who">${escapeHtml(agent)} asks, with key <code>${escapeHtml(question.keyId)}</code></p>
+<p class="who">${escapeHtml(agent)} asks, with key <code>${escapeHtml(askingKeyLabel(question.keyId, question.keyName))}</code></p>
 <h1>${escapeHtml(question.question)}</h1>
 ${question.context ? `<p class="context">${escapeHtml(question.context)}</p>` : ''}
 ${binding(question)}

@@ -159,6 +159,25 @@ test('an entry rewritten with a correct hash of its own still breaks the chain: 
   assert.deepEqual([broken.code, JSON.parse(broken.stdout)], [3, { questionId: id, entries: 2, intact: false, brokenAt: 2, problem: 'prevHash is not the hash of the entry before' }]);
 });
 
+test('the record refuses a changed or removed entry, even to the service role; a deleted question takes its whole record with it', async () => {
+  const workspace = await createWorkspace('growth');
+  const opened = await call<{ decisionId: string }>(gateway(), `${SERVER_API}/decisions`, { method: 'POST', key: workspace.apiKey, body: { question: 'Keep my record?', approvers: [{ kind: 'key', id: 'k_elsewhere' }] } });
+  const id = opened.body.decisionId;
+  assert.equal((await call(gateway(), `${SERVER_API}/decisions/${id}`, { method: 'DELETE', key: workspace.apiKey })).status, 200);
+  const db = await connectDatabase();
+  try {
+    const entries = async () => (await db.query<{ seq: number }>('SELECT seq FROM decision.question_events WHERE question_id = $1 ORDER BY seq', [id])).rows;
+    await assert.rejects(db.query(`UPDATE decision.question_events SET kind = 'answered' WHERE question_id = $1 AND seq = 2`, [id]), /question_events is append-only/);
+    await assert.rejects(db.query('DELETE FROM decision.question_events WHERE question_id = $1 AND seq = 2', [id]), /question_events is append-only/);
+    assert.deepEqual(await entries(), [{ seq: 1 }, { seq: 2 }]);
+    // Erasing a workspace's data (or a benchmark's clean-up) deletes questions: their records go with them.
+    assert.equal((await db.query('DELETE FROM decision.questions WHERE id = $1 AND workspace_id = $2', [id, workspace.workspaceId])).rowCount, 1);
+    assert.deepEqual(await entries(), []);
+  } finally {
+    await db.end();
+  }
+});
+
 test('an ask record: withdrawn is recorded cancelled; an expired question is recorded expired once by the sweep', async () => {
   const workspace = await createWorkspace('growth');
   const key = workspace.apiKey;

@@ -85,8 +85,7 @@ test('an unknown key and a wrong secret get the same answer', async () => {
   const unknown = await identity(`pk_${'a'.repeat(16)}.${'b'.repeat(43)}`);
   assert.equal(unknown.status, 401);
   assert.deepEqual(unknown.body, invalidKey);
-  const [id] = workspace.apiKey.slice(3).split('.');
-  const wrongSecret = await identity(`pk_${id}.${'c'.repeat(43)}`);
+  const wrongSecret = await identity(`pk_${workspace.keyId}.${'c'.repeat(43)}`);
   assert.equal(wrongSecret.status, 401);
   assert.deepEqual(wrongSecret.body, invalidKey);
 });

@@ -446,7 +446,7 @@ test('the answer page renders each kind of question, escaped, as a plain form, a
 
 test('the answer page of a bound decision shows the tool, target and parameters, the agent and key, and the time left; answered, it says when', async () => {
   const workspace = await createWorkspace();
-  const { keyId, apiKey } = await createKey(workspace.workspaceId, 'runtime');
+  const { keyId, apiKey } = await createKey(workspace.workspaceId, 'runtime', '--name', 'release <pipeline>');
   const long = `--image=registry.example.test/${'release-'.repeat(20)}4.2`;
   const decision = await opened(apiKey, {
     question: 'Deploy release 4.2 to production?',
@@ -463,7 +463,7 @@ test('the answer page of a bound decision shows the tool, target and parameters,
   assert.equal(
     main,
     `<main>
-<p class="who">release-bot asks, with key <code>${keyId}</code></p>
+<p class="who">release-bot asks, with key <code>release &lt;pipeline&gt; (${keyId})</code></p>
 <h1>Deploy release 4.2 to production?</h1>
 
 <section class="binding" aria-labelledby="binding">

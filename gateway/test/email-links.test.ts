@@ -119,7 +119,7 @@ async function waiterHeld(questionId: string): Promise<void> {
 }
 
 test('a decision with an email approver is mailed once, with its facts and one link per answer, in plain text and escaped HTML', async () => {
-  const { apiKey } = await createWorkspace();
+  const { apiKey, keyId } = await createWorkspace();
   const to = address('ops');
   const decision = await open(apiKey, {
     question: 'Deploy <4.2> & "more"?',
@@ -134,7 +134,7 @@ test('a decision with an email approver is mailed once, with its facts and one l
   assert.equal(message.from, 'no-reply@herald.test');
   assert.deepEqual(message.to, [to]);
   assert.equal(message.subject, 'release-bot asks: Deploy <4.2> & "more"?');
-  for (const part of ['release-bot asks:', 'Deploy <4.2> & "more"?', 'Release notes: fixes.', 'Tool: deploy', 'Target: prod-eu', '"version": "4.2"', '"canary": false', 'Asked by: release-bot', 'Expires: ']) {
+  for (const part of ['release-bot asks:', 'Deploy <4.2> & "more"?', 'Release notes: fixes.', 'Tool: deploy', 'Target: prod-eu', '"version": "4.2"', '"canary": false', 'Asked by: release-bot', `With key: Default dashboard key (${keyId})`, 'Expires: ']) {
     assert.ok(message.text.includes(part), `the text has ${part}`);
   }
   const links = linksOf(message);

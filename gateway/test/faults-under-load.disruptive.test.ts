@@ -7,7 +7,7 @@ import { FAULTS, formatFaultTable, runFaultDrill } from '@herald/testkit';
 // The fault drill of `npm run faults` in short form: a small steady load (sends and campaigns to a
 // known audience through the strict push peer, engagement reports, questions with waiters and
 // answers, subscriptions that start runs of a welcome flow) while a delivery worker, the campaign
-// service, the flow service and a gateway are killed with SIGKILL, PostgreSQL, Kafka and Redis are
+// service, the decision service, the flow service and a gateway are killed with SIGKILL, PostgreSQL, Kafka and Redis are
 // stopped and started, then each crashed with SIGKILL and started (PostgreSQL recovering from its
 // WAL, Kafka its logs, Redis empty), and the push service answers 429, 503 and resets its streams,
 // each for two seconds. Every fault proves it bit (a new pid, and requests or pushes that met it).

@@ -22,7 +22,6 @@ const sessions = memberSessions(() => running().gatewayUrl);
 
 type Json = Record<string, unknown>;
 const as = (key: string, method: string, path: string, body?: unknown) => call<Json>(running().gatewayUrl, `${SERVER_API}${path}`, { method, key, body });
-const keyIdOf = (apiKey: string): string => /^pk_([^.]+)\./.exec(apiKey)?.[1] ?? '';
 const DOCS = 'http://localhost:8080/docs/errors';
 
 function assertRecent(at: unknown): void {
@@ -34,7 +33,7 @@ function assertRecent(at: unknown): void {
 test('every PUT and DELETE keeps its document as a version: listed newest first with who and when, paged, each readable; a refused PUT keeps none', async () => {
   const workspace = await createWorkspace('growth');
   const key = workspace.apiKey;
-  const changedBy = { kind: 'key', id: keyIdOf(key) };
+  const changedBy = { kind: 'key', id: workspace.keyId };
   assert.deepEqual(await as(key, 'GET', '/policy/versions').then((r) => [r.status, r.body]), [200, { data: [], hasMore: false, nextCursor: null }]);
 
   const texts = ['@id("v1") permit(principal, action, resource);', '@id("v2") forbid(principal, action, resource);', null, SAMPLE_POLICY];

@@ -21,6 +21,8 @@ interface Endpoint {
 const endpoints: Record<string, Endpoint> = {
   identity: { method: 'GET', path: '/identity' },
   site: { method: 'GET', path: '/site' },
+  workspace: { method: 'GET', path: '/workspace' },
+  updateWorkspace: { method: 'PATCH', path: '/workspace', body: { approvalMode: 'browser' } },
   channels: { method: 'GET', path: '/channels' },
   listMachines: { method: 'GET', path: '/machines' },
   reportMachine: { method: 'POST', path: '/machines', body: { machineId: 'scope-test' } },
@@ -40,7 +42,7 @@ const endpoints: Record<string, Endpoint> = {
 /** Which endpoints each key origin may call, as the spec's table says. */
 const allowed: Record<KeyOrigin, string[]> = {
   dashboard: Object.keys(endpoints),
-  runtime: ['identity', 'site', 'channels', 'listMachines', 'reportMachine', 'send'],
+  runtime: ['identity', 'site', 'workspace', 'channels', 'listMachines', 'reportMachine', 'send'],
   connector: ['identity', 'send'],
   bound: [],
 };

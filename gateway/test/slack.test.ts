@@ -34,6 +34,8 @@ before(async () => {
     env: {
       CHANNEL_SECRET_KEYS: `k2:${randomBytes(32).toString('base64')},k1:${randomBytes(32).toString('base64')}`,
       SLACK_API_URL: peer.apiUrl,
+      // A killed replica's claims pass to its replacement this soon (the crash test); still far longer than a call to the peer.
+      QUESTION_DELIVERY_LEASE_MS: '10000',
     },
   });
 });
@@ -222,7 +224,7 @@ test('a confirm decision is posted to the default channel: the question, its con
         ],
       },
       { type: 'section', text: { type: 'mrkdwn', text: '*Parameters*\n```{\n  "canary": false,\n  "version": "4.2"\n}```' } },
-      { type: 'context', elements: [{ type: 'mrkdwn', text: `*deploy-bot* asks · answer by ${slackTime(decision.expiresAt)}` }] },
+      { type: 'context', elements: [{ type: 'mrkdwn', text: `*deploy-bot* asks with key \`Default dashboard key (${workspace.keyId})\` · answer by ${slackTime(decision.expiresAt)}` }] },
       {
         type: 'actions',
         block_id: `herald:${decision.decisionId}`,
@@ -233,6 +235,47 @@ test('a confirm decision is posted to the default channel: the question, its con
       },
     ],
   });
+});
+
+test('a decision service killed -9 while it updates the message after a click: the answer stands, once, and its replacement updates the message', async () => {
+  const { workspace, team } = await connected();
+  const decision = await openDecision(workspace.apiKey, { question: 'Restart the queue workers?' });
+  const posted = await postedFor(decision.decisionId);
+  const updating = peer.holdNext('chat.update');
+  assert.equal((await click(team, decision.decisionId, APPROVE)).status, 200);
+  // The answer is committed and the update is on its way to Slack: the process dies now.
+  assert.equal((await updating).ts, posted.response.ts);
+  const victim = stack.services.find((service) => service.child.exitCode === null && service.child.signalCode === null && service.output().includes('decision service serving'));
+  if (!victim) throw new Error('no decision service running');
+  victim.child.kill('SIGKILL');
+  await victim.exited;
+  await stack.startService('decision', {}, { replacing: true });
+
+  const [update] = await peer.waitForCalls('chat.update', 1, (c) => c.args.ts === posted.response.ts, 60_000);
+  const answered = await readDecision(workspace.apiKey, decision.decisionId);
+  assert.deepEqual([answered.body.status, answered.body.answer, answered.body.answeredBy?.id], ['answered', 'yes', 'U0ALICE']);
+  const line = `:white_check_mark: Approved by <@U0ALICE> · ${slackTime(answered.body.answeredAt ?? '')}`;
+  assert.deepEqual(update?.args, {
+    channel: CHANNEL,
+    ts: posted.response.ts,
+    text: `Restart the queue workers?: ${line}`,
+    blocks: [
+      { type: 'section', text: { type: 'mrkdwn', text: '*Restart the queue workers?*' } },
+      { type: 'context', elements: [{ type: 'mrkdwn', text: line }] },
+    ],
+  });
+  const events = await call<{ data: Array<{ kind: string }> }>(stack.gatewayUrl, `${SERVER_API}/decisions/${decision.decisionId}/events`, { key: workspace.apiKey });
+  assert.deepEqual(
+    events.body.data.map((event) => event.kind).filter((kind) => kind === 'answered' || kind === 'refused'),
+    ['answered'],
+  );
+  const db = await connectDatabase();
+  try {
+    const { rows } = await db.query<{ state: string }>('SELECT state FROM decision.slack_messages WHERE question_id = $1', [decision.decisionId]);
+    assert.deepEqual(rows, [{ state: 'updated' }]);
+  } finally {
+    await db.end();
+  }
 });
 
 test('select questions get buttons (up to 5 options) or a static select; input questions a button opening a modal', async () => {

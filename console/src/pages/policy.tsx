@@ -309,9 +309,10 @@ function TryIt({ draft, onProblems }: { draft: string; onProblems: (report: Repo
             ['saved', 'The saved policy'],
           ] as const
         ).map(([value, label]) => (
-          <label key={value} className="choice">
-            <input type="radio" name="against" value={value} checked={sample.against === value} onChange={() => setSample({ ...sample, against: value })} /> {label}
-          </label>
+          <div key={value} className="choice">
+            <input type="radio" id={`against-${value}`} name="against" value={value} checked={sample.against === value} onChange={() => setSample({ ...sample, against: value })} />
+            <label htmlFor={`against-${value}`}>{label}</label>
+          </div>
         ))}
       </fieldset>
       <button type="submit" disabled={evaluate.isPending}>

@@ -1,13 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import type { Site } from '@herald/proto/herald/account/v1/account';
+import type { Site, Workspace } from '@herald/proto/herald/account/v1/account';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
 import { countChannels } from '../reachability.js';
 import { Nullable, orNull, withErrors } from '../schemas/common.js';
 
-/** GET /identity, /site, /channels, /machines. */
+/** GET /identity, /site, /channels, /machines; GET and PATCH /workspace (its approval mode). */
 
 const SiteRecord = Type.Object({
   id: Type.String(),
@@ -19,6 +19,23 @@ const SiteRecord = Type.Object({
   vapidPublicKey: Type.String({ description: 'VAPID public key, base64url (applicationServerKey)' }),
   createdAt: Type.String(),
 });
+
+const ApprovalMode = Type.Union([Type.Literal('browser'), Type.Literal('terminal')], {
+  description: 'browser: a question is pushed to the approvers\' devices, Slack and email; terminal: it is stored and no push is sent (the person answers at its liveUrl)',
+});
+
+const WorkspaceRecord = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  plan: Type.String(),
+  approvalMode: ApprovalMode,
+  createdAt: Type.String(),
+});
+
+function workspaceRecord({ workspace, plan }: { workspace?: Workspace | undefined; plan: string }) {
+  if (!workspace) throw new Error('account service returned no workspace');
+  return { id: workspace.id, name: workspace.name, plan, approvalMode: workspace.approvalMode as 'browser' | 'terminal', createdAt: workspace.createdAt };
+}
 
 const PlanRecord = Type.Object({
   name: Type.String(),
@@ -107,6 +124,29 @@ export const accountRoutes =
       const { site } = await clients.account.getSite({ workspaceId: principalOf(request).workspaceId });
       return siteRecord(site);
     });
+
+    app.get(
+      '/workspace',
+      { config: { access: { scope: 'account' } }, schema: { tags: ['Account'], operationId: 'getWorkspace', summary: 'Read the workspace: its name, plan and approval mode', response: withErrors({ 200: WorkspaceRecord }) } },
+      async (request) => workspaceRecord(await clients.account.getWorkspace({ workspaceId: principalOf(request).workspaceId })),
+    );
+
+    app.patch(
+      '/workspace',
+      {
+        // A workspace setting: dashboard keys, owners and admins (like the Slack connection).
+        config: { access: { scope: 'webhooks' } },
+        schema: {
+          tags: ['Account'],
+          operationId: 'updateWorkspace',
+          summary: 'Change the approval mode',
+          description: 'Keys and sessions carry the mode: a change applies to calls authenticated after it (a verified key is cached for KEY_CACHE_TTL_MS at most).',
+          body: Type.Object({ approvalMode: ApprovalMode }, { additionalProperties: false }),
+          response: withErrors({ 200: WorkspaceRecord }),
+        },
+      },
+      async (request) => workspaceRecord(await clients.account.setApprovalMode({ workspaceId: principalOf(request).workspaceId, approvalMode: request.body.approvalMode })),
+    );
 
     app.get(
       '/channels',

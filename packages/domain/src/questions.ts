@@ -45,6 +45,12 @@ export function emailChoices(type: string, options: readonly string[]): EmailCho
 }
 
 /** Where a notification's action buttons post the answer (the service worker, no key). */
+/**
+ * The API key a question was opened with, as the people it reaches see it beside the asking agent:
+ * its name and id ("deploy-bot (k_2Yd…)"), or the id alone when the question predates key names.
+ */
+export const askingKeyLabel = (keyId: string, keyName: string | null | undefined): string => (keyName ? `${keyName} (${keyId})` : keyId);
+
 export const answerActionUrl = (publicOrigin: string, answerToken: string): string => `${publicOrigin}/api/v1/answer/${answerToken}`;
 
 /** The hint of an ask that expired unanswered. */

@@ -18,7 +18,7 @@ export const SCOPES = [
   'templates',
   'flows',
   'policy', // reading and replacing the workspace policy
-  'webhooks', // the webhook signing secret, the identity-verification secret and the Slack connection
+  'webhooks', // workspace settings: the webhook signing secret, the identity-verification secret, the Slack connection, the approval mode (PATCH /workspace)
   'members', // /members: the workspace's people and their roles
   'me', // /me: a signed-in member's own profile and sessions (sessions only)
 ] as const;

@@ -1149,6 +1149,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/workspace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read the workspace: its name, plan and approval mode */
+        get: operations["getWorkspace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the approval mode
+         * @description Keys and sessions carry the mode: a change applies to calls authenticated after it (a verified key is cached for KEY_CACHE_TTL_MS at most).
+         */
+        patch: operations["updateWorkspace"];
+        trace?: never;
+    };
     "/api/v1/site/{siteSlug}": {
         parameters: {
             query?: never;
@@ -6712,6 +6733,81 @@ export interface operations {
                         previousSecretExpiresAt: string | null;
                         /** @description The current signing secret, whsec_<base64 of 32 bytes> */
                         secret: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description browser: a question is pushed to the approvers' devices, Slack and email; terminal: it is stored and no push is sent (the person answers at its liveUrl) */
+                        approvalMode: "browser" | "terminal";
+                        createdAt: string;
+                        id: string;
+                        name: string;
+                        plan: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description browser: a question is pushed to the approvers' devices, Slack and email; terminal: it is stored and no push is sent (the person answers at its liveUrl) */
+                    approvalMode: "browser" | "terminal";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description browser: a question is pushed to the approvers' devices, Slack and email; terminal: it is stored and no push is sent (the person answers at its liveUrl) */
+                        approvalMode: "browser" | "terminal";
+                        createdAt: string;
+                        id: string;
+                        name: string;
+                        plan: string;
                     };
                 };
             };

@@ -18,6 +18,8 @@ type Item<Name extends Operation, Field extends string> = Success<Name> extends 
 // ---- Account ----
 
 export type Site = Success<'getSite'>;
+export type Workspace = Success<'getWorkspace'>;
+export type UpdateWorkspaceRequest = RequestBody<'updateWorkspace'>;
 export type Identity = Success<'getIdentity'>;
 export type Plan = Identity['plan'];
 export type Channels = Success<'getChannels'>;

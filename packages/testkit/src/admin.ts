@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 
+import { parseKey } from '@herald/domain';
+
 import { repoRoot, requiredEnv } from './env.js';
 
 const run = promisify(execFile);
@@ -20,13 +22,18 @@ export interface TestWorkspace {
   siteSlug: string;
   siteKey: string;
   apiKey: string;
+  /** The id of apiKey (its "Default dashboard key"). */
+  keyId: string;
 }
 
 let counter = 0;
 
 export async function createWorkspace(plan = 'growth', domain = 'example.test'): Promise<TestWorkspace> {
   counter += 1;
-  return admin<TestWorkspace>('workspace', 'create', '--name', `Test ${process.pid}-${counter}`, '--plan', plan, '--domain', domain);
+  const created = await admin<Omit<TestWorkspace, 'keyId'>>('workspace', 'create', '--name', `Test ${process.pid}-${counter}`, '--plan', plan, '--domain', domain);
+  const key = parseKey(created.apiKey);
+  if (key.kind !== 'full') throw new Error('workspace create printed no full API key');
+  return { ...created, keyId: key.id };
 }
 
 export async function createKey(workspaceId: string, origin: string, ...extra: string[]): Promise<{ keyId: string; apiKey: string }> {

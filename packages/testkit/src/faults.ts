@@ -26,6 +26,7 @@ import { within } from './within.js';
 export const FAULTS = [
   'delivery-kill',
   'campaign-kill',
+  'decision-kill',
   'flow-kill',
   'gateway-kill',
   'postgres-restart',
@@ -139,7 +140,7 @@ type Outcome = number | 'network' | 'timeout';
 interface Tracked {
   /** When the request that made it started (or the fault began, for a recovery probe). */
   at: number;
-  /** A question's push (best effort, no campaign stats): checked for pushes, not for counters. */
+  /** A question's push (made by the decision service; the drill answers it instead of reporting on it): checked for pushes, not for counters. */
   question?: boolean;
 }
 interface PendingSend {
@@ -712,6 +713,8 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
       }
     },
     'campaign-kill': () => killService('campaign', { CAMPAIGN_TIMER_POLL_MS: '100' }),
+    // Questions opened, delivered and answered across it: each delivery is made once by the replacement.
+    'decision-kill': () => killService('decision', { QUESTION_DELIVERY_POLL_MS: '100' }),
     'flow-kill': () => killService('flow', {}),
     'gateway-kill': () => killGateway(),
     'postgres-restart': () => bounceServer('postgres', 'restart'),
@@ -795,22 +798,56 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
   };
   await settings.step('draining', DRAIN_LIMIT_MS + WAIT_SECONDS * 1_000 + REQUEST_DEADLINE_MS, drain());
 
-  // The questions' pushes the campaign service queued (an ask answered while it could not be queued stays answerable through its link).
+  // Each question the decision service holds: one web push delivery, made once (or skipped, the
+  // question answered before its turn); the notification it made is tracked like any other.
   const db = await settings.step('connecting to PostgreSQL', REQUEST_DEADLINE_MS, connectDatabase());
   try {
+    const { rows: held } = await settings.step(
+      "reading the questions' deliveries",
+      REQUEST_DEADLINE_MS,
+      db.query<{ id: string; question: string; created_at: Date; deliveries: { state: string; result: string | null; error: string | null }[] }>(
+        `SELECT q.id, q.question, q.created_at,
+                coalesce(jsonb_agg(jsonb_build_object('state', d.state, 'result', d.result, 'error', d.last_error)) FILTER (WHERE d.question_id IS NOT NULL), '[]') AS deliveries
+           FROM decision.questions q
+           LEFT JOIN decision.question_deliveries d ON d.question_id = q.id AND d.channel = 'web_push'
+          WHERE q.workspace_id = $1
+          GROUP BY q.id`,
+        [audience.workspace.workspaceId],
+      ),
+    );
+    const made = new Map<string, string>();
+    for (const { id, question: text, created_at: createdAt, deliveries } of held) {
+      const asked = questions.find((candidate) => candidate.id === id);
+      // An ask whose 200 was lost with a killed gateway's connection was made all the same.
+      if (!asked && unanswered.get(text) !== 'network') runProblems.push(`question ${id} ("${text}"): held, but its ask answered ${unanswered.get(text) ?? 'never'}`);
+      const row = rowAt(asked?.at ?? createdAt.getTime());
+      const [delivery, ...more] = deliveries;
+      if (more.length > 0) row.duplicated += more.length;
+      if (!delivery || (delivery.state !== 'delivered' && !(delivery.state === 'skipped' && delivery.error === 'the question is answered'))) {
+        row.lost += 1;
+        row.problems.push(`question ${id}: web push deliveries ${JSON.stringify(deliveries)}`);
+        continue;
+      }
+      if (delivery.state === 'delivered') {
+        // Empty: it reached no approver device, yet every subscriber of the drill is one.
+        if (!delivery.result) {
+          row.lost += 1;
+          row.problems.push(`question ${id}: delivered to no device`);
+          continue;
+        }
+        if (made.has(delivery.result)) row.duplicated += 1;
+        made.set(delivery.result, id);
+        notifications.set(delivery.result, { at: asked?.at ?? createdAt.getTime(), question: true });
+      }
+    }
+    // Every question push the campaign service holds came from one of those deliveries.
     const { rows: queued } = await settings.step(
       "reading the questions' pushes",
       REQUEST_DEADLINE_MS,
-      db.query<{ id: string; url: string; body: string; created_at: Date }>(`SELECT id, url, body, created_at FROM campaign.campaigns WHERE workspace_id = $1 AND kind = 'question'`, [
-        audience.workspace.workspaceId,
-      ]),
+      db.query<{ id: string }>(`SELECT id FROM campaign.campaigns WHERE workspace_id = $1 AND kind = 'question'`, [audience.workspace.workspaceId]),
     );
-    for (const { id, url, body, created_at: createdAt } of queued) {
-      const question = questions.find((candidate) => candidate.liveUrl === url);
-      if (question) notifications.set(id, { at: question.at, question: true });
-      else if (unanswered.get(body) === 'network') notifications.set(id, { at: createdAt.getTime(), question: true });
-      else runProblems.push(`question push ${id} of "${body}", an ask answered ${unanswered.get(body) ?? 'never'}`);
-    }
+    const strays = queued.filter(({ id }) => !made.has(id));
+    if (strays.length > 0) runProblems.push(`question pushes no delivery made: ${strays.map(({ id }) => id).join(', ')}`);
   } finally {
     await db.end();
   }

@@ -41,6 +41,11 @@ export interface SlackPeer {
   waitForCalls(method: string, count: number, where?: (call: SlackCall) => boolean, timeoutMs?: number): Promise<SlackCall[]>;
   /** The next call of `method` is answered 429 with this Retry-After (seconds). */
   rateLimitNext(method: string, retryAfterSeconds: number): void;
+  /**
+   * The next call of `method` is received and never answered, as when Slack's reply is lost (or
+   * its caller dies waiting); resolves with its arguments once it arrived. It is not among calls().
+   */
+  holdNext(method: string): Promise<Record<string, unknown>>;
   /** A trigger id as Slack puts in an interaction (views.open accepts it once, within 3 s). */
   triggerId(): string;
   /** A problem the peer saw in a call that it answered with an error (a test asserts none where it expects none). */
@@ -225,6 +230,8 @@ export async function startSlackPeer(): Promise<SlackPeer> {
   const messages = new Map<string, Set<string>>();
   const triggers = new Map<string, number>();
   const limited = new Map<string, number>();
+  /** Methods whose next call is held unanswered: what to tell when it arrives. */
+  const holding = new Map<string, (args: Json) => void>();
   const recorded: SlackCall[] = [];
   const rejected: SlackPeer['rejected'] = [];
   /** Checks of waitForCalls, run after each recorded call. */
@@ -306,6 +313,12 @@ export async function startSlackPeer(): Promise<SlackPeer> {
       const teamId = byToken.get(token);
       const team = teamId === undefined ? undefined : teams.get(teamId);
       if (!team) throw new SlackRefusal('invalid_auth');
+      const hold = holding.get(method);
+      if (hold) {
+        holding.delete(method);
+        hold(args);
+        return new Promise<never>(() => undefined);
+      }
       const response = { ok: true, ...handler(team, args) };
       recorded.push({ method, teamId: team.teamId, args, response, at: performance.timeOrigin + performance.now() });
       for (const waiter of [...waiters]) waiter();
@@ -370,12 +383,20 @@ export async function startSlackPeer(): Promise<SlackPeer> {
     rateLimitNext(method, retryAfterSeconds) {
       limited.set(method, retryAfterSeconds);
     },
+    holdNext(method) {
+      return new Promise((resolve) => holding.set(method, resolve));
+    },
     triggerId() {
       const id = `${Date.now()}.${randomBytes(6).readUIntBE(0, 6)}.${randomBytes(16).toString('hex')}`;
       triggers.set(id, Date.now());
       return id;
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // A held call's connection would keep the server open.
+        server.closeAllConnections();
+      }),
   };
 }
 

@@ -31,7 +31,7 @@ import { HeraldError } from '@herald/errors';
 import { memberSettings } from './config.js';
 import { addMember, issueSignInLink } from './members.js';
 import { issueKey, provisionWorkspace } from './provisioning.js';
-import { migrationsDir, revokeKey, SCHEMA, setPlan } from './store.js';
+import { APPROVAL_MODES, isApprovalMode, migrationsDir, revokeKey, SCHEMA, setPlan } from './store.js';
 
 const usage = `usage:
   workspace create --name <n> --plan <none|free|starter|growth|enterprise|partner> --domain <d> [--owner-external-id <id>] [--approval-mode browser|terminal] [--owner-email <address>]
@@ -80,7 +80,7 @@ export async function runAdmin(pool: Pool, argv: string[]): Promise<Record<strin
   switch (command) {
     case 'workspace create': {
       const approvalMode = values['approval-mode'] ?? 'browser';
-      if (approvalMode !== 'browser' && approvalMode !== 'terminal') throw new UsageError('--approval-mode must be browser or terminal');
+      if (!isApprovalMode(approvalMode)) throw new UsageError(`--approval-mode must be ${APPROVAL_MODES.join(' or ')}`);
       const workspace = await provisionWorkspace(pool, {
         name: required(values, 'name'),
         plan: planArg(required(values, 'plan')),

@@ -4,7 +4,7 @@ import { HeraldError } from '@herald/errors';
 import { implementService } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
 import type { MailSender } from '@herald/mail';
-import { AccountServiceService, type Machine, type Plan, type Principal, type Site } from '@herald/proto/herald/account/v1/account';
+import { AccountServiceService, type Machine, type Plan, type Principal, type Site, type Workspace } from '@herald/proto/herald/account/v1/account';
 
 import type { AccountConfig } from './config.js';
 import { memberHandlers } from './members.js';
@@ -34,6 +34,19 @@ function toSiteMessage(site: store.SiteRow, publicOrigin: string): Site {
     siteKey: site.site_key,
     vapidPublicKey: site.vapid_public_key,
     createdAt: site.created_at.toISOString(),
+  };
+}
+
+function toWorkspaceMessage(workspace: store.WorkspaceRow): { workspace: Workspace; plan: string } {
+  return {
+    workspace: {
+      id: workspace.id,
+      name: workspace.name,
+      approvalMode: workspace.approval_mode,
+      ownerExternalId: workspace.owner_external_id,
+      createdAt: workspace.created_at.toISOString(),
+    },
+    plan: workspace.plan,
   };
 }
 
@@ -73,6 +86,7 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
       scopes: key.scopes,
       memberId: '',
       role: '',
+      keyName: key.name,
     };
   }
 
@@ -97,13 +111,7 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
         return {
           key: toApiKeyMessage(key),
           site: toSiteMessage(site, publicOrigin),
-          workspace: {
-            id: workspace.id,
-            name: workspace.name,
-            approvalMode: workspace.approval_mode,
-            ownerExternalId: workspace.owner_external_id,
-            createdAt: workspace.created_at.toISOString(),
-          },
+          workspace: toWorkspaceMessage(workspace).workspace,
           plan: toPlanMessage(workspace.plan),
         };
       },
@@ -112,6 +120,19 @@ export function accountHandlers(pool: Pool, logger: Logger, config: AccountConfi
         const site = await store.findSite(pool, workspaceId);
         if (!site) throw new HeraldError('not_found', 'This workspace has no site.');
         return { site: toSiteMessage(site, publicOrigin) };
+      },
+
+      async getWorkspace({ workspaceId }) {
+        const workspace = await store.findWorkspace(pool, workspaceId);
+        if (!workspace) throw new HeraldError('not_found', 'No such workspace.');
+        return toWorkspaceMessage(workspace);
+      },
+
+      async setApprovalMode({ workspaceId, approvalMode }) {
+        if (!store.isApprovalMode(approvalMode)) throw new HeraldError('invalid_request', `The approval mode must be one of ${store.APPROVAL_MODES.join(', ')}.`);
+        const workspace = await store.setApprovalMode(pool, workspaceId, approvalMode);
+        if (!workspace) throw new HeraldError('not_found', 'No such workspace.');
+        return toWorkspaceMessage(workspace);
       },
 
       async countDevices({ workspaceId, externalId }) {

@@ -132,6 +132,7 @@ export function memberHandlers(pool: Pool, mail: MailSender, logger: Logger, set
           scopes: [],
           memberId: member.id,
           role: member.role,
+          keyName: '',
         },
         member: toMemberMessage(member),
         workspaceName: session.workspace_name,

@@ -10,11 +10,16 @@ import { AccountEvent } from '@herald/proto/herald/account/v1/events';
 export const SCHEMA = 'account';
 export const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
 
+/** browser: a question is pushed to its approvers; terminal: it is stored and nothing is pushed. */
+export const APPROVAL_MODES = ['browser', 'terminal'] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
+export const isApprovalMode = (value: string): value is ApprovalMode => (APPROVAL_MODES as readonly string[]).includes(value);
+
 export interface WorkspaceRow {
   id: string;
   name: string;
   plan: PlanName;
-  approval_mode: 'browser' | 'terminal';
+  approval_mode: ApprovalMode;
   owner_external_id: string;
   created_at: Date;
 }
@@ -195,6 +200,18 @@ export async function findIdentity(db: Queryable, workspaceId: string, keyId: st
     workspace: dates(row.workspace, ['created_at']),
     site: dates(row.site, ['created_at']),
   };
+}
+
+const workspaceColumns = 'id, name, plan, approval_mode, owner_external_id, created_at';
+
+export async function findWorkspace(db: Queryable, workspaceId: string): Promise<WorkspaceRow | undefined> {
+  const { rows } = await db.query<WorkspaceRow>(`SELECT ${workspaceColumns} FROM workspaces WHERE id = $1`, [workspaceId]);
+  return rows[0];
+}
+
+export async function setApprovalMode(db: Queryable, workspaceId: string, approvalMode: WorkspaceRow['approval_mode']): Promise<WorkspaceRow | undefined> {
+  const { rows } = await db.query<WorkspaceRow>(`UPDATE workspaces SET approval_mode = $2 WHERE id = $1 RETURNING ${workspaceColumns}`, [workspaceId, approvalMode]);
+  return rows[0];
 }
 
 export async function findSite(db: Queryable, workspaceId: string): Promise<SiteRow | undefined> {

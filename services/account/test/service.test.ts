@@ -61,7 +61,7 @@ test('state changes reach Kafka through the outbox, in order, with event ids', a
     events.map((event) => event.kind),
     [
       { $case: 'workspaceCreated', value: { name: events[0]?.kind?.$case === 'workspaceCreated' ? events[0].kind.value.name : '', plan: 'starter', siteId: workspace.siteId } },
-      { $case: 'keyCreated', value: { keyId: workspace.apiKey.slice(3, 19), origin: 'dashboard' } },
+      { $case: 'keyCreated', value: { keyId: workspace.keyId, origin: 'dashboard' } },
       { $case: 'keyCreated', value: { keyId: key.keyId, origin: 'connector' } },
       { $case: 'keyRevoked', value: { keyId: key.keyId } },
       { $case: 'planChanged', value: { previousPlan: 'starter', plan: 'growth' } },

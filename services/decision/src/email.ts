@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import { emailChoices, emailLinkUrl, escapeHtml, type EmailChoice } from '@herald/domain';
+import { askingKeyLabel, emailChoices, emailLinkUrl, escapeHtml, type EmailChoice } from '@herald/domain';
 import type { MailSender, Message } from '@herald/mail';
 
 import type { Channel } from './deliveries.js';
@@ -35,6 +35,7 @@ function factsOf(question: store.QuestionRow): Array<[string, string]> {
   if (question.tool_target) facts.push(['Target', question.tool_target]);
   if (question.parameters !== null) facts.push(['Parameters', JSON.stringify(question.parameters, null, 2)]);
   facts.push(['Asked by', question.agent_name || 'an agent (no name given)']);
+  facts.push(['With key', askingKeyLabel(question.key_id, question.key_name)]);
   facts.push(['Expires', `${question.expires_at.toISOString().replace(/\.\d+Z$/, 'Z')} (UTC)`]);
   return facts;
 }

@@ -168,6 +168,7 @@ export function decisionHandlers(
     answeredBy: row.answered_by ?? undefined,
     escalation: row.escalation,
     keyId: row.key_id,
+    keyName: row.key_name ?? '',
   });
 
   /** The question a reference names (and, for a token, what the token says); a foreign, unknown or forged one is 404 alike. */
@@ -193,6 +194,8 @@ export function decisionHandlers(
   /** What an open needs besides the question's fields. */
   interface Opening {
     siteId: string | null;
+    /** The name of the key that opens it (the deprecated CreateQuestion carries none). */
+    keyName: string;
     requireReachable: boolean;
     /** Write its QuestionOpened event with it (OpenQuestion); false for the deprecated CreateQuestion, whose caller pushes. */
     opened: boolean;
@@ -226,7 +229,7 @@ export function decisionHandlers(
    * (its deliveries are made from that event). An idempotent replay of a decision returns the
    * first one and writes nothing.
    */
-  async function open(request: OpenRequest, { siteId, requireReachable, opened, ...asked }: Opening): Promise<{ question: Question; duplicate: boolean }> {
+  async function open(request: OpenRequest, { siteId, keyName, requireReachable, opened, ...asked }: Opening): Promise<{ question: Question; duplicate: boolean }> {
     const kind = kindOf(request.kind);
     const approvers = checkApprovers(asked.approvers, 'approvers');
     const escalation = checkEscalation(asked.escalation);
@@ -236,6 +239,7 @@ export function decisionHandlers(
       siteId: orNull(siteId ?? ''),
       kind,
       keyId: request.keyId,
+      keyName: orNull(keyName),
       type: request.type,
       question: request.question,
       options: request.options,
@@ -330,12 +334,12 @@ export function decisionHandlers(
         const lifetimeSeconds = kind === 'ask' ? 0 : request.lifetimeSeconds || DEFAULT_DECISION_LIFETIME_SECONDS;
         return open(
           { ...request, ...asked, lifetimeSeconds, workspaceId: caller.workspaceId, keyId: caller.keyId, mode: caller.approvalMode, reachability, kind: request.kind },
-          { siteId: caller.siteId, requireReachable: request.requireReachable, opened: true, approvers: request.approvers, escalation: request.escalation },
+          { siteId: caller.siteId, keyName: caller.keyName, requireReachable: request.requireReachable, opened: true, approvers: request.approvers, escalation: request.escalation },
         );
       },
 
       async createQuestion(request) {
-        return open(request, { siteId: null, requireReachable: request.requireReachable, opened: false, approvers: [], escalation: [] });
+        return open(request, { siteId: null, keyName: '', requireReachable: request.requireReachable, opened: false, approvers: [], escalation: [] });
       },
 
       async getQuestion(request) {

@@ -1,3 +1,4 @@
+import { askingKeyLabel } from '@herald/domain';
 import type { ActionsBlock, KnownBlock, ModalView } from '@slack/web-api';
 
 import type { AnsweredByJson, QuestionRow } from './store.js';
@@ -89,7 +90,11 @@ export function openMessage(question: QuestionRow): { text: string; blocks: Know
   const asker = question.agent_name ? `*${escape(question.agent_name)}* asks` : 'A program asks';
   return {
     text: cut(`${question.agent_name ?? 'A program'} asks: ${question.question}`, 3_000),
-    blocks: [...describe(question), { type: 'context', elements: [{ type: 'mrkdwn', text: `${asker} · answer by ${slackTime(question.expires_at)}` }] }, actionsOf(question)],
+    blocks: [
+      ...describe(question),
+      { type: 'context', elements: [{ type: 'mrkdwn', text: `${asker} with key \`${escape(askingKeyLabel(question.key_id, question.key_name))}\` · answer by ${slackTime(question.expires_at)}` }] },
+      actionsOf(question),
+    ],
   };
 }
 

@@ -21,8 +21,9 @@ export interface QuestionRow {
   id: string;
   workspace_id: string;
   kind: Kind;
-  /** The API key that opened it. */
+  /** The API key that opened it, and its name then (null before migration 011). */
   key_id: string;
+  key_name: string | null;
   type: string;
   question: string;
   options: string[];
@@ -89,6 +90,7 @@ export interface NewQuestion {
   siteId: string | null;
   kind: Kind;
   keyId: string;
+  keyName: string | null;
   type: string;
   question: string;
   options: string[];
@@ -116,8 +118,8 @@ export async function insertQuestion(db: Queryable, q: NewQuestion): Promise<Que
   const { rows } = await db.query<QuestionRow>(
     `INSERT INTO questions (id, workspace_id, kind, key_id, type, question, options, context, placeholder, agent_name, mode, audience,
        external_id, tool_name, tool_target, parameters, reachability, target, callback_url, idempotency_key, request_hash, expires_at, site_id,
-       approvers, escalation)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, now() + make_interval(secs => $22), $23, $24, $25)
+       approvers, escalation, key_name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, now() + make_interval(secs => $22), $23, $24, $25, $26)
      ON CONFLICT (workspace_id, kind, key_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -146,6 +148,7 @@ export async function insertQuestion(db: Queryable, q: NewQuestion): Promise<Que
       q.siteId,
       JSON.stringify(q.approvers),
       JSON.stringify(q.escalation),
+      q.keyName,
     ],
   );
   return rows[0];

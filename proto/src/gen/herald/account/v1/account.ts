@@ -65,6 +65,11 @@ export interface Principal {
    */
   memberId: string;
   role: string;
+  /**
+   * The key's name, as its owner gave it (empty for a member's session): shown to the people a
+   * question made with it reaches, beside the asking agent.
+   */
+  keyName: string;
 }
 
 export interface AuthenticateKeyRequest {
@@ -134,6 +139,25 @@ export interface GetSiteRequest {
 
 export interface GetSiteResponse {
   site?: Site | undefined;
+}
+
+export interface GetWorkspaceRequest {
+  workspaceId: string;
+}
+
+export interface GetWorkspaceResponse {
+  workspace?: Workspace | undefined;
+  plan: string;
+}
+
+export interface SetApprovalModeRequest {
+  workspaceId: string;
+  approvalMode: string;
+}
+
+export interface SetApprovalModeResponse {
+  workspace?: Workspace | undefined;
+  plan: string;
 }
 
 export interface CountDevicesRequest {
@@ -798,6 +822,7 @@ function createBasePrincipal(): Principal {
     scopes: [],
     memberId: "",
     role: "",
+    keyName: "",
   };
 }
 
@@ -838,6 +863,9 @@ export const Principal: MessageFns<Principal> = {
     }
     if (message.role !== "") {
       writer.uint32(98).string(message.role);
+    }
+    if (message.keyName !== "") {
+      writer.uint32(106).string(message.keyName);
     }
     return writer;
   },
@@ -951,6 +979,14 @@ export const Principal: MessageFns<Principal> = {
             message.role = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.keyName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1015,6 +1051,11 @@ export const Principal: MessageFns<Principal> = {
         ? globalThis.String(object.member_id)
         : "",
       role: isSet(object.role) ? globalThis.String(object.role) : "",
+      keyName: isSet(object.keyName)
+        ? globalThis.String(object.keyName)
+        : isSet(object.key_name)
+        ? globalThis.String(object.key_name)
+        : "",
     };
   },
 
@@ -1056,6 +1097,9 @@ export const Principal: MessageFns<Principal> = {
     if (message.role !== "") {
       obj.role = message.role;
     }
+    if (message.keyName !== "") {
+      obj.keyName = message.keyName;
+    }
     return obj;
   },
 
@@ -1076,6 +1120,7 @@ export const Principal: MessageFns<Principal> = {
     message.scopes = object.scopes?.map((e) => e) || [];
     message.memberId = object.memberId ?? "";
     message.role = object.role ?? "";
+    message.keyName = object.keyName ?? "";
     return message;
   },
 };
@@ -2323,6 +2368,346 @@ export const GetSiteResponse: MessageFns<GetSiteResponse> = {
   fromPartial<I extends Exact<DeepPartial<GetSiteResponse>, I>>(object: I): GetSiteResponse {
     const message = createBaseGetSiteResponse();
     message.site = (object.site !== undefined && object.site !== null) ? Site.fromPartial(object.site) : undefined;
+    return message;
+  },
+};
+
+function createBaseGetWorkspaceRequest(): GetWorkspaceRequest {
+  return { workspaceId: "" };
+}
+
+export const GetWorkspaceRequest: MessageFns<GetWorkspaceRequest> = {
+  encode(message: GetWorkspaceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetWorkspaceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetWorkspaceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetWorkspaceRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+    };
+  },
+
+  toJSON(message: GetWorkspaceRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetWorkspaceRequest>, I>>(base?: I): GetWorkspaceRequest {
+    return GetWorkspaceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetWorkspaceRequest>, I>>(object: I): GetWorkspaceRequest {
+    const message = createBaseGetWorkspaceRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetWorkspaceResponse(): GetWorkspaceResponse {
+  return { workspace: undefined, plan: "" };
+}
+
+export const GetWorkspaceResponse: MessageFns<GetWorkspaceResponse> = {
+  encode(message: GetWorkspaceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspace !== undefined) {
+      Workspace.encode(message.workspace, writer.uint32(10).fork()).join();
+    }
+    if (message.plan !== "") {
+      writer.uint32(18).string(message.plan);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetWorkspaceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetWorkspaceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspace = Workspace.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.plan = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetWorkspaceResponse {
+    return {
+      workspace: isSet(object.workspace) ? Workspace.fromJSON(object.workspace) : undefined,
+      plan: isSet(object.plan) ? globalThis.String(object.plan) : "",
+    };
+  },
+
+  toJSON(message: GetWorkspaceResponse): unknown {
+    const obj: any = {};
+    if (message.workspace !== undefined) {
+      obj.workspace = Workspace.toJSON(message.workspace);
+    }
+    if (message.plan !== "") {
+      obj.plan = message.plan;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetWorkspaceResponse>, I>>(base?: I): GetWorkspaceResponse {
+    return GetWorkspaceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetWorkspaceResponse>, I>>(object: I): GetWorkspaceResponse {
+    const message = createBaseGetWorkspaceResponse();
+    message.workspace = (object.workspace !== undefined && object.workspace !== null)
+      ? Workspace.fromPartial(object.workspace)
+      : undefined;
+    message.plan = object.plan ?? "";
+    return message;
+  },
+};
+
+function createBaseSetApprovalModeRequest(): SetApprovalModeRequest {
+  return { workspaceId: "", approvalMode: "" };
+}
+
+export const SetApprovalModeRequest: MessageFns<SetApprovalModeRequest> = {
+  encode(message: SetApprovalModeRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.approvalMode !== "") {
+      writer.uint32(18).string(message.approvalMode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetApprovalModeRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetApprovalModeRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.approvalMode = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetApprovalModeRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      approvalMode: isSet(object.approvalMode)
+        ? globalThis.String(object.approvalMode)
+        : isSet(object.approval_mode)
+        ? globalThis.String(object.approval_mode)
+        : "",
+    };
+  },
+
+  toJSON(message: SetApprovalModeRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.approvalMode !== "") {
+      obj.approvalMode = message.approvalMode;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetApprovalModeRequest>, I>>(base?: I): SetApprovalModeRequest {
+    return SetApprovalModeRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetApprovalModeRequest>, I>>(object: I): SetApprovalModeRequest {
+    const message = createBaseSetApprovalModeRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.approvalMode = object.approvalMode ?? "";
+    return message;
+  },
+};
+
+function createBaseSetApprovalModeResponse(): SetApprovalModeResponse {
+  return { workspace: undefined, plan: "" };
+}
+
+export const SetApprovalModeResponse: MessageFns<SetApprovalModeResponse> = {
+  encode(message: SetApprovalModeResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspace !== undefined) {
+      Workspace.encode(message.workspace, writer.uint32(10).fork()).join();
+    }
+    if (message.plan !== "") {
+      writer.uint32(18).string(message.plan);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetApprovalModeResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetApprovalModeResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspace = Workspace.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.plan = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SetApprovalModeResponse {
+    return {
+      workspace: isSet(object.workspace) ? Workspace.fromJSON(object.workspace) : undefined,
+      plan: isSet(object.plan) ? globalThis.String(object.plan) : "",
+    };
+  },
+
+  toJSON(message: SetApprovalModeResponse): unknown {
+    const obj: any = {};
+    if (message.workspace !== undefined) {
+      obj.workspace = Workspace.toJSON(message.workspace);
+    }
+    if (message.plan !== "") {
+      obj.plan = message.plan;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SetApprovalModeResponse>, I>>(base?: I): SetApprovalModeResponse {
+    return SetApprovalModeResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetApprovalModeResponse>, I>>(object: I): SetApprovalModeResponse {
+    const message = createBaseSetApprovalModeResponse();
+    message.workspace = (object.workspace !== undefined && object.workspace !== null)
+      ? Workspace.fromPartial(object.workspace)
+      : undefined;
+    message.plan = object.plan ?? "";
     return message;
   },
 };
@@ -9759,6 +10144,31 @@ export const AccountServiceService = {
     responseSerialize: (value: GetSiteResponse): Buffer => Buffer.from(GetSiteResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetSiteResponse => GetSiteResponse.decode(value),
   },
+  /**
+   * The workspace (name, plan, approval mode); SetApprovalMode changes the approval mode
+   * (browser | terminal, anything else INVALID_ARGUMENT).
+   */
+  getWorkspace: {
+    path: "/herald.account.v1.AccountService/GetWorkspace" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetWorkspaceRequest): Buffer => Buffer.from(GetWorkspaceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetWorkspaceRequest => GetWorkspaceRequest.decode(value),
+    responseSerialize: (value: GetWorkspaceResponse): Buffer =>
+      Buffer.from(GetWorkspaceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetWorkspaceResponse => GetWorkspaceResponse.decode(value),
+  },
+  setApprovalMode: {
+    path: "/herald.account.v1.AccountService/SetApprovalMode" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetApprovalModeRequest): Buffer =>
+      Buffer.from(SetApprovalModeRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetApprovalModeRequest => SetApprovalModeRequest.decode(value),
+    responseSerialize: (value: SetApprovalModeResponse): Buffer =>
+      Buffer.from(SetApprovalModeResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetApprovalModeResponse => SetApprovalModeResponse.decode(value),
+  },
   countDevices: {
     path: "/herald.account.v1.AccountService/CountDevices" as const,
     requestStream: false as const,
@@ -10246,6 +10656,12 @@ export interface AccountServiceServer extends UntypedServiceImplementation {
   authenticateKeyId: handleUnaryCall<AuthenticateKeyIdRequest, AuthenticateKeyIdResponse>;
   getIdentity: handleUnaryCall<GetIdentityRequest, GetIdentityResponse>;
   getSite: handleUnaryCall<GetSiteRequest, GetSiteResponse>;
+  /**
+   * The workspace (name, plan, approval mode); SetApprovalMode changes the approval mode
+   * (browser | terminal, anything else INVALID_ARGUMENT).
+   */
+  getWorkspace: handleUnaryCall<GetWorkspaceRequest, GetWorkspaceResponse>;
+  setApprovalMode: handleUnaryCall<SetApprovalModeRequest, SetApprovalModeResponse>;
   countDevices: handleUnaryCall<CountDevicesRequest, CountDevicesResponse>;
   reportMachine: handleUnaryCall<ReportMachineRequest, ReportMachineResponse>;
   listMachines: handleUnaryCall<ListMachinesRequest, ListMachinesResponse>;
@@ -10449,6 +10865,40 @@ export interface AccountServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetSiteResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * The workspace (name, plan, approval mode); SetApprovalMode changes the approval mode
+   * (browser | terminal, anything else INVALID_ARGUMENT).
+   */
+  getWorkspace(
+    request: GetWorkspaceRequest,
+    callback: (error: ServiceError | null, response: GetWorkspaceResponse) => void,
+  ): ClientUnaryCall;
+  getWorkspace(
+    request: GetWorkspaceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetWorkspaceResponse) => void,
+  ): ClientUnaryCall;
+  getWorkspace(
+    request: GetWorkspaceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetWorkspaceResponse) => void,
+  ): ClientUnaryCall;
+  setApprovalMode(
+    request: SetApprovalModeRequest,
+    callback: (error: ServiceError | null, response: SetApprovalModeResponse) => void,
+  ): ClientUnaryCall;
+  setApprovalMode(
+    request: SetApprovalModeRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetApprovalModeResponse) => void,
+  ): ClientUnaryCall;
+  setApprovalMode(
+    request: SetApprovalModeRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetApprovalModeResponse) => void,
   ): ClientUnaryCall;
   countDevices(
     request: CountDevicesRequest,

@@ -287,6 +287,8 @@ export interface Question {
   escalation: EscalationStep[];
   /** The API key that opened it: the answer page shows it beside the asking agent. */
   keyId: string;
+  /** That key's name when the question was opened (empty for questions older than it). */
+  keyName: string;
 }
 
 /**
@@ -2624,6 +2626,7 @@ function createBaseQuestion(): Question {
     answeredBy: undefined,
     escalation: [],
     keyId: "",
+    keyName: "",
   };
 }
 
@@ -2721,6 +2724,9 @@ export const Question: MessageFns<Question> = {
     }
     if (message.keyId !== "") {
       writer.uint32(250).string(message.keyId);
+    }
+    if (message.keyName !== "") {
+      writer.uint32(258).string(message.keyName);
     }
     return writer;
   },
@@ -2986,6 +2992,14 @@ export const Question: MessageFns<Question> = {
             message.keyId = reader.string();
             continue;
           }
+          case 32: {
+            if (tag !== 258) {
+              break;
+            }
+
+            message.keyName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3099,6 +3113,11 @@ export const Question: MessageFns<Question> = {
         : isSet(object.key_id)
         ? globalThis.String(object.key_id)
         : "",
+      keyName: isSet(object.keyName)
+        ? globalThis.String(object.keyName)
+        : isSet(object.key_name)
+        ? globalThis.String(object.key_name)
+        : "",
     };
   },
 
@@ -3197,6 +3216,9 @@ export const Question: MessageFns<Question> = {
     if (message.keyId !== "") {
       obj.keyId = message.keyId;
     }
+    if (message.keyName !== "") {
+      obj.keyName = message.keyName;
+    }
     return obj;
   },
 
@@ -3240,6 +3262,7 @@ export const Question: MessageFns<Question> = {
       : undefined;
     message.escalation = object.escalation?.map((e) => EscalationStep.fromPartial(e)) || [];
     message.keyId = object.keyId ?? "";
+    message.keyName = object.keyName ?? "";
     return message;
   },
 };
