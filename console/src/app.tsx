@@ -9,6 +9,7 @@ import { FlowsPage } from './pages/flows.js';
 import { KeysPage } from './pages/keys.js';
 import { MembersPage } from './pages/members.js';
 import { OverviewPage } from './pages/overview.js';
+import { PolicyPage } from './pages/policy.js';
 import { SegmentsPage } from './pages/segments.js';
 import { SettingsPage } from './pages/settings.js';
 import { SignInPage } from './pages/sign-in.js';
@@ -59,6 +60,7 @@ const PAGES: PageEntry[] = [
   { path: '/campaigns', title: 'Campaigns', render: () => <CampaignsPage />, visible: (can) => can('campaigns', 'GET') },
   { path: '/templates', title: 'Templates', render: () => <TemplatesPage />, visible: (can) => can('templates', 'GET') },
   { path: '/flows', title: 'Flows', render: () => <FlowsPage />, visible: (can) => can('flows', 'GET') },
+  { path: '/policy', title: 'Policy', render: () => <PolicyPage />, visible: (can) => can('policy', 'GET') },
   { path: '/keys', title: 'API keys', render: () => <KeysPage />, visible: (can) => can('keys', 'GET') },
   { path: '/members', title: 'Members', render: () => <MembersPage />, visible: (can) => can('members', 'GET') },
   { path: '/settings', title: 'Settings', render: () => <SettingsPage />, visible: (can) => can('account', 'GET') },

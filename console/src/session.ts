@@ -15,7 +15,7 @@ export function useMe(): Me {
   return me;
 }
 
-export function useCan(): (scope: Scope, method: 'GET' | 'POST' | 'DELETE') => boolean {
+export function useCan(): (scope: Scope, method: 'GET' | 'POST' | 'PUT' | 'DELETE') => boolean {
   const { role } = useMe();
   return (scope, method) => isRole(role) && roleAllows(role, scope, method);
 }

@@ -93,7 +93,7 @@ test('sign in by an email link read from Mailpit: the overview, then sign out; n
   assert.deepEqual(figures, ['0', '–', '–', '0']);
   const waiting = await page.getByRole('table', { name: 'Pending decisions' }).getByRole('row', { name: /Deploy release 4\.2\?/ }).innerText();
   assert.match(waiting, /^Deploy release 4\.2\?\trelease-bot\t/);
-  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Decisions, Subscribers, Segments, Campaigns, Templates, Flows, API keys, Members, Settings');
+  assert.equal(await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents().then((names) => names.join(', ')), 'Overview, Decisions, Subscribers, Segments, Campaigns, Templates, Flows, Policy, API keys, Members, Settings');
   assert.deepEqual(await seriousViolations(page), []);
   await page.screenshot({ path: await screenshotPath('console-overview.png'), fullPage: true });
 
@@ -204,7 +204,7 @@ test('members: the owner invites a viewer; the viewer sees no admin page or butt
   await viewer.getByRole('button', { name: 'Sign in' }).click();
   await viewer.getByRole('link', { name: 'Open the Herald Console' }).click();
   await viewer.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
-  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Decisions', 'Subscribers', 'Segments', 'Campaigns', 'Templates', 'Flows', 'Settings']);
+  assert.deepEqual(await viewer.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents(), ['Overview', 'Decisions', 'Subscribers', 'Segments', 'Campaigns', 'Templates', 'Flows', 'Policy', 'Settings']);
   assert.deepEqual(await seriousViolations(viewer), []);
   // The viewer reads campaigns and flows, with nothing to compose, create or move.
   for (const [link, heading, hidden] of [['Campaigns', 'Campaigns', 'New campaign'], ['Flows', 'Flows', 'New flow']] as const) {

@@ -31,9 +31,12 @@ export const SITE_DOMAIN = 'shop.example.test';
 let addressCounter = 0;
 export const newAddress = (who: string): string => `${who}-${process.pid}-${(addressCounter += 1)}@example.test`;
 
-/** `sending`: also the delivery fleet, pushing to a strict push peer (campaigns and flows end to end). */
-/** `env`: more settings of the stack's services (e.g. the Slack API peer's address for the decision service). */
-export async function startConsoleHarness({ sending = false, env = {} }: { sending?: boolean; env?: Record<string, string> } = {}): Promise<ConsoleHarness> {
+/**
+ * `sending`: also the delivery fleet, pushing to a strict push peer (campaigns and flows end to end).
+ * `env`: more settings of the stack's services (e.g. the Slack API peer's address for the decision service).
+ * `services`: further services of the registry (e.g. policy).
+ */
+export async function startConsoleHarness({ sending = false, env = {}, services = [] }: { sending?: boolean; env?: Record<string, string>; services?: string[] } = {}): Promise<ConsoleHarness> {
   const mailpit = await startMailpit();
   const port = await freePort();
   const origin = `http://localhost:${port}`;
@@ -44,7 +47,7 @@ export async function startConsoleHarness({ sending = false, env = {} }: { sendi
       gateways: 0,
       decisions: true,
       env: { PUBLIC_ORIGIN: origin, SMTP_URL: mailpit.smtpUrl, MAIL_FROM: 'Herald Test <no-reply@herald.test>', ...env },
-      services: ['campaign', 'flow'],
+      services: ['campaign', 'flow', ...services],
     };
     if (sending) {
       sendingHarness = await startSendingHarness(options);
@@ -119,11 +122,16 @@ export async function seriousViolations(page: Page): Promise<Array<{ id: string;
 }
 
 /** A fresh browser profile (no cookie) with the owner signed in. */
-export async function ownerPage(browser: Browser, harness: ConsoleHarness): Promise<{ context: BrowserContext; page: Page }> {
+export function ownerPage(browser: Browser, harness: ConsoleHarness): Promise<{ context: BrowserContext; page: Page }> {
+  return memberPage(browser, harness, harness.ownerEmail);
+}
+
+/** A fresh browser profile (no cookie) with the member of `email` signed in through the console. */
+export async function memberPage(browser: Browser, harness: ConsoleHarness, email: string): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext();
   const page = await context.newPage();
-  const before = (await harness.mailpit.messagesTo(harness.ownerEmail)).length;
-  await signInThroughConsole(page, harness, harness.ownerEmail, before);
+  const before = (await harness.mailpit.messagesTo(email)).length;
+  await signInThroughConsole(page, harness, email, before);
   return { context, page };
 }
 
@@ -139,6 +147,7 @@ export function fetchFromPage(page: Page, method: string, path: string, body?: u
   );
 }
 
+/** The page's session's CSRF token (GET /me). */
 export async function csrfOf(page: Page): Promise<string> {
   const me = await fetchFromPage(page, 'GET', '/me');
   assert.equal(me.status, 200);

@@ -335,6 +335,7 @@ test("another tenant's id in any path parameter is a 404, for every operation, a
     correlationId: await made(as(owner, 'POST', '/ask', { question: 'Mine?', wait: false }), 'correlationId'),
     decisionId: await made(as(owner, 'POST', '/decisions', { question: 'Mine?' }), 'decisionId'),
     keyId: (await createKey(ownerPartner.workspaceId, 'bound', '--external-id', 'user-1')).keyId,
+    version: await made(as(owner, 'PUT', '/policy', { policy: 'permit(principal, action, resource);' }), 'version'),
     memberId: (await admin('member', 'invite', '--workspace', owner.workspaceId, '--email', `member-${owner.workspaceId}@example.test`, '--role', 'viewer')).memberId as string,
   };
   // Bodies valid for the operation, so only the id can be wrong.

@@ -78,6 +78,12 @@ const NAMES: readonly Entry[] = [
   ['VerdictName', 'authorize.verdict'],
   ['Verdict', 'authorize'],
   ['PolicyDocument', 'getPolicy'],
+  ['PolicyChanger', 'listPolicyVersions.data[].changedBy'],
+  ['PolicyVersion', 'listPolicyVersions.data[]'],
+  ['PolicyVersionPage', 'listPolicyVersions'],
+  ['PolicyVersionText', 'getPolicyVersion'],
+  ['EvaluatePolicyRequest', 'body:evaluatePolicy'],
+  ['PolicyEvaluation', 'evaluatePolicy'],
   // ---- Keys and enrollment ----
   ['BoundKey', 'listKeys.keys[]'],
   ['CreateKeyRequest', 'body:createKey'],

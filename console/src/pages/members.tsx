@@ -1,5 +1,5 @@
 import { ROLES } from '@herald/domain/scopes';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { InviteMemberRequest, Member, Page, Role } from '@herald/sdk';
 import { type FormEvent, useState } from 'react';
 
@@ -10,12 +10,14 @@ import { ConfirmDialog, ErrorNote, Table, When } from '../ui.js';
 /** Members: list, invite with a role (they get a sign-in link by email), remove. Owners and admins. */
 
 const MEMBERS = ['members'] as const;
+/** The workspace's members (also read by the policy page, to name who wrote a version). */
+export const membersQuery = queryOptions({ queryKey: MEMBERS, queryFn: () => api<Page<Member>>('GET', '/members') });
 
 export function MembersPage() {
   const can = useCan();
   const me = useMe();
   const queryClient = useQueryClient();
-  const members = useQuery({ queryKey: MEMBERS, queryFn: () => api<Page<Member>>('GET', '/members') });
+  const members = useQuery(membersQuery);
   const [removing, setRemoving] = useState<Member | undefined>();
   const current = members.data?.data.filter((member) => member.status !== 'removed') ?? [];
 

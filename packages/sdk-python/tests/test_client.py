@@ -209,6 +209,15 @@ class PolicyTest(unittest.TestCase):
         deleted = herald.delete_policy()
         self.assertEqual((deleted["policy"], deleted["version"]), (None, 2))
         herald.put_policy(POLICY)
+        # Past versions and try-it (nothing recorded).
+        newest = herald.list_policy_versions(limit=2)
+        self.assertEqual(([version["version"] for version in newest["data"]], newest["hasMore"]), ([3, 2], True))
+        oldest = herald.list_policy_versions(cursor=newest["nextCursor"])
+        self.assertEqual(([version["version"] for version in oldest["data"]], oldest["nextCursor"]), ([1], None))
+        self.assertEqual((herald.get_policy_version(2)["policy"], herald.get_policy_version(3)["policy"]), (None, POLICY))
+        self.assertEqual(herald.evaluate_policy({"toolName": "read_file"}), {"verdict": "allow", "policy": "read-anything", "reason": "permitted by policy read-anything", "version": 3})
+        self.assertEqual(herald.evaluate_policy({"toolName": "read_file", "policy": "forbid(principal, action, resource);"})["verdict"], "deny")
+        self.assertEqual(raised(ValidationError, lambda: herald.evaluate_policy({"toolName": "x", "policy": "permit("})).body["error"], "Invalid policy")
 
 
 class KeysTest(unittest.TestCase):

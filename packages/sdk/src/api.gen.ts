@@ -799,6 +799,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/server/policy/evaluate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Try a tool call against a draft or the saved policy (nothing is recorded) */
+        post: operations["evaluatePolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/policy/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the policy's versions, newest first (the newest is in force) */
+        get: operations["listPolicyVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/server/policy/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read one version of the policy, with its text */
+        get: operations["getPolicyVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/server/reachability": {
         parameters: {
             query?: never;
@@ -5212,6 +5263,144 @@ export interface operations {
                         policy: string | null;
                         updatedAt: string | null;
                         /** @description Bumped on every write; 0 when none was ever written */
+                        version: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    evaluatePolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The agent acting (principal.actor) */
+                    actor?: string;
+                    /** @description e.g. production (context.environment) */
+                    environment?: string;
+                    /** @description The end-user the call is for; a bound key may name only its own */
+                    externalId?: string;
+                    /** @description The call arguments: scalars only (resource tags) */
+                    parameters?: {
+                        [key: string]: string | number | boolean | null;
+                    };
+                    /** @description A draft to evaluate instead of the saved policy (validated, not stored) */
+                    policy?: string;
+                    /** @description The tool the agent wants to call (the Cedar resource Herald::Tool) */
+                    toolName: string;
+                    /** @description What the tool acts on (resource.target) */
+                    toolTarget?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        policy: string | null;
+                        reason: string;
+                        verdict: "allow" | "deny" | "requires_human";
+                        version: number | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPolicyVersions: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            changedBy: {
+                                /** @description The API key id or the member id */
+                                id: string;
+                                kind: "key" | "member";
+                            } | null;
+                            createdAt: string;
+                            /** @description True for a DELETE /policy (the workspace had no policy from then on) */
+                            deleted: boolean;
+                            version: number;
+                        }[];
+                        hasMore: boolean;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPolicyVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        changedBy: {
+                            /** @description The API key id or the member id */
+                            id: string;
+                            kind: "key" | "member";
+                        } | null;
+                        createdAt: string;
+                        /** @description True for a DELETE /policy (the workspace had no policy from then on) */
+                        deleted: boolean;
+                        policy: string | null;
                         version: number;
                     };
                 };

@@ -21,6 +21,7 @@ import type {
   DecisionQuery,
   DecisionRequest,
   Enrollment,
+  EvaluatePolicyRequest,
   IdentitySecret,
   ConnectSlackRequest,
   SlackConnection,
@@ -36,6 +37,9 @@ import type {
   PageQuery,
   PersonReachability,
   PolicyDocument,
+  PolicyEvaluation,
+  PolicyVersion,
+  PolicyVersionText,
   QuestionEvent,
   Recipient,
   Segment,
@@ -374,6 +378,20 @@ export class Herald {
 
   deletePolicy(options?: RequestOptions): Promise<PolicyDocument> {
     return this.request('DELETE', '/policy', undefined, options);
+  }
+
+  /** Every write of the policy, newest first (the newest is in force). */
+  listPolicyVersions(params: PageQuery = {}, options?: RequestOptions): Promise<Page<PolicyVersion>> {
+    return this.request('GET', `/policy/versions${query({ ...params })}`, undefined, options);
+  }
+
+  getPolicyVersion(version: number, options?: RequestOptions): Promise<PolicyVersionText> {
+    return this.request('GET', `/policy/versions/${segment(String(version))}`, undefined, options);
+  }
+
+  /** Tries a call against a draft (`policy`) or the saved policy; nothing is recorded. */
+  evaluatePolicy(request: EvaluatePolicyRequest, options?: RequestOptions): Promise<PolicyEvaluation> {
+    return this.request('POST', '/policy/evaluate', request, options);
   }
 
   // ---- Keys and enrollment (Partner) ----

@@ -93,6 +93,14 @@ export type Scalar = NonNullable<AuthorizeRequest['parameters']>[string];
 export type Verdict = Success<'authorize'>;
 export type VerdictName = Verdict['verdict'];
 export type PolicyDocument = Success<'getPolicy'>;
+/** One write of the policy, as listed (without its text). */
+export type PolicyVersion = Item<'listPolicyVersions', 'data'>;
+export type PolicyChanger = NonNullable<PolicyVersion['changedBy']>;
+/** One version with its text (null for a DELETE). */
+export type PolicyVersionText = Success<'getPolicyVersion'>;
+/** POST /policy/evaluate: a sample call, and `policy` a draft to evaluate instead of the saved policy. */
+export type EvaluatePolicyRequest = RequestBody<'evaluatePolicy'>;
+export type PolicyEvaluation = Success<'evaluatePolicy'>;
 
 // ---- Keys and enrollment ----
 

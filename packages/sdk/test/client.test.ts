@@ -313,6 +313,21 @@ test('policy and authorize', async () => {
   const deleted = await herald.deletePolicy();
   assert.deepEqual({ policy: deleted.policy, version: deleted.version }, { policy: null, version: 2 });
   assert.deepEqual({ ...(await herald.authorize({ toolName: 'read_file' })), authorizationId: '' }, { verdict: 'deny', policy: null, reason: 'no policy', authorizationId: '' });
+
+  // Past versions and try-it.
+  const first = await herald.listPolicyVersions({ limit: 1 });
+  assert.deepEqual([first.data.map((version) => [version.version, version.deleted]), first.hasMore], [[[2, true]], true]);
+  const rest = await herald.listPolicyVersions({ cursor: first.nextCursor ?? '' });
+  assert.deepEqual([rest.data.map((version) => version.version), rest.nextCursor], [[1], null]);
+  assert.equal((await herald.getPolicyVersion(1)).policy, POLICY);
+  assert.deepEqual(await herald.evaluatePolicy({ policy: POLICY, toolName: 'deploy' }), {
+    verdict: 'requires_human',
+    policy: 'deploy-reviewed',
+    reason: 'policy deploy-reviewed permits this call only after a person approves it',
+    version: null,
+  });
+  assert.deepEqual(await herald.evaluatePolicy({ toolName: 'deploy' }), { verdict: 'deny', policy: null, reason: 'no policy', version: 2 });
+  assert.equal((await rejection(ValidationError, herald.evaluatePolicy({ policy: 'permit(', toolName: 'x' }))).body.error, 'Invalid policy');
 });
 
 test('keys and enrollment (Partner)', async () => {

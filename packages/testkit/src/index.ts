@@ -17,3 +17,4 @@ export * from './mailpit.js';
 export * from './browsers.js';
 export * from './metrics.js';
 export * from './slack-peer.js';
+export * from './policies.js';

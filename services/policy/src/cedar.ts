@@ -218,9 +218,17 @@ export function decide(compiled: CompiledPolicy, answer: AuthorizationAnswer): D
 
 /** Evaluates against the set preparsed under `setId` (which must hold `compiled`). */
 export function evaluate(setId: string, compiled: CompiledPolicy, call: ToolCall): Decision {
+  return failClosed(compiled, () => cedar.statefulIsAuthorized({ ...cedarRequest(call), preparsedPolicySetId: setId }));
+}
+
+/** Evaluates against a compiled policy that is not preparsed (a draft, evaluated once). */
+export function evaluateOnce(compiled: CompiledPolicy, call: ToolCall): Decision {
+  return failClosed(compiled, () => cedar.isAuthorized({ ...cedarRequest(call), policies: { staticPolicies: compiled.policies } }));
+}
+
+function failClosed(compiled: CompiledPolicy, authorize: () => AuthorizationAnswer): Decision {
   try {
-    const answer = cedar.statefulIsAuthorized({ ...cedarRequest(call), preparsedPolicySetId: setId });
-    return decide(compiled, answer);
+    return decide(compiled, authorize());
   } catch (err) {
     return { verdict: 'deny', policyId: null, reason: `evaluation error: ${err instanceof Error ? err.message : String(err)}` };
   }

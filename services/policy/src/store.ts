@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 
-import type { Queryable } from '@herald/db';
+import { CREATED_US_SQL, type Queryable } from '@herald/db';
 
 /** Every SQL statement of the policy service. Each query is scoped by workspace id. */
 
@@ -25,15 +25,60 @@ export async function policyVersion(db: Queryable, workspaceId: string): Promise
   return rows[0]?.version;
 }
 
-/** Replaces (or with null removes) the policy and bumps its version, in one statement. */
-export async function writePolicy(db: Queryable, workspaceId: string, policy: string | null): Promise<PolicyRow> {
+/** Who wrote a version: a member (signed in to the console) or an API key. */
+export interface Changer {
+  kind: 'key' | 'member';
+  id: string;
+}
+
+/**
+ * Replaces (or with null removes) the policy and bumps its version, and keeps the written document
+ * as that version (with who wrote it), in one statement.
+ */
+export async function writePolicy(db: Queryable, workspaceId: string, policy: string | null, changedBy: Changer | undefined): Promise<PolicyRow> {
   const { rows } = await db.query<PolicyRow>(
-    `INSERT INTO policies (workspace_id, policy, version, updated_at) VALUES ($1, $2, 1, now())
-     ON CONFLICT (workspace_id) DO UPDATE SET policy = EXCLUDED.policy, version = policies.version + 1, updated_at = now()
-     RETURNING workspace_id, policy, version, updated_at`,
-    [workspaceId, policy],
+    `WITH written AS (
+       INSERT INTO policies (workspace_id, policy, version, updated_at) VALUES ($1, $2, 1, now())
+       ON CONFLICT (workspace_id) DO UPDATE SET policy = EXCLUDED.policy, version = policies.version + 1, updated_at = now()
+       RETURNING workspace_id, policy, version, updated_at
+     ), kept AS (
+       INSERT INTO policy_versions (workspace_id, version, policy, changed_by_kind, changed_by_id, created_at)
+       SELECT workspace_id, version, policy, $3, $4, updated_at FROM written
+     )
+     SELECT workspace_id, policy, version, updated_at FROM written`,
+    [workspaceId, policy, changedBy?.kind ?? null, changedBy?.id ?? null],
   );
   return rows[0] as PolicyRow;
+}
+
+export interface VersionRow {
+  version: string;
+  /** Null for a DELETE (and in lists, which carry no text: see `present`). */
+  policy: string | null;
+  present: boolean;
+  changed_by_kind: 'key' | 'member' | null;
+  changed_by_id: string | null;
+  created_at: Date;
+  /** created_at in microseconds, for the page cursor. */
+  created_us: string;
+}
+
+const VERSION_COLUMNS = `version, policy IS NOT NULL AS present, changed_by_kind, changed_by_id, created_at, ${CREATED_US_SQL} AS created_us`;
+
+/** A workspace's versions, newest first, older than `before` (the last one of the previous page); without their text. */
+export async function listVersions(db: Queryable, workspaceId: string, before: string | undefined, limit: number): Promise<VersionRow[]> {
+  const { rows } = await db.query<VersionRow>(
+    `SELECT NULL::text AS policy, ${VERSION_COLUMNS} FROM policy_versions
+      WHERE workspace_id = $1 AND ($2::bigint IS NULL OR version < $2::bigint)
+      ORDER BY version DESC LIMIT $3`,
+    [workspaceId, before ?? null, limit],
+  );
+  return rows;
+}
+
+export async function findVersion(db: Queryable, workspaceId: string, version: string): Promise<VersionRow | undefined> {
+  const { rows } = await db.query<VersionRow>(`SELECT policy, ${VERSION_COLUMNS} FROM policy_versions WHERE workspace_id = $1 AND version = $2`, [workspaceId, version]);
+  return rows[0];
 }
 
 export interface AuthorizationRecord {

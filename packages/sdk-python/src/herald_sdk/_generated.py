@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
-__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "CampaignStatsSeriesData", "CampaignStatsSeries", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "QuestionApprovers", "QuestionEscalationApprovers", "QuestionEscalation", "Question", "AskRequestApprovers", "AskRequestEscalationApprovers", "AskRequestEscalation", "AskRequest", "AskRecordApprovers", "AskRecordAnsweredBy", "AskRecordEscalationApprovers", "AskRecordEscalation", "AskRecord", "AskPage", "DecisionQuestionApprovers", "DecisionQuestionEscalationApprovers", "DecisionQuestionEscalation", "DecisionQuestion", "DecisionRequestApprovers", "DecisionRequestEscalationApprovers", "DecisionRequestEscalation", "DecisionRequest", "Reachability", "DecisionApprovers", "DecisionAnsweredBy", "DecisionEscalationApprovers", "DecisionEscalation", "Decision", "DecisionPage", "QuestionEvent", "QuestionEventPage", "PersonReachability", "WebhookSecret", "IdentitySecret", "SlackConnection", "ConnectSlackRequest"]
+__all__ = ["Site", "Plan", "IdentityKey", "Workspace", "Identity", "ChannelCounts", "KeyOwnerChannels", "Channels", "Machine", "MachineReport", "SendRequest", "SendLimits", "SendResult", "DeliveryCounts", "LastDelivery", "Notification", "RecipientStatus", "Recipient", "RecipientPage", "SubscriberStatus", "Subscriber", "SubscriberDelivery", "SubscriberDevice", "SubscriberDetail", "SubscriberPage", "SubscriberCounts", "SubscriberUpdate", "CampaignStatus", "Campaign", "CampaignPage", "CreateCampaignRequest", "CampaignUpdate", "CampaignStats", "CampaignStatsSeriesData", "CampaignStatsSeries", "Template", "TemplatePage", "CreateTemplateRequest", "TemplateUpdate", "SegmentTags", "SegmentFilter", "Segment", "SegmentPage", "CreateSegmentRequest", "SegmentUpdate", "SegmentCount", "FlowStatus", "TriggerType", "RunState", "StepInput", "FlowStep", "Flow", "FlowPage", "CreateFlowRequest", "FlowUpdate", "FlowRun", "FlowRunPage", "Scalar", "AuthorizeRequest", "VerdictName", "Verdict", "PolicyDocument", "PolicyChanger", "PolicyVersion", "PolicyVersionPage", "PolicyVersionText", "EvaluatePolicyRequest", "PolicyEvaluation", "BoundKey", "CreateKeyRequest", "CreatedKey", "Enrollment", "Pairing", "QuestionType", "QuestionApprovers", "QuestionEscalationApprovers", "QuestionEscalation", "Question", "AskRequestApprovers", "AskRequestEscalationApprovers", "AskRequestEscalation", "AskRequest", "AskRecordApprovers", "AskRecordAnsweredBy", "AskRecordEscalationApprovers", "AskRecordEscalation", "AskRecord", "AskPage", "DecisionQuestionApprovers", "DecisionQuestionEscalationApprovers", "DecisionQuestionEscalation", "DecisionQuestion", "DecisionRequestApprovers", "DecisionRequestEscalationApprovers", "DecisionRequestEscalation", "DecisionRequest", "Reachability", "DecisionApprovers", "DecisionAnsweredBy", "DecisionEscalationApprovers", "DecisionEscalation", "Decision", "DecisionPage", "QuestionEvent", "QuestionEventPage", "PersonReachability", "WebhookSecret", "IdentitySecret", "SlackConnection", "ConnectSlackRequest"]
 
 
 class Site(TypedDict):
@@ -583,6 +583,61 @@ class PolicyDocument(TypedDict):
     #: Bumped on every write; 0 when none was ever written
     version: int
     updatedAt: str | None
+
+
+class PolicyChanger(TypedDict):
+    """Who wrote this version; null when not recorded"""
+
+    kind: Literal["key", "member"]
+    #: The API key id or the member id
+    id: str
+
+
+class PolicyVersion(TypedDict):
+    version: int
+    #: True for a DELETE /policy (the workspace had no policy from then on)
+    deleted: bool
+    changedBy: PolicyChanger | None
+    createdAt: str
+
+
+class PolicyVersionPage(TypedDict):
+    data: list[PolicyVersion]
+    hasMore: bool
+    nextCursor: str | None
+
+
+class PolicyVersionText(TypedDict):
+    version: int
+    #: True for a DELETE /policy (the workspace had no policy from then on)
+    deleted: bool
+    changedBy: PolicyChanger | None
+    createdAt: str
+    policy: str | None
+
+
+class EvaluatePolicyRequest(TypedDict, total=False):
+    #: The tool the agent wants to call (the Cedar resource Herald::Tool)
+    toolName: Required[str]
+    #: What the tool acts on (resource.target)
+    toolTarget: str
+    #: The agent acting (principal.actor)
+    actor: str
+    #: e.g. production (context.environment)
+    environment: str
+    #: The call arguments: scalars only (resource tags)
+    parameters: dict[str, Scalar]
+    #: The end-user the call is for; a bound key may name only its own
+    externalId: str
+    #: A draft to evaluate instead of the saved policy (validated, not stored)
+    policy: str
+
+
+class PolicyEvaluation(TypedDict):
+    verdict: VerdictName
+    policy: str | None
+    reason: str
+    version: int | None
 
 
 class BoundKey(TypedDict):

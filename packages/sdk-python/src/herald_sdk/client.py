@@ -39,6 +39,7 @@ from .types import (
     DecisionQuestion,
     DecisionRequest,
     Enrollment,
+    EvaluatePolicyRequest,
     Flow,
     FlowPage,
     FlowRunPage,
@@ -54,6 +55,9 @@ from .types import (
     Pairing,
     PersonReachability,
     PolicyDocument,
+    PolicyEvaluation,
+    PolicyVersionPage,
+    PolicyVersionText,
     RecipientPage,
     RecipientStatus,
     SendRequest,
@@ -343,6 +347,17 @@ class Herald:
 
     def delete_policy(self, *, timeout: float | None = None) -> PolicyDocument:
         return cast(PolicyDocument, self.request("DELETE", "/policy", timeout=timeout))
+
+    def list_policy_versions(self, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> PolicyVersionPage:
+        """Every write of the policy, newest first (the newest is in force), without their text."""
+        return cast(PolicyVersionPage, self.request("GET", f"/policy/versions{_query({'limit': limit, 'cursor': cursor})}", timeout=timeout))
+
+    def get_policy_version(self, version: int, *, timeout: float | None = None) -> PolicyVersionText:
+        return cast(PolicyVersionText, self.request("GET", f"/policy/versions/{int(version)}", timeout=timeout))
+
+    def evaluate_policy(self, request: EvaluatePolicyRequest, *, timeout: float | None = None) -> PolicyEvaluation:
+        """Tries a call against a draft (``policy``) or the saved policy; nothing is recorded."""
+        return cast(PolicyEvaluation, self.request("POST", "/policy/evaluate", request, timeout=timeout))
 
     # ---- Keys and enrollment (Partner) ----
 

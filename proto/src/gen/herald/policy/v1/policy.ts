@@ -78,6 +78,15 @@ export interface GetPolicyResponse {
 export interface PutPolicyRequest {
   workspaceId: string;
   policy: string;
+  /** Who makes the change, recorded with the version: a member's id, else the key's id. */
+  changedBy?: Changer | undefined;
+}
+
+/** Who wrote a version of the policy. */
+export interface Changer {
+  /** key | member */
+  kind: string;
+  id: string;
 }
 
 export interface PutPolicyResponse {
@@ -86,10 +95,65 @@ export interface PutPolicyResponse {
 
 export interface DeletePolicyRequest {
   workspaceId: string;
+  changedBy?: Changer | undefined;
 }
 
 export interface DeletePolicyResponse {
   policy?: GetPolicyResponse | undefined;
+}
+
+/** One write of the policy: its text (empty and present=false for a DELETE), who wrote it, when. */
+export interface PolicyVersion {
+  version: string;
+  present: boolean;
+  /** Empty in lists (read one version for its text). */
+  policy: string;
+  /** Absent when not recorded (versions written before history was kept). */
+  changedBy?:
+    | Changer
+    | undefined;
+  /** RFC 3339. */
+  createdAt: string;
+}
+
+export interface ListPolicyVersionsRequest {
+  workspaceId: string;
+  /** 1-100; 0 means the default (100). */
+  limit: number;
+  /** The next_cursor of the previous page; empty for the first. */
+  cursor: string;
+}
+
+export interface ListPolicyVersionsResponse {
+  versions: PolicyVersion[];
+  /** Empty on the last page. */
+  nextCursor: string;
+}
+
+export interface GetPolicyVersionRequest {
+  workspaceId: string;
+  version: string;
+}
+
+export interface GetPolicyVersionResponse {
+  version?: PolicyVersion | undefined;
+}
+
+export interface EvaluatePolicyRequest {
+  /** The sample call, as POST /authorize would present it to the policy. */
+  call?:
+    | AuthorizeRequest
+    | undefined;
+  /** A draft to evaluate instead of the saved policy (validated like PutPolicy; nothing is stored). */
+  draft?: string | undefined;
+}
+
+export interface EvaluatePolicyResponse {
+  verdict: string;
+  policyId: string;
+  reason: string;
+  /** The saved version evaluated (0: none); 0 for a draft. */
+  version: string;
 }
 
 function createBaseParameterValue(): ParameterValue {
@@ -892,7 +956,7 @@ export const GetPolicyResponse: MessageFns<GetPolicyResponse> = {
 };
 
 function createBasePutPolicyRequest(): PutPolicyRequest {
-  return { workspaceId: "", policy: "" };
+  return { workspaceId: "", policy: "", changedBy: undefined };
 }
 
 export const PutPolicyRequest: MessageFns<PutPolicyRequest> = {
@@ -902,6 +966,9 @@ export const PutPolicyRequest: MessageFns<PutPolicyRequest> = {
     }
     if (message.policy !== "") {
       writer.uint32(18).string(message.policy);
+    }
+    if (message.changedBy !== undefined) {
+      Changer.encode(message.changedBy, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -935,6 +1002,14 @@ export const PutPolicyRequest: MessageFns<PutPolicyRequest> = {
             message.policy = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.changedBy = Changer.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -955,6 +1030,11 @@ export const PutPolicyRequest: MessageFns<PutPolicyRequest> = {
         ? globalThis.String(object.workspace_id)
         : "",
       policy: isSet(object.policy) ? globalThis.String(object.policy) : "",
+      changedBy: isSet(object.changedBy)
+        ? Changer.fromJSON(object.changedBy)
+        : isSet(object.changed_by)
+        ? Changer.fromJSON(object.changed_by)
+        : undefined,
     };
   },
 
@@ -966,6 +1046,9 @@ export const PutPolicyRequest: MessageFns<PutPolicyRequest> = {
     if (message.policy !== "") {
       obj.policy = message.policy;
     }
+    if (message.changedBy !== undefined) {
+      obj.changedBy = Changer.toJSON(message.changedBy);
+    }
     return obj;
   },
 
@@ -976,6 +1059,94 @@ export const PutPolicyRequest: MessageFns<PutPolicyRequest> = {
     const message = createBasePutPolicyRequest();
     message.workspaceId = object.workspaceId ?? "";
     message.policy = object.policy ?? "";
+    message.changedBy = (object.changedBy !== undefined && object.changedBy !== null)
+      ? Changer.fromPartial(object.changedBy)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseChanger(): Changer {
+  return { kind: "", id: "" };
+}
+
+export const Changer: MessageFns<Changer> = {
+  encode(message: Changer, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kind !== "") {
+      writer.uint32(10).string(message.kind);
+    }
+    if (message.id !== "") {
+      writer.uint32(18).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Changer {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseChanger();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Changer {
+    return {
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      id: isSet(object.id) ? globalThis.String(object.id) : "",
+    };
+  },
+
+  toJSON(message: Changer): unknown {
+    const obj: any = {};
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.id !== "") {
+      obj.id = message.id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<Changer>, I>>(base?: I): Changer {
+    return Changer.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Changer>, I>>(object: I): Changer {
+    const message = createBaseChanger();
+    message.kind = object.kind ?? "";
+    message.id = object.id ?? "";
     return message;
   },
 };
@@ -1050,13 +1221,16 @@ export const PutPolicyResponse: MessageFns<PutPolicyResponse> = {
 };
 
 function createBaseDeletePolicyRequest(): DeletePolicyRequest {
-  return { workspaceId: "" };
+  return { workspaceId: "", changedBy: undefined };
 }
 
 export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
   encode(message: DeletePolicyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.workspaceId !== "") {
       writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.changedBy !== undefined) {
+      Changer.encode(message.changedBy, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -1082,6 +1256,14 @@ export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
             message.workspaceId = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.changedBy = Changer.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1101,6 +1283,11 @@ export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
         : isSet(object.workspace_id)
         ? globalThis.String(object.workspace_id)
         : "",
+      changedBy: isSet(object.changedBy)
+        ? Changer.fromJSON(object.changedBy)
+        : isSet(object.changed_by)
+        ? Changer.fromJSON(object.changed_by)
+        : undefined,
     };
   },
 
@@ -1108,6 +1295,9 @@ export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
     const obj: any = {};
     if (message.workspaceId !== "") {
       obj.workspaceId = message.workspaceId;
+    }
+    if (message.changedBy !== undefined) {
+      obj.changedBy = Changer.toJSON(message.changedBy);
     }
     return obj;
   },
@@ -1118,6 +1308,9 @@ export const DeletePolicyRequest: MessageFns<DeletePolicyRequest> = {
   fromPartial<I extends Exact<DeepPartial<DeletePolicyRequest>, I>>(object: I): DeletePolicyRequest {
     const message = createBaseDeletePolicyRequest();
     message.workspaceId = object.workspaceId ?? "";
+    message.changedBy = (object.changedBy !== undefined && object.changedBy !== null)
+      ? Changer.fromPartial(object.changedBy)
+      : undefined;
     return message;
   },
 };
@@ -1191,6 +1384,711 @@ export const DeletePolicyResponse: MessageFns<DeletePolicyResponse> = {
   },
 };
 
+function createBasePolicyVersion(): PolicyVersion {
+  return { version: "0", present: false, policy: "", changedBy: undefined, createdAt: "" };
+}
+
+export const PolicyVersion: MessageFns<PolicyVersion> = {
+  encode(message: PolicyVersion, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.version !== "0") {
+      writer.uint32(8).int64(message.version);
+    }
+    if (message.present !== false) {
+      writer.uint32(16).bool(message.present);
+    }
+    if (message.policy !== "") {
+      writer.uint32(26).string(message.policy);
+    }
+    if (message.changedBy !== undefined) {
+      Changer.encode(message.changedBy, writer.uint32(34).fork()).join();
+    }
+    if (message.createdAt !== "") {
+      writer.uint32(42).string(message.createdAt);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PolicyVersion {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePolicyVersion();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.version = reader.int64().toString();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.present = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.policy = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.changedBy = Changer.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.createdAt = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PolicyVersion {
+    return {
+      version: isSet(object.version) ? globalThis.String(object.version) : "0",
+      present: isSet(object.present) ? globalThis.Boolean(object.present) : false,
+      policy: isSet(object.policy) ? globalThis.String(object.policy) : "",
+      changedBy: isSet(object.changedBy)
+        ? Changer.fromJSON(object.changedBy)
+        : isSet(object.changed_by)
+        ? Changer.fromJSON(object.changed_by)
+        : undefined,
+      createdAt: isSet(object.createdAt)
+        ? globalThis.String(object.createdAt)
+        : isSet(object.created_at)
+        ? globalThis.String(object.created_at)
+        : "",
+    };
+  },
+
+  toJSON(message: PolicyVersion): unknown {
+    const obj: any = {};
+    if (message.version !== "0") {
+      obj.version = message.version;
+    }
+    if (message.present !== false) {
+      obj.present = message.present;
+    }
+    if (message.policy !== "") {
+      obj.policy = message.policy;
+    }
+    if (message.changedBy !== undefined) {
+      obj.changedBy = Changer.toJSON(message.changedBy);
+    }
+    if (message.createdAt !== "") {
+      obj.createdAt = message.createdAt;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PolicyVersion>, I>>(base?: I): PolicyVersion {
+    return PolicyVersion.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PolicyVersion>, I>>(object: I): PolicyVersion {
+    const message = createBasePolicyVersion();
+    message.version = object.version ?? "0";
+    message.present = object.present ?? false;
+    message.policy = object.policy ?? "";
+    message.changedBy = (object.changedBy !== undefined && object.changedBy !== null)
+      ? Changer.fromPartial(object.changedBy)
+      : undefined;
+    message.createdAt = object.createdAt ?? "";
+    return message;
+  },
+};
+
+function createBaseListPolicyVersionsRequest(): ListPolicyVersionsRequest {
+  return { workspaceId: "", limit: 0, cursor: "" };
+}
+
+export const ListPolicyVersionsRequest: MessageFns<ListPolicyVersionsRequest> = {
+  encode(message: ListPolicyVersionsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    if (message.cursor !== "") {
+      writer.uint32(26).string(message.cursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPolicyVersionsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPolicyVersionsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.cursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListPolicyVersionsRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      cursor: isSet(object.cursor) ? globalThis.String(object.cursor) : "",
+    };
+  },
+
+  toJSON(message: ListPolicyVersionsRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.limit !== 0) {
+      obj.limit = Math.round(message.limit);
+    }
+    if (message.cursor !== "") {
+      obj.cursor = message.cursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListPolicyVersionsRequest>, I>>(base?: I): ListPolicyVersionsRequest {
+    return ListPolicyVersionsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListPolicyVersionsRequest>, I>>(object: I): ListPolicyVersionsRequest {
+    const message = createBaseListPolicyVersionsRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.limit = object.limit ?? 0;
+    message.cursor = object.cursor ?? "";
+    return message;
+  },
+};
+
+function createBaseListPolicyVersionsResponse(): ListPolicyVersionsResponse {
+  return { versions: [], nextCursor: "" };
+}
+
+export const ListPolicyVersionsResponse: MessageFns<ListPolicyVersionsResponse> = {
+  encode(message: ListPolicyVersionsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.versions) {
+      PolicyVersion.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextCursor !== "") {
+      writer.uint32(18).string(message.nextCursor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPolicyVersionsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPolicyVersionsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.versions.push(PolicyVersion.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextCursor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ListPolicyVersionsResponse {
+    return {
+      versions: globalThis.Array.isArray(object?.versions)
+        ? object.versions.map((e: any) => PolicyVersion.fromJSON(e))
+        : [],
+      nextCursor: isSet(object.nextCursor)
+        ? globalThis.String(object.nextCursor)
+        : isSet(object.next_cursor)
+        ? globalThis.String(object.next_cursor)
+        : "",
+    };
+  },
+
+  toJSON(message: ListPolicyVersionsResponse): unknown {
+    const obj: any = {};
+    if (message.versions?.length) {
+      obj.versions = message.versions.map((e) => PolicyVersion.toJSON(e));
+    }
+    if (message.nextCursor !== "") {
+      obj.nextCursor = message.nextCursor;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ListPolicyVersionsResponse>, I>>(base?: I): ListPolicyVersionsResponse {
+    return ListPolicyVersionsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListPolicyVersionsResponse>, I>>(object: I): ListPolicyVersionsResponse {
+    const message = createBaseListPolicyVersionsResponse();
+    message.versions = object.versions?.map((e) => PolicyVersion.fromPartial(e)) || [];
+    message.nextCursor = object.nextCursor ?? "";
+    return message;
+  },
+};
+
+function createBaseGetPolicyVersionRequest(): GetPolicyVersionRequest {
+  return { workspaceId: "", version: "0" };
+}
+
+export const GetPolicyVersionRequest: MessageFns<GetPolicyVersionRequest> = {
+  encode(message: GetPolicyVersionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workspaceId !== "") {
+      writer.uint32(10).string(message.workspaceId);
+    }
+    if (message.version !== "0") {
+      writer.uint32(16).int64(message.version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPolicyVersionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPolicyVersionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workspaceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.version = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPolicyVersionRequest {
+    return {
+      workspaceId: isSet(object.workspaceId)
+        ? globalThis.String(object.workspaceId)
+        : isSet(object.workspace_id)
+        ? globalThis.String(object.workspace_id)
+        : "",
+      version: isSet(object.version) ? globalThis.String(object.version) : "0",
+    };
+  },
+
+  toJSON(message: GetPolicyVersionRequest): unknown {
+    const obj: any = {};
+    if (message.workspaceId !== "") {
+      obj.workspaceId = message.workspaceId;
+    }
+    if (message.version !== "0") {
+      obj.version = message.version;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPolicyVersionRequest>, I>>(base?: I): GetPolicyVersionRequest {
+    return GetPolicyVersionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPolicyVersionRequest>, I>>(object: I): GetPolicyVersionRequest {
+    const message = createBaseGetPolicyVersionRequest();
+    message.workspaceId = object.workspaceId ?? "";
+    message.version = object.version ?? "0";
+    return message;
+  },
+};
+
+function createBaseGetPolicyVersionResponse(): GetPolicyVersionResponse {
+  return { version: undefined };
+}
+
+export const GetPolicyVersionResponse: MessageFns<GetPolicyVersionResponse> = {
+  encode(message: GetPolicyVersionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.version !== undefined) {
+      PolicyVersion.encode(message.version, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPolicyVersionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPolicyVersionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.version = PolicyVersion.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): GetPolicyVersionResponse {
+    return { version: isSet(object.version) ? PolicyVersion.fromJSON(object.version) : undefined };
+  },
+
+  toJSON(message: GetPolicyVersionResponse): unknown {
+    const obj: any = {};
+    if (message.version !== undefined) {
+      obj.version = PolicyVersion.toJSON(message.version);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<GetPolicyVersionResponse>, I>>(base?: I): GetPolicyVersionResponse {
+    return GetPolicyVersionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPolicyVersionResponse>, I>>(object: I): GetPolicyVersionResponse {
+    const message = createBaseGetPolicyVersionResponse();
+    message.version = (object.version !== undefined && object.version !== null)
+      ? PolicyVersion.fromPartial(object.version)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseEvaluatePolicyRequest(): EvaluatePolicyRequest {
+  return { call: undefined, draft: undefined };
+}
+
+export const EvaluatePolicyRequest: MessageFns<EvaluatePolicyRequest> = {
+  encode(message: EvaluatePolicyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.call !== undefined) {
+      AuthorizeRequest.encode(message.call, writer.uint32(10).fork()).join();
+    }
+    if (message.draft !== undefined) {
+      writer.uint32(18).string(message.draft);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EvaluatePolicyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEvaluatePolicyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.call = AuthorizeRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.draft = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EvaluatePolicyRequest {
+    return {
+      call: isSet(object.call) ? AuthorizeRequest.fromJSON(object.call) : undefined,
+      draft: isSet(object.draft) ? globalThis.String(object.draft) : undefined,
+    };
+  },
+
+  toJSON(message: EvaluatePolicyRequest): unknown {
+    const obj: any = {};
+    if (message.call !== undefined) {
+      obj.call = AuthorizeRequest.toJSON(message.call);
+    }
+    if (message.draft !== undefined) {
+      obj.draft = message.draft;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EvaluatePolicyRequest>, I>>(base?: I): EvaluatePolicyRequest {
+    return EvaluatePolicyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EvaluatePolicyRequest>, I>>(object: I): EvaluatePolicyRequest {
+    const message = createBaseEvaluatePolicyRequest();
+    message.call = (object.call !== undefined && object.call !== null)
+      ? AuthorizeRequest.fromPartial(object.call)
+      : undefined;
+    message.draft = object.draft ?? undefined;
+    return message;
+  },
+};
+
+function createBaseEvaluatePolicyResponse(): EvaluatePolicyResponse {
+  return { verdict: "", policyId: "", reason: "", version: "0" };
+}
+
+export const EvaluatePolicyResponse: MessageFns<EvaluatePolicyResponse> = {
+  encode(message: EvaluatePolicyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.verdict !== "") {
+      writer.uint32(10).string(message.verdict);
+    }
+    if (message.policyId !== "") {
+      writer.uint32(18).string(message.policyId);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    if (message.version !== "0") {
+      writer.uint32(32).int64(message.version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EvaluatePolicyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEvaluatePolicyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.verdict = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.policyId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.version = reader.int64().toString();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): EvaluatePolicyResponse {
+    return {
+      verdict: isSet(object.verdict) ? globalThis.String(object.verdict) : "",
+      policyId: isSet(object.policyId)
+        ? globalThis.String(object.policyId)
+        : isSet(object.policy_id)
+        ? globalThis.String(object.policy_id)
+        : "",
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      version: isSet(object.version) ? globalThis.String(object.version) : "0",
+    };
+  },
+
+  toJSON(message: EvaluatePolicyResponse): unknown {
+    const obj: any = {};
+    if (message.verdict !== "") {
+      obj.verdict = message.verdict;
+    }
+    if (message.policyId !== "") {
+      obj.policyId = message.policyId;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.version !== "0") {
+      obj.version = message.version;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<EvaluatePolicyResponse>, I>>(base?: I): EvaluatePolicyResponse {
+    return EvaluatePolicyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EvaluatePolicyResponse>, I>>(object: I): EvaluatePolicyResponse {
+    const message = createBaseEvaluatePolicyResponse();
+    message.verdict = object.verdict ?? "";
+    message.policyId = object.policyId ?? "";
+    message.reason = object.reason ?? "";
+    message.version = object.version ?? "0";
+    return message;
+  },
+};
+
 /**
  * The policy service owns each workspace's Cedar policy (validated on write, preparsed and cached
  * per workspace on every replica) and evaluates POST /authorize against it, fail-closed, recording
@@ -1235,6 +2133,41 @@ export const PolicyServiceService = {
       Buffer.from(DeletePolicyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): DeletePolicyResponse => DeletePolicyResponse.decode(value),
   },
+  /** Every write's document, newest first (the newest is the one in force). */
+  listPolicyVersions: {
+    path: "/herald.policy.v1.PolicyService/ListPolicyVersions" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListPolicyVersionsRequest): Buffer =>
+      Buffer.from(ListPolicyVersionsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListPolicyVersionsRequest => ListPolicyVersionsRequest.decode(value),
+    responseSerialize: (value: ListPolicyVersionsResponse): Buffer =>
+      Buffer.from(ListPolicyVersionsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListPolicyVersionsResponse => ListPolicyVersionsResponse.decode(value),
+  },
+  getPolicyVersion: {
+    path: "/herald.policy.v1.PolicyService/GetPolicyVersion" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetPolicyVersionRequest): Buffer =>
+      Buffer.from(GetPolicyVersionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetPolicyVersionRequest => GetPolicyVersionRequest.decode(value),
+    responseSerialize: (value: GetPolicyVersionResponse): Buffer =>
+      Buffer.from(GetPolicyVersionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetPolicyVersionResponse => GetPolicyVersionResponse.decode(value),
+  },
+  /** Evaluates a tool call against a draft (validated first) or the saved policy, recording nothing. */
+  evaluatePolicy: {
+    path: "/herald.policy.v1.PolicyService/EvaluatePolicy" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EvaluatePolicyRequest): Buffer =>
+      Buffer.from(EvaluatePolicyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EvaluatePolicyRequest => EvaluatePolicyRequest.decode(value),
+    responseSerialize: (value: EvaluatePolicyResponse): Buffer =>
+      Buffer.from(EvaluatePolicyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): EvaluatePolicyResponse => EvaluatePolicyResponse.decode(value),
+  },
 } as const;
 
 export interface PolicyServiceServer extends UntypedServiceImplementation {
@@ -1242,6 +2175,11 @@ export interface PolicyServiceServer extends UntypedServiceImplementation {
   getPolicy: handleUnaryCall<GetPolicyRequest, GetPolicyResponse>;
   putPolicy: handleUnaryCall<PutPolicyRequest, PutPolicyResponse>;
   deletePolicy: handleUnaryCall<DeletePolicyRequest, DeletePolicyResponse>;
+  /** Every write's document, newest first (the newest is the one in force). */
+  listPolicyVersions: handleUnaryCall<ListPolicyVersionsRequest, ListPolicyVersionsResponse>;
+  getPolicyVersion: handleUnaryCall<GetPolicyVersionRequest, GetPolicyVersionResponse>;
+  /** Evaluates a tool call against a draft (validated first) or the saved policy, recording nothing. */
+  evaluatePolicy: handleUnaryCall<EvaluatePolicyRequest, EvaluatePolicyResponse>;
 }
 
 export interface PolicyServiceClient extends Client {
@@ -1304,6 +2242,53 @@ export interface PolicyServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: DeletePolicyResponse) => void,
+  ): ClientUnaryCall;
+  /** Every write's document, newest first (the newest is the one in force). */
+  listPolicyVersions(
+    request: ListPolicyVersionsRequest,
+    callback: (error: ServiceError | null, response: ListPolicyVersionsResponse) => void,
+  ): ClientUnaryCall;
+  listPolicyVersions(
+    request: ListPolicyVersionsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListPolicyVersionsResponse) => void,
+  ): ClientUnaryCall;
+  listPolicyVersions(
+    request: ListPolicyVersionsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListPolicyVersionsResponse) => void,
+  ): ClientUnaryCall;
+  getPolicyVersion(
+    request: GetPolicyVersionRequest,
+    callback: (error: ServiceError | null, response: GetPolicyVersionResponse) => void,
+  ): ClientUnaryCall;
+  getPolicyVersion(
+    request: GetPolicyVersionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetPolicyVersionResponse) => void,
+  ): ClientUnaryCall;
+  getPolicyVersion(
+    request: GetPolicyVersionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetPolicyVersionResponse) => void,
+  ): ClientUnaryCall;
+  /** Evaluates a tool call against a draft (validated first) or the saved policy, recording nothing. */
+  evaluatePolicy(
+    request: EvaluatePolicyRequest,
+    callback: (error: ServiceError | null, response: EvaluatePolicyResponse) => void,
+  ): ClientUnaryCall;
+  evaluatePolicy(
+    request: EvaluatePolicyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: EvaluatePolicyResponse) => void,
+  ): ClientUnaryCall;
+  evaluatePolicy(
+    request: EvaluatePolicyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: EvaluatePolicyResponse) => void,
   ): ClientUnaryCall;
 }
 
