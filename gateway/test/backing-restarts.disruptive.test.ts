@@ -4,7 +4,23 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { topics } from '@herald/bus';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
-import { call, createWorkspace, eventually, infraComponent as infra, requiredEnv, seedAudience, SERVER_API, startSendingHarness, type Audience, type InfraComponent, type SendingHarness } from '@herald/testkit';
+import {
+  call,
+  createWorkspace,
+  eventually,
+  infraComponent as infra,
+  metricValue,
+  requiredEnv,
+  samplesOf,
+  scrapeMetrics,
+  seedAudience,
+  SERVER_API,
+  startSendingHarness,
+  type Audience,
+  type InfraComponent,
+  type RunningProcess,
+  type SendingHarness,
+} from '@herald/testkit';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 
 // PostgreSQL, Redis and Kafka restarted in turn (deploy/infra.sh, as an operator would) while a
@@ -130,7 +146,7 @@ async function assertAnnouncedExactlyOnce(subscriberIds: string[]): Promise<void
  * question is answered meanwhile unless it needs that server), starts again, and the API is probed
  * until a send is accepted. Returns how long after the start the API and the waiter answered.
  */
-async function restartUnderLoad(component: InfraComponent): Promise<{ recoveredMs: number; answerMs: number }> {
+async function restartUnderLoad(component: InfraComponent, whileDown: () => Promise<void>): Promise<{ recoveredMs: number; answerMs: number }> {
   await sleep(1_500);
   // A caller waiting on a question across the restart (an ask needs PostgreSQL, so it starts before).
   const { apiKey } = await createWorkspace();
@@ -146,6 +162,7 @@ async function restartUnderLoad(component: InfraComponent): Promise<{ recoveredM
   harness.peer.respondWith({ delayMs: 1_000 });
   await infra('stop', component);
   await sleep(3_000);
+  await whileDown();
   harness.peer.respondWith(null);
   // Answered while Redis is down, the wake-up cannot be published; the waiter must still learn of it.
   if (component !== 'postgres') assert.equal((await answer()).status, 200);
@@ -171,13 +188,39 @@ async function restartUnderLoad(component: InfraComponent): Promise<{ recoveredM
   return { recoveredMs, answerMs };
 }
 
+function campaignService(): RunningProcess {
+  const found = harness.stack.services.find((running) => running.name === 'campaign');
+  assert.ok(found, 'no campaign service in the stack');
+  return found;
+}
+
+/** Kafka gone 3 s under load: the sends accepted meanwhile wait in the campaign outbox, and its metrics say so. */
+async function outboxPilesUp(): Promise<void> {
+  const metrics = await scrapeMetrics(campaignService().metricsUrl);
+  assert.ok(metricValue(metrics, 'herald_outbox_rows', { schema: 'campaign' }) > 0, 'outbox rows waiting while Kafka is down');
+  assert.ok(metricValue(metrics, 'herald_outbox_oldest_age', { schema: 'campaign' }) >= 1, 'the oldest outbox row ages while Kafka is down');
+}
+
+/** Once Kafka is back and the load drained: nothing waits in the outbox, and no consumer group of the campaign service is behind. */
+async function metricsBackToNormal(): Promise<void> {
+  await eventually(
+    'the campaign outbox empty and its consumers caught up',
+    () => scrapeMetrics(campaignService().metricsUrl),
+    (metrics) =>
+      metricValue(metrics, 'herald_outbox_rows', { schema: 'campaign' }) === 0 &&
+      metricValue(metrics, 'herald_outbox_oldest_age', { schema: 'campaign' }) === 0 &&
+      samplesOf(metrics, 'herald_kafka_consumer_lag').every((series) => series.value === 0),
+    60_000,
+  );
+}
+
 for (const component of ['postgres', 'redis', 'kafka'] as const) {
   test(`${component} restarts under load: every process keeps running, the API serves again within seconds, each send and subscription applies once`, { timeout: 420_000 }, async () => {
     const first = outcomes.length;
     const load = startLoad();
     let observed: { recoveredMs: number; answerMs: number };
     try {
-      observed = await restartUnderLoad(component);
+      observed = await restartUnderLoad(component, component === 'kafka' ? outboxPilesUp : async () => undefined);
     } finally {
       harness.peer.respondWith(null);
       await load.stop();
@@ -197,6 +240,7 @@ for (const component of ['postgres', 'redis', 'kafka'] as const) {
     await assertSentExactlyOnce(window.flatMap((outcome) => (outcome.what === 'send' && outcome.id ? [outcome.id] : [])));
     await assertAnnouncedExactlyOnce(window.flatMap((outcome) => (outcome.what === 'subscribe' && outcome.id ? [outcome.id] : [])));
     assertEveryProcessRunning();
+    if (component === 'kafka') await metricsBackToNormal();
     const accepted = window.filter((outcome) => outcome.id !== undefined).length;
     console.log(`# ${component}: ${window.length} requests (${accepted} accepted); API back ${observed.recoveredMs} ms and the waiter answered ${observed.answerMs} ms after the restart`);
   });
