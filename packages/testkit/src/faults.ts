@@ -706,6 +706,9 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
       // it at a push service): that instant is Herald's known limit, not what this fault measures.
       peer.respondWith({ delayMs: 3_000 });
       await sleep(1_000);
+      // On a busy machine a send can take longer than that second to reach the fleet: the kill waits
+      // (bounded) until the peer holds a push, so it lands with one in flight.
+      await eventually('a push held in flight', async () => peer.attempts().filter((attempt) => attempt.status === 0).length, (open) => open > 0, 10_000).catch(() => undefined);
       try {
         return await killService('delivery', {});
       } finally {
