@@ -370,9 +370,9 @@ test('a pending navigation older than 30 seconds is dropped by the next page, no
     assert.deepEqual(await heraldEvents(later), []);
   } finally {
     await later.close();
+    // The next tests go on in the shared page, on the site.
+    await page.goto(`${site.origin}/stale`);
   }
-  // The next tests go on in the shared page, on the site.
-  await page.goto(`${site.origin}/stale`);
 });
 
 test('offline, the worker’s reports wait in the retry queue; processRetryQueue() sends them once, in order, and they count', async () => {
