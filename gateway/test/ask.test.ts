@@ -158,7 +158,10 @@ test('an answer just before the wait ends is returned; just after, the wait repo
   const first = await pending(apiKey);
   const started = Date.now();
   const before = read(apiKey, first.correlationId, 3);
-  await sleep(2_200);
+  // The GET is waiting (its gateway subscribed to the question's wake-up); the answer comes 2.2 s
+  // into its wait, the sleep only placing it near the end.
+  while ((await subscribers(first.correlationId)) === 0) await sleep(10);
+  await sleep(started + 2_200 - Date.now());
   assert.equal((await answer(first, 'yes', running.stack.gatewayUrls[1])).status, 200);
   const early = await before;
   assert.equal(early.body.status, 'answered');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
+import { SEND_PIPELINE } from '@herald/bus';
 import {
   call,
   connectDatabase,
@@ -14,6 +15,7 @@ import {
   type Audience,
   type SendingHarness,
   type TestWorkspace,
+  waitForQuiet,
 } from '@herald/testkit';
 
 // /campaigns end to end: the gateway, the campaign service (state machine, timers, fan-out), the
@@ -79,8 +81,19 @@ function assertEachOnce(audience: Audience, campaignId: string): void {
   assert.equal(counts.size, audience.subscribers.length);
 }
 
+/**
+ * Positive evidence that the timer loop has worked past every step already due: a throttled
+ * campaign of a workspace of its own (two subscribers, 60 a minute: a second apart) completes,
+ * so the loop took its second step, due after anything due when this was called.
+ */
+async function timerLoopPassed(): Promise<void> {
+  const witness = await seedAudience(harness, 2);
+  const campaign = await create(witness.workspace, { name: 'Witness', throttlePerMinute: 60 });
+  assert.equal((await campaigns(witness.workspace, `/${campaign.id}/send`, { method: 'POST' })).status, 200);
+  await settled(witness.workspace, campaign.id);
+}
+
 const inFuture = (ms: number): string => new Date(Date.now() + ms).toISOString();
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 test('a campaign is created (201, draft or scheduled), read, listed newest first in cursor pages, changed field by field and deleted (204)', async () => {
   const { workspace } = await seedAudience(harness, 1);
@@ -331,9 +344,11 @@ test('pause stops the fan-out (nothing more is queued), resume continues where i
   assert.deepEqual([paused.status, paused.body.status], [200, 'paused']);
   const queuedAtPause = paused.body.totalQueued;
   assert.ok(queuedAtPause < 24, `queued ${queuedAtPause} before the pause`);
-  // Queued deliveries still land; nothing more is queued while paused (three throttle steps' time).
-  await eventually('queued deliveries landed', async () => pushCount(campaign.id), (count) => count >= queuedAtPause);
-  await sleep(3_000);
+  // Queued deliveries still land; nothing more is queued while paused: the timer loop has worked
+  // past the paused campaign's next step, then the outboxes are empty and the fan-out and the fleet
+  // have caught up (what was on its way is handled).
+  await timerLoopPassed();
+  await waitForQuiet(harness.stack.topicPrefix, SEND_PIPELINE);
   const held = await read(workspace, campaign.id);
   assert.deepEqual([held.status, held.totalQueued, pushCount(campaign.id)], ['paused', queuedAtPause, queuedAtPause]);
 
@@ -477,11 +492,13 @@ test('delete stops a running fan-out: nothing more is queued, deliveries already
   await campaigns(workspace, `/${campaign.id}/send`, { method: 'POST' });
   await eventually('a first step queued', () => read(workspace, campaign.id), (c) => c.totalQueued >= 4);
   assert.equal((await campaigns(workspace, `/${campaign.id}`, { method: 'DELETE' })).status, 204);
-  await sleep(2_500);
+  // The timer loop has worked past the deleted campaign's next step, then the outboxes are empty
+  // and the fan-out and the fleet have caught up: what was queued before the delete is pushed and
+  // nothing more is on its way.
+  await timerLoopPassed();
+  await waitForQuiet(harness.stack.topicPrefix, SEND_PIPELINE);
   const pushed = pushCount(campaign.id);
   assert.ok(pushed >= 4 && pushed < 12, `${pushed} pushes`);
-  await sleep(1_500);
-  assert.equal(pushCount(campaign.id), pushed);
 });
 
 test('campaigns are for dashboard keys only', async () => {

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 
 import { call, eventually, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
@@ -123,15 +122,17 @@ async function dispatch(kind: 'notificationclick' | 'notificationclose', tag: st
   assert.equal(outcome, 'dispatched');
 }
 
-/** The url of the pending navigation the worker left in its IndexedDB (read in the worker, not taken), or null. */
-const pendingNavigationUrl = () =>
-  serviceWorker().evaluate(`new Promise((resolve) => {
-    const open = indexedDB.open('herald');
-    open.onsuccess = () => {
-      const read = open.result.transaction('values').objectStore('values').get('pendingNavigation');
-      read.onsuccess = () => { resolve(read.result ? read.result.url : null); open.result.close(); };
-    };
-  })`) as Promise<string | null>;
+const READ_PENDING_NAVIGATION = `new Promise((resolve) => {
+  const open = indexedDB.open('herald');
+  open.onsuccess = () => {
+    const read = open.result.transaction('values').objectStore('values').get('pendingNavigation');
+    read.onsuccess = () => { resolve(read.result ? read.result.url : null); open.result.close(); };
+  };
+})`;
+
+/** The url of the pending navigation the worker left in its IndexedDB (read in the worker, or in `page` when given; not taken), or null. */
+const pendingNavigationUrl = (target?: Page) =>
+  (target ? target.evaluate(READ_PENDING_NAVIGATION) : serviceWorker().evaluate(READ_PENDING_NAVIGATION)) as Promise<string | null>;
 
 const shownNotifications = (target: Page = page) =>
   target.evaluate(`navigator.serviceWorker.ready
@@ -355,11 +356,23 @@ test('a pending navigation older than 30 seconds is dropped by the next page, no
   await page.goto('about:blank');
   await dispatch('notificationclick', 'ntf_stale');
   await eventually('the pending navigation', pendingNavigationUrl, (url) => url === `${site.origin}/stale`);
-  // The expiry is the point of this test: wait it out for real (no clock is faked in the browser).
-  await sleep(PENDING_NAVIGATION_VALID_MS + 1000);
-  await page.goto(`${site.origin}/stale`);
-  await eventually('the stale navigation taken', pendingNavigationUrl, (url) => url === null);
-  assert.deepEqual(await heraldEvents(), []);
+  // The next page comes 31 seconds later by its clock: the worker stamped the navigation with the
+  // real time, the page's Date.now() runs 31 s ahead (set before any of its scripts run).
+  const later = await context.newPage();
+  try {
+    await later.addInitScript(`{ const now = Date.now; Date.now = () => now() + ${PENDING_NAVIGATION_VALID_MS + 1_000}; }`);
+    await later.goto(`${site.origin}/stale`);
+    assert.ok((await later.evaluate('Date.now()')) as number >= Date.now() + PENDING_NAVIGATION_VALID_MS);
+    // The SDK has taken the navigation once the page itself reads it gone: that read's transaction
+    // starts only after the SDK's delete completed, and the SDK drops or hands it over right then.
+    await eventually('the stale navigation taken', () => pendingNavigationUrl(later), (url) => url === null);
+    assert.equal(await pendingNavigationUrl(), null);
+    assert.deepEqual(await heraldEvents(later), []);
+  } finally {
+    await later.close();
+    // The next tests go on in the shared page, on the site.
+    await page.goto(`${site.origin}/stale`);
+  }
 });
 
 test('offline, the worker’s reports wait in the retry queue; processRetryQueue() sends them once, in order, and they count', async () => {

@@ -14,7 +14,7 @@ import { outboxMigrations } from '../src/index.js';
 export const databaseUrl = (): string => requiredEnv('DATABASE_URL');
 export const brokers = (): string[] => requiredEnv('KAFKA_BROKERS').split(',').map((broker) => broker.trim());
 export const randomHex = (bytes = 4): string => randomBytes(bytes).toString('hex');
-export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Quiet by default; TEST_LOG_LEVEL=debug shows what the bus and relay log. */
 export const testLogger: Logger = createLogger('bus-test', process.env.TEST_LOG_LEVEL ?? 'silent');

@@ -35,7 +35,6 @@ import {
   createOutboxSchema,
   createTopic,
   databaseUrl,
-  delay,
   kafka,
   messagesIn,
   randomHex,
@@ -358,18 +357,21 @@ test('f: an event committed while a batch is in flight is relayed at once, and d
     const topic = await createTopic(cleanup, admin, 'outbox.wake', 1);
     const received = await collect(cleanup, topic);
 
-    // The first publish signals, then takes 300 ms: long enough to commit another event meanwhile.
+    // The first publish signals, then holds until the test releases it: another event is committed
+    // and drained() registered while it is in flight.
     const kafkaBus = newBus('wake');
     cleanup.defer(() => kafkaBus.close());
     let signalFirstPublish: () => void = () => undefined;
     const firstPublish = new Promise<void>((resolve) => (signalFirstPublish = resolve));
+    let releaseFirstPublish: () => void = () => undefined;
+    const firstReleased = new Promise<void>((resolve) => (releaseFirstPublish = resolve));
     let publishes = 0;
     const bus: Bus = {
       async publish(messages) {
         publishes += 1;
         if (publishes === 1) {
           signalFirstPublish();
-          await delay(300);
+          await firstReleased;
         }
         await kafkaBus.publish(messages);
       },
@@ -379,14 +381,20 @@ test('f: an event committed while a batch is in flight is relayed at once, and d
     // A poll interval far beyond the test's waits: only NOTIFY (or drained()) may wake the relay.
     const relay = startOutboxRelay({ pool, schema, bus, logger: testLogger, pollMs: 60_000 });
     cleanup.defer(() => relay.stop());
-    await delay(200); // let it take the lock and start listening
+    // Released first on the way out, so that stop() never waits on a held publish.
+    cleanup.defer(async () => releaseFirstPublish());
+    // Drained once: it holds the lock and listens (LISTEN comes before its first batch).
+    await withTimeout(relay.drained(), 5_000, 'the relay started');
+    assert.equal(publishes, 0);
 
     const [first] = await withTransaction(pool, (tx) => enqueue(tx, schema, [{ topic, key: 'k', payload: json('first') }]));
     await withTimeout(firstPublish, 5_000, 'the relay woken by NOTIFY');
     const [second] = await withTransaction(pool, (tx) => enqueue(tx, schema, [{ topic, key: 'k', payload: json('second') }]));
 
     // Registered while the first batch is in flight: must not resolve before `second` is published.
-    await withTimeout(relay.drained(), 5_000, 'drained() with an event committed during a batch');
+    const drained = relay.drained();
+    releaseFirstPublish();
+    await withTimeout(drained, 5_000, 'drained() with an event committed during a batch');
     assert.equal(await outboxCount(), 0, 'drained() resolved while the outbox still held an event');
     await waitFor('both events in Kafka', () => received.length >= 2, 5_000);
     assert.deepEqual(received.map((message) => message.headers[EVENT_ID_HEADER]), [first, second]);
@@ -450,10 +458,13 @@ test('h: namespaces sharing one outbox table each publish only their own events,
     // Both relays lead at once: the lock is per namespace.
     const relays = sides.map(({ pool, bus }) => startOutboxRelay({ pool, schema, bus, logger: testLogger }));
     cleanup.defer(() => Promise.all(relays.map((relay) => relay.stop())));
+    // Both relays drained, then a marker through each: on the one-partition topic it comes after
+    // everything its relay published, so what came before it is all the topic will ever hold.
+    await Promise.all(relays.map((relay) => withTimeout(relay.drained(), 10_000, 'relay drained')));
     for (const side of sides) {
-      await waitFor(`${side.namespace} events`, () => side.received.length >= 5);
-      await delay(300);
-      assert.deepEqual(side.received.map((message) => message.headers[EVENT_ID_HEADER]), side.ids);
+      const [marker] = await withTransaction(side.pool, (tx) => enqueue(tx, schema, [{ topic: base, key: 'k', payload: json({ marker: side.namespace }) }]));
+      await waitFor(`${side.namespace} marker`, () => side.received.some((message) => message.headers[EVENT_ID_HEADER] === marker));
+      assert.deepEqual(side.received.map((message) => message.headers[EVENT_ID_HEADER]), [...side.ids, marker]);
     }
   } finally {
     await cleanup.run();
