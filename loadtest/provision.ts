@@ -89,7 +89,9 @@ export async function provision(databaseUrl: string, peer?: PushPeer): Promise<P
       send: { apiKey: send.apiKey, siteKey: send.siteKey },
       campaign: { apiKey: campaign.apiKey, siteKey: campaign.siteKey },
       engagement: { workspaceId: engagement.workspaceId, siteId: engagement.siteId, apiKey: engagement.apiKey, siteKey: engagement.siteKey },
-      approval: { keys: await keys('approval', 'enterprise', 2) },
+      // One workspace per key: each key's person has an inbox of its own (two people reading one
+      // inbox would race for the same questions, and every answer but the first is a 409).
+      approval: { keys: [(await workspace('approval', 'enterprise')).apiKey, (await workspace('approval', 'enterprise')).apiKey] },
       authorize: { keys: await keys('authorize', 'partner', 4) },
       mcp: { keys: await keys('mcp', 'enterprise', 2) },
     };

@@ -182,7 +182,8 @@ describe('the smoke forms on the runtime, against a local stack', () => {
     const provision = JSON.parse(await readFile(provisionFile, 'utf8')) as Provision;
     assert.deepEqual(Object.keys(provision).filter((key) => (JOURNEY_NAMES as readonly string[]).includes(key)).sort(), [...JOURNEY_NAMES].sort());
     assert.deepEqual([provision.subscribe.siteKeys.length, provision.approval.keys.length, provision.authorize.keys.length, provision.mcp.keys.length], [4, 2, 4, 2]);
-    assert.equal(provision.workspaces.length, 11);
+    // identity, 4 subscribe sites, send, campaign, engagement, a workspace per approval key, authorize, mcp.
+    assert.equal(provision.workspaces.length, 12);
     assert.equal(provision.push.origin, harness.peer.origin);
     const { stdout } = await exec('stat', ['-c', '%a', provisionFile]);
     assert.equal(stdout.trim(), '600');
