@@ -24,6 +24,7 @@ export interface Provision {
   readonly send: { readonly apiKey: string; readonly siteKey: string };
   readonly campaign: { readonly apiKey: string; readonly siteKey: string };
   readonly engagement: { readonly workspaceId: string; readonly siteId: string; readonly apiKey: string; readonly siteKey: string };
+  /** One key per workspace: a person per key answers that workspace's pending questions. */
   readonly approval: { readonly keys: readonly string[] };
   readonly authorize: { readonly keys: readonly string[] };
   readonly mcp: { readonly keys: readonly string[] };
