@@ -818,12 +818,14 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
         [audience.workspace.workspaceId],
       ),
     );
-    const made = new Map<string, string>();
+    /** The notifications the deliveries made (a question push's id). */
+    const made = new Set<string>();
     for (const { id, question: text, created_at: createdAt, deliveries } of held) {
       const asked = questions.find((candidate) => candidate.id === id);
       // An ask whose 200 was lost with a killed gateway's connection was made all the same.
       if (!asked && unanswered.get(text) !== 'network') runProblems.push(`question ${id} ("${text}"): held, but its ask answered ${unanswered.get(text) ?? 'never'}`);
-      const row = rowAt(asked?.at ?? createdAt.getTime());
+      const at = asked?.at ?? createdAt.getTime();
+      const row = rowAt(at);
       const [delivery, ...more] = deliveries;
       if (more.length > 0) row.duplicated += more.length;
       if (!delivery || (delivery.state !== 'delivered' && !(delivery.state === 'skipped' && delivery.error === 'the question is answered'))) {
@@ -835,8 +837,8 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
       // the drill pairs none), so there is no push to follow.
       if (delivery.state === 'delivered' && delivery.result) {
         if (made.has(delivery.result)) row.duplicated += 1;
-        made.set(delivery.result, id);
-        notifications.set(delivery.result, { at: asked?.at ?? createdAt.getTime(), question: true });
+        made.add(delivery.result);
+        notifications.set(delivery.result, { at, question: true });
       }
     }
     // Every question push the campaign service holds came from one of those deliveries.
