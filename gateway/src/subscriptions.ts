@@ -23,6 +23,7 @@ export interface SubscriberFields {
 /**
  * Stores a subscription checkPushSubscription accepted, with the page's metadata, for the site.
  * `externalIdVerified`: the external id was proven (checkExternalIdProof, or a pairing link).
+ * `memberId`: a console member's own device, named from their session (POST /me/devices) only.
  */
 export async function storeSubscription(
   clients: ServiceClients,
@@ -30,9 +31,11 @@ export async function storeSubscription(
   subscription: PushSubscriptionInput,
   body: SubscriberFields,
   externalIdVerified: boolean,
+  memberId = '',
 ): Promise<{ subscriberId: string; created: boolean }> {
   return clients.audience.subscribe({
     externalIdVerified,
+    memberId,
     workspaceId: site.workspaceId,
     siteId: site.siteId,
     endpoint: subscription.endpoint,

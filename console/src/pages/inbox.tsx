@@ -1,10 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { AskRecord, Decision, Page, QuestionEvent } from '@herald/sdk';
-import { type FormEvent, useEffect, useState } from 'react';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
 
 import { API, api } from '../api.js';
+import { useSearchParam } from '../router.js';
 import { useCan } from '../session.js';
 import { ErrorNote, Table, When } from '../ui.js';
+import { MyDevices } from './devices.js';
 
 /**
  * The decisions inbox: the questions waiting for a person (GET /decisions?status=pending and, for a
@@ -12,7 +14,8 @@ import { ErrorNote, Table, When } from '../ui.js';
  * events: each open, answer or cancellation makes the lists be read again), answered in place
  * (POST /decisions/{id}, POST /ask/{id}: recorded as answeredBy the member, channel console), and the
  * settled ones with their answers, who gave them, and each one's record (GET /decisions/{id}/events,
- * GET /ask/{id}/events) when opened.
+ * GET /ask/{id}/events) when opened. `?question=<id>` (where a member's web push leads) brings that
+ * question into view with focus on it. Below, the member's devices for those pushes (devices.tsx).
  */
 
 const INBOX = ['inbox'] as const;
@@ -117,6 +120,7 @@ export function InboxPage() {
   const can = useCan();
   const withAsks = can('ask', 'GET');
   const connection = useLiveInbox();
+  const opened = useSearchParam('question');
   const pending = useQuestions('pending', withAsks);
   const all = useQuestions(undefined, withAsks);
   const now = Date.now();
@@ -135,7 +139,7 @@ export function InboxPage() {
         <ul className="questions">
           {waiting.map((question) => (
             <li key={question.id}>
-              <PendingQuestion question={question} mayAnswer={can(question.kind === 'ask' ? 'ask' : 'decisions', 'POST')} />
+              <PendingQuestion question={question} opened={question.id === opened} mayAnswer={can(question.kind === 'ask' ? 'ask' : 'decisions', 'POST')} />
             </li>
           ))}
         </ul>
@@ -164,13 +168,20 @@ export function InboxPage() {
           </Table>
         ) : null}
       </section>
+      <MyDevices />
     </>
   );
 }
 
 /** One open question, answered in place: Approve or Deny (confirm), one button per option (select), a text field (input). */
-function PendingQuestion({ question, mayAnswer }: { question: Question; mayAnswer: boolean }) {
+function PendingQuestion({ question, mayAnswer, opened }: { question: Question; mayAnswer: boolean; opened: boolean }) {
   const queryClient = useQueryClient();
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    if (!opened) return;
+    heading.current?.scrollIntoView({ block: 'center' });
+    heading.current?.focus();
+  }, [opened]);
   const [text, setText] = useState('');
   const headingId = `question-${question.id}`;
   const answer = useMutation({
@@ -183,8 +194,10 @@ function PendingQuestion({ question, mayAnswer }: { question: Question; mayAnswe
   };
 
   return (
-    <article className="question" aria-labelledby={headingId}>
-      <h3 id={headingId}>{question.question}</h3>
+    <article className={opened ? 'question opened' : 'question'} aria-labelledby={headingId} aria-current={opened ? 'true' : undefined}>
+      <h3 id={headingId} ref={heading} tabIndex={-1}>
+        {question.question}
+      </h3>
       {question.context ? <p>{question.context}</p> : null}
       <p className="help">
         {question.agentName ? `Asked by ${question.agentName}, ` : 'Asked '}

@@ -15,6 +15,7 @@ import { campaignRoutes } from './campaigns.js';
 import { consoleRoutes, loadConsoleBuild } from './console.js';
 import { decisionStreamRoutes } from './decision-stream.js';
 import { decisionRoutes } from './decisions.js';
+import { deviceRoutes } from './devices.js';
 import { emailLinkRoutes } from './email-links.js';
 import { engagementRoutes } from './engagement.js';
 import { enrollmentPageRoutes, enrollRoutes } from './enroll.js';
@@ -70,6 +71,7 @@ export async function registerRoutes(app: FastifyInstance, { config, clients, li
   await app.register(sessionRoutes(pages), { prefix: API_PREFIX });
   await app.register(signInRoutes(pages));
   await app.register(passkeyRoutes(pages), { prefix: API_PREFIX });
+  await app.register(deviceRoutes(pages), { prefix: API_PREFIX });
   await app.register(passkeyPageRoutes());
   await app.register(ssoConfigRoutes(pages), { prefix: API_PREFIX });
   await app.register(ssoSignInRoutes(pages));

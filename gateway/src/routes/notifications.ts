@@ -124,7 +124,7 @@ export const notificationRoutes =
             actions: [],
             answerUrl: '',
           },
-          targeting: { subscriberIds, externalIds, tags, segmentId: '', verifiedOnly: false },
+          targeting: { subscriberIds, externalIds, tags, segmentId: '', verifiedOnly: false, memberIds: [] },
           idempotencyKey: idempotencyKeyOf(request.headers['idempotency-key'], bodyKey) ?? '',
           monthlyAllowance: String(principal.plan?.monthlyNotificationAllowance ?? '0'),
           keyId: principal.keyId,

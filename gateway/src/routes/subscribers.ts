@@ -122,6 +122,7 @@ export const subscriberRoutes =
             .map((tag) => tag.trim())
             .filter((tag) => tag !== ''),
           externalId,
+          memberId: '',
         });
         return { data: subscribers.map(toRecord), hasMore: nextCursor !== '', nextCursor: orNull(nextCursor) };
       },
@@ -194,7 +195,7 @@ export const subscriberRoutes =
       { config: { access }, schema: { tags: ['Subscribers'], operationId: 'deleteSubscriber', summary: 'Delete a subscriber and its push subscription', params: SubscriberParams, response: withErrors({ 204: Type.Null({ description: 'No content' }) }) } },
       async (request, reply) => {
         const workspaceId = principalOf(request).workspaceId;
-        await clients.audience.deleteSubscriber({ workspaceId, subscriberId: request.params.subscriberId });
+        await clients.audience.deleteSubscriber({ workspaceId, subscriberId: request.params.subscriberId, memberId: '' });
         return reply.code(204).send(null);
       },
     );

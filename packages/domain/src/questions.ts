@@ -23,6 +23,9 @@ export function questionStatusOfAsk(status: AskStatus): QuestionStatus {
 /** A question's answer page, served by the gateway, for its signed token. */
 export const answerPageUrl = (publicOrigin: string, answerToken: string): string => `${publicOrigin}/a/${answerToken}`;
 
+/** A question in the console's inbox (a member's web push opens it; the member answers there, signed in). */
+export const consoleQuestionUrl = (publicOrigin: string, questionId: string): string => `${publicOrigin}/console/inbox?question=${encodeURIComponent(questionId)}`;
+
 /** An email answer link (the email channel): its page, served by the gateway, confirms before it answers. */
 export const emailLinkUrl = (publicOrigin: string, linkToken: string): string => `${publicOrigin}/e/${linkToken}`;
 

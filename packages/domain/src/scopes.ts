@@ -20,7 +20,7 @@ export const SCOPES = [
   'policy', // reading and replacing the workspace policy
   'webhooks', // workspace settings: the webhook signing secret, the identity-verification secret, the Slack connection, the approval mode (PATCH /workspace)
   'members', // /members: the workspace's people and their roles
-  'me', // /me: a signed-in member's own profile and sessions (sessions only)
+  'me', // /me: a signed-in member's own profile, sessions, passkeys and devices (sessions only)
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -117,6 +117,9 @@ export type Member = Item<'listMembers', 'data'>;
 export type Role = Member['role'];
 export type InviteMemberRequest = RequestBody<'inviteMember'>;
 export type SignInLinkRequest = RequestBody<'requestSignInLink'>;
+export type MyDevice = Item<'listMyDevices', 'devices'>;
+export type AddMyDeviceRequest = RequestBody<'addMyDevice'>;
+export type AddedDevice = Success<'addMyDevice'>;
 
 // ---- Questions: /ask and /decisions ----
 

@@ -24,6 +24,7 @@ function toSubscriber(row: store.SubscriberRow): Subscriber {
     status: row.status,
     externalId: row.external_id ?? '',
     externalIdVerified: row.external_id_verified,
+    memberId: row.member_id ?? '',
     tags: row.tags,
     customDataJson: JSON.stringify(row.custom_data),
     browser: row.browser ?? '',
@@ -106,6 +107,8 @@ async function targetingOf(pool: Pool, workspaceId: string, targeting: Targeting
     externalIds: targeting?.externalIds ?? [],
     tags: targeting?.tags ?? [],
     verifiedOnly: targeting?.verifiedOnly ?? false,
+    // A targeting stored before members' devices (a campaign's JSON) has none.
+    memberIds: targeting?.memberIds ?? [],
     ...(targeting?.segmentId ? { segment: await segmentFilter(pool, workspaceId, targeting.segmentId) } : {}),
   };
 }
@@ -121,7 +124,7 @@ export function audienceHandlers(pool: Pool, logger: Logger) {
         return { siteActive: String(counts.site), externalIdActive: String(counts.externalId), siteVerified: String(counts.siteVerified) };
       },
 
-      async listSubscribers({ workspaceId, limit, cursor, status, tags, externalId }) {
+      async listSubscribers({ workspaceId, limit, cursor, status, tags, externalId, memberId }) {
         const pageSize = limit <= 0 ? DEFAULT_PAGE : Math.min(limit, MAX_PAGE);
         if (status && !(SUBSCRIBER_STATUSES as readonly string[]).includes(status)) {
           throw invalid('status', 'querystring', `is not one of ${SUBSCRIBER_STATUSES.join(', ')}`);
@@ -134,6 +137,7 @@ export function audienceHandlers(pool: Pool, logger: Logger) {
           ...(status ? { status } : {}),
           tags: checkTags(tags, 'tags', 'querystring'),
           ...(externalId ? { externalId } : {}),
+          ...(memberId ? { memberId } : {}),
         });
         const page = rows.slice(0, pageSize);
         const last = page.at(-1);
@@ -164,8 +168,8 @@ export function audienceHandlers(pool: Pool, logger: Logger) {
         return { subscriber: toSubscriber(row) };
       },
 
-      async deleteSubscriber({ workspaceId, subscriberId }) {
-        if (!(await store.deleteSubscriber(pool, workspaceId, subscriberId))) throw notFound(`subscriber ${subscriberId}`);
+      async deleteSubscriber({ workspaceId, subscriberId, memberId }) {
+        if (!(await store.deleteSubscriber(pool, workspaceId, subscriberId, memberId))) throw notFound(`subscriber ${subscriberId}`);
         return {};
       },
 
@@ -178,6 +182,7 @@ export function audienceHandlers(pool: Pool, logger: Logger) {
           ...subscription,
           externalId: checkExternalId(request.externalId, 'body'),
           externalIdVerified: request.externalIdVerified,
+          memberId: request.memberId,
           tags: checkTags(request.tags, 'tags', 'body'),
           browser: request.browser,
           os: request.os,

@@ -17,6 +17,8 @@ export interface SubscriberRow {
   status: SubscriberStatus;
   external_id: string | null;
   external_id_verified: boolean;
+  /** A console member's device (POST /me/devices): that member's id. */
+  member_id: string | null;
   tags: string[];
   custom_data: Record<string, unknown>;
   browser: string | null;
@@ -33,7 +35,7 @@ export interface SubscriberRow {
   created_us: string;
 }
 
-const subscriberColumns = `id, site_id, status, external_id, external_id_verified, tags, custom_data, browser, os, country, language, timezone,
+const subscriberColumns = `id, site_id, status, external_id, external_id_verified, member_id, tags, custom_data, browser, os, country, language, timezone,
   created_at, updated_at, unsubscribed_at, endpoint, ${CREATED_US_SQL} AS created_us`;
 
 /** A subscriber that stopped being active, as events name it. */
@@ -94,7 +96,7 @@ export async function countActive(db: Queryable, workspaceId: string, externalId
   const { rows } = await db.query<{ site: string; verified: string; external: string }>(
     `SELECT count(*) AS site, count(*) FILTER (WHERE external_id_verified) AS verified,
             count(*) FILTER (WHERE external_id_verified AND external_id = $2) AS external
-       FROM subscribers WHERE workspace_id = $1 AND status = 'active'`,
+       FROM subscribers WHERE workspace_id = $1 AND status = 'active' AND member_id IS NULL`,
     [workspaceId, externalId],
   );
   return { site: Number(rows[0]?.site ?? 0), siteVerified: Number(rows[0]?.verified ?? 0), externalId: Number(rows[0]?.external ?? 0) };
@@ -121,6 +123,8 @@ export interface ListFilter {
   status?: string;
   tags?: string[];
   externalId?: string;
+  /** Only this member's devices; absent: only subscribers that are no member's device. */
+  memberId?: string;
 }
 
 /** Up to `limit` subscribers, newest first. */
@@ -134,6 +138,7 @@ export async function listSubscribers(db: Queryable, filter: ListFilter): Promis
   if (filter.status) where.push(`status = ${bind(filter.status)}`);
   if (filter.tags?.length) where.push(`tags @> ${bind(filter.tags)}::text[]`);
   if (filter.externalId) where.push(`external_id = ${bind(filter.externalId)}`);
+  where.push(filter.memberId ? `member_id = ${bind(filter.memberId)}` : 'member_id IS NULL');
   const { rows } = await db.query<SubscriberRow>(
     `SELECT ${subscriberColumns} FROM subscribers WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ${bind(filter.limit)}`,
     params,
@@ -181,12 +186,12 @@ export async function updateSubscriber(db: Queryable, workspaceId: string, id: s
   return rows[0];
 }
 
-/** Removes the subscriber and its push subscription; false when there is none. */
-export async function deleteSubscriber(pool: Pool, workspaceId: string, id: string): Promise<boolean> {
+/** Removes the subscriber and its push subscription; false when there is none (or, with `memberId`, none of that member's devices). */
+export async function deleteSubscriber(pool: Pool, workspaceId: string, id: string, memberId: string): Promise<boolean> {
   return withTransaction(pool, async (tx) => {
     const { rows } = await tx.query<Departed>(
-      `DELETE FROM subscribers WHERE workspace_id = $1 AND id = $2 RETURNING id, site_id, external_id`,
-      [workspaceId, id],
+      `DELETE FROM subscribers WHERE workspace_id = $1 AND id = $2 AND ($3 = '' OR member_id = $3) RETURNING id, site_id, external_id`,
+      [workspaceId, id, memberId],
     );
     const row = rows[0];
     if (!row) return false;
@@ -209,6 +214,8 @@ export interface SubscribeInput extends PushSubscriptionInput {
   externalId: string;
   /** externalId was proven; false stores it unverified. */
   externalIdVerified: boolean;
+  /** A console member's device, named from their session; '' for every other subscribe (which keeps the owner a known endpoint has). */
+  memberId: string;
   tags: string[];
   browser: string;
   os: string;
@@ -237,12 +244,13 @@ export async function subscribe(pool: Pool, input: SubscribeInput): Promise<{ id
       input.timezone,
       input.country,
       input.externalIdVerified,
+      input.memberId,
     ];
     const inserted = await tx.query<Departed>(
       `INSERT INTO subscribers (id, site_id, workspace_id, endpoint, p256dh, auth, external_id, tags, browser, os, language, timezone, country,
-                                external_id_verified)
-       VALUES ($13, $14, $1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), NULLIF($8, ''), NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''),
-               $5 <> '' AND $12)
+                                external_id_verified, member_id)
+       VALUES ($14, $15, $1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), NULLIF($8, ''), NULLIF($9, ''), NULLIF($10, ''), NULLIF($11, ''),
+               $5 <> '' AND $12, NULLIF($13, ''))
        ON CONFLICT (workspace_id, endpoint) DO NOTHING
        RETURNING id, site_id, external_id`,
       [...values, `sub_${randomId()}`, input.siteId],
@@ -271,6 +279,8 @@ export async function subscribe(pool: Pool, input: SubscribeInput): Promise<{ id
          language = COALESCE(NULLIF($9, ''), language),
          timezone = COALESCE(NULLIF($10, ''), timezone),
          country = COALESCE(NULLIF($11, ''), country),
+         -- Only a member's session names the member; a public subscribe leaves the owner as it is.
+         member_id = COALESCE(NULLIF($13, ''), member_id),
          status = 'active', unsubscribed_at = NULL, updated_at = now()
        WHERE workspace_id = $1 AND endpoint = $2
        RETURNING id, site_id, external_id`,
@@ -360,8 +370,10 @@ export interface Targeting {
   tags: string[];
   /** The filter of the segment the targeting names, if any. */
   segment?: SegmentFilter;
-  /** Only subscribers with a verified external id (approver devices). */
+  /** Only approver devices: subscribers with a verified external id, or members' devices. */
   verifiedOnly: boolean;
+  /** These members' devices; empty: members' devices are left out. */
+  memberIds: string[];
 }
 
 /** Active subscribers of the workspace matching the targeting: AND across kinds, OR within a list of ids. */
@@ -372,7 +384,9 @@ function targetingWhere(workspaceId: string, targeting: Targeting, params: unkno
   if (targeting.externalIds.length > 0) where.push(`external_id = ANY(${bind(targeting.externalIds)}::text[])`);
   if (targeting.tags.length > 0) where.push(`tags @> ${bind(targeting.tags)}::text[]`);
   if (targeting.segment) where.push(...segmentConditions(targeting.segment, bind));
-  if (targeting.verifiedOnly) where.push('external_id_verified');
+  // A member's device is reached only by targeting that names the member (a question to them).
+  where.push(targeting.memberIds.length > 0 ? `member_id = ANY(${bind(targeting.memberIds)}::text[])` : 'member_id IS NULL');
+  if (targeting.verifiedOnly) where.push('(external_id_verified OR member_id IS NOT NULL)');
   return where.join(' AND ');
 }
 

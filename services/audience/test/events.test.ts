@@ -61,7 +61,7 @@ async function eventsFor(workspaceId: string, count: number): Promise<AudienceEv
 test('Subscribed and Unsubscribed reach herald.audience.events in order, once per change', async () => {
   const { workspaceId, siteId } = workspace();
   const push = pushSubscription();
-  const subscribe = () => client.subscribe({ workspaceId, siteId, ...push, externalId: 'user-1', tags: [], browser: '', os: '', language: '', timezone: '', country: '', externalIdVerified: false });
+  const subscribe = () => client.subscribe({ workspaceId, siteId, ...push, externalId: 'user-1', tags: [], browser: '', os: '', language: '', timezone: '', country: '', externalIdVerified: false, memberId: '' });
 
   const first = await subscribe();
   assert.equal(first.created, true);
@@ -73,7 +73,7 @@ test('Subscribed and Unsubscribed reach herald.audience.events in order, once pe
   // Subscribing again reactivates the same subscriber.
   assert.deepEqual(await subscribe(), { subscriberId: first.subscriberId, created: false });
   await client.expireSubscriptions({ workspaceId, subscriberIds: [first.subscriberId], status: 'bounced' });
-  await client.deleteSubscriber({ workspaceId, subscriberId: first.subscriberId });
+  await client.deleteSubscriber({ workspaceId, subscriberId: first.subscriberId, memberId: '' });
 
   const events = await eventsFor(workspaceId, 5);
   const subscriber = { subscriberId: first.subscriberId, externalId: 'user-1' };
@@ -100,7 +100,7 @@ test('Subscribed and Unsubscribed reach herald.audience.events in order, once pe
 test('a delivery result expires its gone subscribers once, however often it is delivered', async () => {
   const { workspaceId, siteId } = workspace();
   const subscribe = (externalId: string) =>
-    client.subscribe({ workspaceId, siteId, ...pushSubscription(), externalId, tags: [], browser: '', os: '', language: '', timezone: '', country: '', externalIdVerified: false });
+    client.subscribe({ workspaceId, siteId, ...pushSubscription(), externalId, tags: [], browser: '', os: '', language: '', timezone: '', country: '', externalIdVerified: false, memberId: '' });
   const [gone, kept, later] = [await subscribe('a'), await subscribe('b'), await subscribe('c')];
   await eventsFor(workspaceId, 3);
 
@@ -159,7 +159,7 @@ test('a subscription change moves the subscriber, and a duplicate of the new end
   const { workspaceId, siteId } = workspace();
   const [old, fresh, next] = [pushSubscription(), pushSubscription(), pushSubscription()];
   const subscribe = (push: typeof old, externalId: string, tags: string[], externalIdVerified = false) =>
-    client.subscribe({ workspaceId, siteId, ...push, externalId, tags, browser: 'Firefox', os: '', language: '', timezone: '', country: '', externalIdVerified });
+    client.subscribe({ workspaceId, siteId, ...push, externalId, tags, browser: 'Firefox', os: '', language: '', timezone: '', country: '', externalIdVerified, memberId: '' });
   // A proven external id: the move keeps it verified (the same browser, a new endpoint).
   const original = await subscribe(old, 'user-1', ['vip'], true);
   // The page subscribed the replacement before the change arrived.

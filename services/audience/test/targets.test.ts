@@ -61,7 +61,7 @@ after(async () => {
   await service.stop();
 });
 
-const targeting = (partial: Partial<Targeting>): Targeting => ({ subscriberIds: [], externalIds: [], tags: [], segmentId: '', verifiedOnly: false, ...partial });
+const targeting = (partial: Partial<Targeting>): Targeting => ({ subscriberIds: [], externalIds: [], tags: [], segmentId: '', verifiedOnly: false, memberIds: [], ...partial });
 
 async function stream(request: Partial<StreamTargetsRequest>): Promise<StreamTargetsResponse[]> {
   const batches: StreamTargetsResponse[] = [];

@@ -126,7 +126,7 @@ export function fanout({ pool, bus, audience, logger, batchSize, ttlSeconds }: F
     const step = notification.throttle_per_minute ? throttleStep(notification.throttle_per_minute, batchSize) : undefined;
     const jobs = deliveryJobs({ id: queued.notificationId, workspaceId: event.workspaceId, siteId: queued.siteId, content: queued.content }, ttlSeconds);
     let sequence = notification.fanout_batches;
-    const targeting = queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '', verifiedOnly: false };
+    const targeting = queued.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '', verifiedOnly: false, memberIds: [] };
     const stream = audience.streamTargets({
       workspaceId: event.workspaceId,
       targeting,

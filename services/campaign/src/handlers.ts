@@ -114,7 +114,7 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
         }
         const notificationId = `ntf_${randomUUID().replaceAll('-', '')}`;
         assertFits(notificationId, content);
-        const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '', verifiedOnly: false };
+        const targeting = request.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '', verifiedOnly: false, memberIds: [] };
         const notification: store.StartedNotification = { id: notificationId, kind: 'send', workspaceId: request.workspaceId, siteId: request.siteId, content, targeting };
         const jobs = deliveryJobs(notification, ttlSeconds);
         const reached = await reach(request.workspaceId, targeting, jobs.personalized);
@@ -165,7 +165,7 @@ export function campaignHandlers(deps: CampaignDeps, { batchSize, ttlSeconds }: 
         assertFits(notificationId, content);
         // A question reaches approver devices only (verified external ids), whatever the caller
         // asked: the marketing audience and anonymous subscribers never get one.
-        const targeting = { ...(request.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '' }), verifiedOnly: true };
+        const targeting = { ...(request.targeting ?? { subscriberIds: [], externalIds: [], tags: [], segmentId: '', memberIds: [] }), verifiedOnly: true };
         const notification: store.StartedNotification = { id: notificationId, kind: 'question', workspaceId: request.workspaceId, siteId: request.siteId, content, targeting };
         const jobs = deliveryJobs(notification, ttlSeconds);
         const reached = await reach(request.workspaceId, targeting, jobs.personalized);

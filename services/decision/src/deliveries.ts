@@ -1,10 +1,11 @@
 import { backoffMs } from '@herald/backoff';
 import { consumers, EVENT_ID_HEADER, handleOnce, type IncomingMessage } from '@herald/bus';
 import { withTransaction, type Pool, type Queryable } from '@herald/db';
-import { answerActionUrl, answerPageUrl, type Approver } from '@herald/domain';
+import { answerActionUrl, answerPageUrl, consoleQuestionUrl, type Approver } from '@herald/domain';
 import { HeraldError } from '@herald/errors';
 import type { PromiseClient } from '@herald/grpc';
 import type { Logger } from '@herald/logging';
+import type { Targeting } from '@herald/proto/herald/audience/v1/audience';
 import type { CampaignServiceClient } from '@herald/proto/herald/campaign/v1/campaign';
 import { DecisionEvent, type QuestionDelivery } from '@herald/proto/herald/decision/v1/events';
 import { retryWhileUnreachable, startWorkLoop, type WorkLoop } from '@herald/workloop';
@@ -27,14 +28,18 @@ export const WEB_PUSH: QuestionDelivery = { channel: 'web_push', target: 'approv
 /** Web push to one subscriber's approver devices (an approver named by externalId). */
 const SUBSCRIBER_TARGET = 'subscriber:';
 
+/** Web push to one console member's devices (those they turned notifications on in). */
+const MEMBER_TARGET = 'member:';
+
 /**
- * Where approvers are reached: a subscriber by web push to its devices, an email address by
- * email, a Slack user by a direct message. Keys and members answer on their own surfaces (the
- * API, the console), so they get no delivery.
+ * Where approvers are reached: a subscriber by web push to its devices, a console member by web
+ * push to theirs (they answer in the console), an email address by email, a Slack user by a
+ * direct message. Keys answer on their own surface (the API), so they get no delivery.
  */
 export function deliveriesTo(approvers: readonly Approver[]): QuestionDelivery[] {
   return approvers.flatMap((approver): QuestionDelivery[] => {
     if (approver.kind === 'subscriber') return [{ channel: 'web_push', target: `${SUBSCRIBER_TARGET}${approver.id}` }];
+    if (approver.kind === 'member') return [{ channel: 'web_push', target: `${MEMBER_TARGET}${approver.id}` }];
     if (approver.kind === 'email') return [{ channel: 'email', target: approver.id }];
     if (approver.kind === 'slack') return [{ channel: 'slack', target: `user:${approver.id}` }];
     return [];
@@ -85,31 +90,44 @@ export function recordOpenedDeliveries(pool: Pool) {
 /**
  * Web push through the campaign service, as an ordinary notification with its counters: the
  * answer page as its URL, Yes/No buttons for a confirm question (the service worker posts the
- * action to answerUrl). A push to one person's devices carries a link naming them.
+ * action to answerUrl). A push to one person's devices carries a link naming them. A push to a
+ * console member's devices opens the question in the console's inbox instead, where the member
+ * answers signed in (no answer link: the session says who answers).
  */
 export function webPushChannel(campaign: PromiseClient<CampaignServiceClient>, tokens: AnswerTokens, publicOrigin: string): Channel {
+  /** Where the push goes and what tapping it does: a member's devices open the inbox; anyone else's, the answer page. */
+  function addressing(question: store.QuestionRow, target: string): { targeting: Targeting; url: string; answerUrl: string } {
+    if (target.startsWith(MEMBER_TARGET)) {
+      const memberIds = [target.slice(MEMBER_TARGET.length)];
+      return { targeting: { subscriberIds: [], externalIds: [], tags: [], segmentId: '', verifiedOnly: true, memberIds }, url: consoleQuestionUrl(publicOrigin, question.id), answerUrl: '' };
+    }
+    const subscriber = target.startsWith(SUBSCRIBER_TARGET) ? target.slice(SUBSCRIBER_TARGET.length) : undefined;
+    const addressed = question.target ?? { subscriberIds: [], externalIds: question.external_id ? [question.external_id] : [], tags: [] };
+    const targeting = subscriber === undefined ? addressed : { subscriberIds: [], externalIds: [subscriber], tags: [] };
+    // A push that reaches exactly one person's devices names them in its link.
+    const only = targeting.subscriberIds.length === 0 && targeting.tags.length === 0 && targeting.externalIds.length === 1 ? targeting.externalIds[0] : undefined;
+    const token = tokens.sign(question.id, only === undefined ? undefined : { kind: 'subscriber', id: only });
+    // The campaign service narrows any targeting to approver devices (verified external ids).
+    return { targeting: { ...targeting, segmentId: '', verifiedOnly: true, memberIds: [] }, url: answerPageUrl(publicOrigin, token), answerUrl: answerActionUrl(publicOrigin, token) };
+  }
+
   return {
     async deliver(question, target, key) {
-      const subscriber = target.startsWith(SUBSCRIBER_TARGET) ? target.slice(SUBSCRIBER_TARGET.length) : undefined;
-      const addressed = question.target ?? { subscriberIds: [], externalIds: question.external_id ? [question.external_id] : [], tags: [] };
-      const targeting = subscriber === undefined ? addressed : { subscriberIds: [], externalIds: [subscriber], tags: [] };
-      // A push that reaches exactly one person's devices names them in its link.
-      const only = targeting.subscriberIds.length === 0 && targeting.tags.length === 0 && targeting.externalIds.length === 1 ? targeting.externalIds[0] : undefined;
-      const token = tokens.sign(question.id, only === undefined ? undefined : { kind: 'subscriber', id: only });
+      const { targeting, url, answerUrl } = addressing(question, target);
       const response = await campaign.queueQuestion({
         workspaceId: question.workspace_id,
         siteId: question.site_id ?? '',
         content: {
           title: question.agent_name ? `${question.agent_name} asks` : 'A question for you',
           body: question.question,
-          url: answerPageUrl(publicOrigin, token),
+          url,
           iconUrl: '',
           imageUrl: '',
-          actions: question.type === 'confirm' ? [{ action: 'yes', title: 'Yes' }, { action: 'no', title: 'No' }] : [],
-          answerUrl: answerActionUrl(publicOrigin, token),
+          // Yes/No answer from the notification through answerUrl; a member answers in the console.
+          actions: question.type === 'confirm' && answerUrl !== '' ? [{ action: 'yes', title: 'Yes' }, { action: 'no', title: 'No' }] : [],
+          answerUrl,
         },
-        // The campaign service narrows any targeting to approver devices (verified external ids).
-        targeting: { ...targeting, segmentId: '', verifiedOnly: true },
+        targeting,
         idempotencyKey: key,
       });
       return { state: 'delivered', result: response.notificationId, reached: Number(response.targeted) };

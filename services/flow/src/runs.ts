@@ -87,7 +87,7 @@ export function startRunLoop(
           actions: [],
           answerUrl: '',
         },
-        targeting: { subscriberIds: [run.subscriber_id], externalIds: [], tags: [], segmentId: '', verifiedOnly: false },
+        targeting: { subscriberIds: [run.subscriber_id], externalIds: [], tags: [], segmentId: '', verifiedOnly: false, memberIds: [] },
         // Working the run again (a crash, a lost claim) replays this send instead of sending twice.
         idempotencyKey: `flow:${run.id}:${index}`,
         // No API key: the flow service's own idempotency keys, apart from every key's.

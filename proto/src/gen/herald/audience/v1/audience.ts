@@ -65,6 +65,11 @@ export interface Subscriber {
    * the external id without a proof clears it.
    */
   externalIdVerified: boolean;
+  /**
+   * The console member this device belongs to (turned on from a signed-in session): set only
+   * through Subscribe's member_id, never by a public subscribe. Empty for every other subscriber.
+   */
+  memberId: string;
 }
 
 export interface ListSubscribersRequest {
@@ -74,6 +79,8 @@ export interface ListSubscribersRequest {
   status: string;
   tags: string[];
   externalId: string;
+  /** Only this console member's devices. Empty: only subscribers that are not a member's device. */
+  memberId: string;
 }
 
 export interface ListSubscribersResponse {
@@ -118,6 +125,8 @@ export interface UpdateSubscriberResponse {
 export interface DeleteSubscriberRequest {
   workspaceId: string;
   subscriberId: string;
+  /** When set, the subscriber must be this console member's device (else NOT_FOUND). */
+  memberId: string;
 }
 
 export interface DeleteSubscriberResponse {
@@ -145,6 +154,12 @@ export interface SubscribeRequest {
    * pairing/enrollment link). False stores the external id as unverified.
    */
   externalIdVerified: boolean;
+  /**
+   * A console member's device: the gateway sets it from the member's session (the session is the
+   * proof), never from a request body. Such a subscriber is reached only by targeting that names
+   * the member (Targeting.member_ids): no campaign, send or unaddressed question reaches it.
+   */
+  memberId: string;
 }
 
 export interface SubscribeResponse {
@@ -186,6 +201,11 @@ export interface Targeting {
   segmentId: string;
   /** Only subscribers with a verified external id (approver devices): questions are sent so. */
   verifiedOnly: boolean;
+  /**
+   * These console members' devices (Subscribe's member_id), which count as approver devices.
+   * Empty: members' devices are left out, whatever else the targeting says.
+   */
+  memberIds: string[];
 }
 
 export interface CountTargetsRequest {
@@ -458,6 +478,7 @@ function createBaseSubscriber(): Subscriber {
     pushService: "",
     unsubscribedAt: "",
     externalIdVerified: false,
+    memberId: "",
   };
 }
 
@@ -510,6 +531,9 @@ export const Subscriber: MessageFns<Subscriber> = {
     }
     if (message.externalIdVerified !== false) {
       writer.uint32(128).bool(message.externalIdVerified);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(138).string(message.memberId);
     }
     return writer;
   },
@@ -655,6 +679,14 @@ export const Subscriber: MessageFns<Subscriber> = {
             message.externalIdVerified = reader.bool();
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -719,6 +751,11 @@ export const Subscriber: MessageFns<Subscriber> = {
         : isSet(object.external_id_verified)
         ? globalThis.Boolean(object.external_id_verified)
         : false,
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
     };
   },
 
@@ -772,6 +809,9 @@ export const Subscriber: MessageFns<Subscriber> = {
     if (message.externalIdVerified !== false) {
       obj.externalIdVerified = message.externalIdVerified;
     }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
     return obj;
   },
 
@@ -796,12 +836,13 @@ export const Subscriber: MessageFns<Subscriber> = {
     message.pushService = object.pushService ?? "";
     message.unsubscribedAt = object.unsubscribedAt ?? "";
     message.externalIdVerified = object.externalIdVerified ?? false;
+    message.memberId = object.memberId ?? "";
     return message;
   },
 };
 
 function createBaseListSubscribersRequest(): ListSubscribersRequest {
-  return { workspaceId: "", limit: 0, cursor: "", status: "", tags: [], externalId: "" };
+  return { workspaceId: "", limit: 0, cursor: "", status: "", tags: [], externalId: "", memberId: "" };
 }
 
 export const ListSubscribersRequest: MessageFns<ListSubscribersRequest> = {
@@ -823,6 +864,9 @@ export const ListSubscribersRequest: MessageFns<ListSubscribersRequest> = {
     }
     if (message.externalId !== "") {
       writer.uint32(50).string(message.externalId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(58).string(message.memberId);
     }
     return writer;
   },
@@ -888,6 +932,14 @@ export const ListSubscribersRequest: MessageFns<ListSubscribersRequest> = {
             message.externalId = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -916,6 +968,11 @@ export const ListSubscribersRequest: MessageFns<ListSubscribersRequest> = {
         : isSet(object.external_id)
         ? globalThis.String(object.external_id)
         : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
     };
   },
 
@@ -939,6 +996,9 @@ export const ListSubscribersRequest: MessageFns<ListSubscribersRequest> = {
     if (message.externalId !== "") {
       obj.externalId = message.externalId;
     }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
     return obj;
   },
 
@@ -953,6 +1013,7 @@ export const ListSubscribersRequest: MessageFns<ListSubscribersRequest> = {
     message.status = object.status ?? "";
     message.tags = object.tags?.map((e) => e) || [];
     message.externalId = object.externalId ?? "";
+    message.memberId = object.memberId ?? "";
     return message;
   },
 };
@@ -1672,7 +1733,7 @@ export const UpdateSubscriberResponse: MessageFns<UpdateSubscriberResponse> = {
 };
 
 function createBaseDeleteSubscriberRequest(): DeleteSubscriberRequest {
-  return { workspaceId: "", subscriberId: "" };
+  return { workspaceId: "", subscriberId: "", memberId: "" };
 }
 
 export const DeleteSubscriberRequest: MessageFns<DeleteSubscriberRequest> = {
@@ -1682,6 +1743,9 @@ export const DeleteSubscriberRequest: MessageFns<DeleteSubscriberRequest> = {
     }
     if (message.subscriberId !== "") {
       writer.uint32(18).string(message.subscriberId);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(26).string(message.memberId);
     }
     return writer;
   },
@@ -1715,6 +1779,14 @@ export const DeleteSubscriberRequest: MessageFns<DeleteSubscriberRequest> = {
             message.subscriberId = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1739,6 +1811,11 @@ export const DeleteSubscriberRequest: MessageFns<DeleteSubscriberRequest> = {
         : isSet(object.subscriber_id)
         ? globalThis.String(object.subscriber_id)
         : "",
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
     };
   },
 
@@ -1750,6 +1827,9 @@ export const DeleteSubscriberRequest: MessageFns<DeleteSubscriberRequest> = {
     if (message.subscriberId !== "") {
       obj.subscriberId = message.subscriberId;
     }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
     return obj;
   },
 
@@ -1760,6 +1840,7 @@ export const DeleteSubscriberRequest: MessageFns<DeleteSubscriberRequest> = {
     const message = createBaseDeleteSubscriberRequest();
     message.workspaceId = object.workspaceId ?? "";
     message.subscriberId = object.subscriberId ?? "";
+    message.memberId = object.memberId ?? "";
     return message;
   },
 };
@@ -1915,6 +1996,7 @@ function createBaseSubscribeRequest(): SubscribeRequest {
     timezone: "",
     country: "",
     externalIdVerified: false,
+    memberId: "",
   };
 }
 
@@ -1955,6 +2037,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     }
     if (message.externalIdVerified !== false) {
       writer.uint32(96).bool(message.externalIdVerified);
+    }
+    if (message.memberId !== "") {
+      writer.uint32(106).string(message.memberId);
     }
     return writer;
   },
@@ -2068,6 +2153,14 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
             message.externalIdVerified = reader.bool();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2112,6 +2205,11 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
         : isSet(object.external_id_verified)
         ? globalThis.Boolean(object.external_id_verified)
         : false,
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
     };
   },
 
@@ -2153,6 +2251,9 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     if (message.externalIdVerified !== false) {
       obj.externalIdVerified = message.externalIdVerified;
     }
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
     return obj;
   },
 
@@ -2173,6 +2274,7 @@ export const SubscribeRequest: MessageFns<SubscribeRequest> = {
     message.timezone = object.timezone ?? "";
     message.country = object.country ?? "";
     message.externalIdVerified = object.externalIdVerified ?? false;
+    message.memberId = object.memberId ?? "";
     return message;
   },
 };
@@ -2647,7 +2749,7 @@ export const UnsubscribeResponse: MessageFns<UnsubscribeResponse> = {
 };
 
 function createBaseTargeting(): Targeting {
-  return { subscriberIds: [], externalIds: [], tags: [], segmentId: "", verifiedOnly: false };
+  return { subscriberIds: [], externalIds: [], tags: [], segmentId: "", verifiedOnly: false, memberIds: [] };
 }
 
 export const Targeting: MessageFns<Targeting> = {
@@ -2666,6 +2768,9 @@ export const Targeting: MessageFns<Targeting> = {
     }
     if (message.verifiedOnly !== false) {
       writer.uint32(40).bool(message.verifiedOnly);
+    }
+    for (const v of message.memberIds) {
+      writer.uint32(50).string(v!);
     }
     return writer;
   },
@@ -2723,6 +2828,14 @@ export const Targeting: MessageFns<Targeting> = {
             message.verifiedOnly = reader.bool();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.memberIds.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2758,6 +2871,11 @@ export const Targeting: MessageFns<Targeting> = {
         : isSet(object.verified_only)
         ? globalThis.Boolean(object.verified_only)
         : false,
+      memberIds: globalThis.Array.isArray(object?.memberIds)
+        ? object.memberIds.map((e: any) => globalThis.String(e))
+        : globalThis.Array.isArray(object?.member_ids)
+        ? object.member_ids.map((e: any) => globalThis.String(e))
+        : [],
     };
   },
 
@@ -2778,6 +2896,9 @@ export const Targeting: MessageFns<Targeting> = {
     if (message.verifiedOnly !== false) {
       obj.verifiedOnly = message.verifiedOnly;
     }
+    if (message.memberIds?.length) {
+      obj.memberIds = message.memberIds;
+    }
     return obj;
   },
 
@@ -2791,6 +2912,7 @@ export const Targeting: MessageFns<Targeting> = {
     message.tags = object.tags?.map((e) => e) || [];
     message.segmentId = object.segmentId ?? "";
     message.verifiedOnly = object.verifiedOnly ?? false;
+    message.memberIds = object.memberIds?.map((e) => e) || [];
     return message;
   },
 };
