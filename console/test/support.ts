@@ -35,8 +35,14 @@ export const newAddress = (who: string): string => `${who}-${process.pid}-${(add
  * `sending`: also the delivery fleet, pushing to a strict push peer (campaigns and flows end to end).
  * `env`: more settings of the stack's services (e.g. the Slack API peer's address for the decision service).
  * `services`: further services of the registry (e.g. policy).
+ * `peer`: the push peer's options, with `sending` (e.g. its WebSocket face for Firefox's push service).
  */
-export async function startConsoleHarness({ sending = false, env = {}, services = [] }: { sending?: boolean; env?: Record<string, string>; services?: string[] } = {}): Promise<ConsoleHarness> {
+export async function startConsoleHarness({
+  sending = false,
+  env = {},
+  services = [],
+  peer = {},
+}: { sending?: boolean; env?: Record<string, string>; services?: string[]; peer?: Parameters<typeof startSendingHarness>[1] } = {}): Promise<ConsoleHarness> {
   const mailpit = await startMailpit();
   const port = await freePort();
   const origin = `http://localhost:${port}`;
@@ -50,7 +56,7 @@ export async function startConsoleHarness({ sending = false, env = {}, services 
       services: ['campaign', 'flow', ...services],
     };
     if (sending) {
-      sendingHarness = await startSendingHarness(options);
+      sendingHarness = await startSendingHarness(options, peer);
       stack = sendingHarness.stack;
     } else stack = await startStack(options);
     // The tests sign the owner in many times a minute, from one address and one IP; a revoked key

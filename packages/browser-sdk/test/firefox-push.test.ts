@@ -4,7 +4,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
-import { call, eventually, externalIdProof, freePort, identitySecret, SERVER_API, startSendingHarness, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
+import {
+  call,
+  eventually,
+  externalIdProof,
+  firefoxChrome,
+  firefoxPushPreferences,
+  freePort,
+  identitySecret,
+  SERVER_API,
+  startSendingHarness,
+  type SendingHarness,
+  type Stack,
+  type TestWorkspace,
+} from '@herald/testkit';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 
 import { artifactPath, browserPath, campaignCounted, startSiteWorkspace, type CampaignCounts, type TestSite } from './support.js';
@@ -43,23 +56,9 @@ before(async () => {
     userDataDir: profile,
     // HERALD_BROWSER_DEBUG=1 prints Firefox's push service log, for a failing run.
     dumpio: debug,
-    extraPrefsFirefox: {
-      'permissions.default.desktop-notification': 1,
-      'dom.push.enabled': true,
-      // The remote agent's recommended preferences turn it off unless the profile sets it (subscribe
-      // then fails: "Push service disabled").
-      'dom.push.connection.enabled': true,
-      'dom.push.serverURL': harness.peer.webSocketUrl ?? '',
-      // The peer's WebSocket face is plain ws:// on loopback.
-      'dom.push.testing.allowInsecureServerURL': true,
-      // Reconnect a second after the peer drops the connection (default 5 s).
-      'dom.push.retryBaseInterval': 1000,
-      // No desktop notification daemon here: Firefox's own alert windows show the notifications
-      // (with the system backend, showNotification fails with NS_ERROR_FAILURE).
-      'alerts.useSystemBackend': false,
-      ...(debug ? { 'dom.push.loglevel': 'debug', 'devtools.console.stdout.chrome': true } : {}),
-    },
+    extraPrefsFirefox: firefoxPushPreferences(harness.peer.webSocketUrl ?? '', debug),
   });
+  ({ inChrome, notificationWindow, setPreference, clickNotification } = firefoxChrome(browser));
 });
 after(async () => {
   await browser?.close();
@@ -75,37 +74,11 @@ const shownNotifications = (target: Page = page) =>
     .then((registration) => registration.getNotifications())
     .then((list) => list.map((n) => ({ tag: n.tag, title: n.title, body: n.body, data: n.data })))`) as Promise<Array<Record<string, unknown>>>;
 
-// Firefox's own notification windows (chrome://global/content/alerts/alert.xhtml), reached as
-// WebDriver BiDi browsing contexts of chrome scope (Firefox started with --remote-allow-system-access).
-// BiDi can neither screenshot nor send input to chrome contexts; it can run script in them.
-type BidiResult = { result: { type: string; result?: { value?: unknown }; exceptionDetails?: { text: string }; contexts?: Array<{ context: string; url: string }> } };
-const bidi = (method: string, params: object) => (browser as unknown as { connection: { send(method: string, params: object): Promise<BidiResult> } }).connection.send(method, params);
-
-async function inChrome(context: string, expression: string): Promise<unknown> {
-  const { result } = await bidi('script.evaluate', { expression, target: { context }, awaitPromise: false });
-  if (result.type !== 'success') throw new Error(`in Firefox's notification window: ${result.exceptionDetails?.text ?? result.type}`);
-  return result.result?.value;
-}
-
-/** Sets one of Firefox's preferences from its main window (what about:config does). */
-async function setPreference(name: string, value: boolean): Promise<void> {
-  const { result } = await bidi('browsingContext.getTree', { 'moz:scope': 'chrome' });
-  const main = result.contexts?.find((entry) => entry.url === 'chrome://browser/content/browser.xhtml');
-  assert.ok(main, 'Firefox’s main window');
-  await inChrome(main.context, `Services.prefs.setBoolPref(${JSON.stringify(name)}, ${String(value)})`);
-}
-
-/** The notification window showing `title`. */
-async function notificationWindow(title: string): Promise<string> {
-  const find = async () => {
-    const { result } = await bidi('browsingContext.getTree', { 'moz:scope': 'chrome' });
-    for (const { context, url } of result.contexts ?? []) {
-      if (url === 'chrome://global/content/alerts/alert.xhtml' && (await inChrome(context, "document.getElementById('alertTitleLabel').value")) === title) return context;
-    }
-    return '';
-  };
-  return eventually(`Firefox's notification window for "${title}"`, find, (context) => context !== '');
-}
+// Firefox's own windows (testkit's firefoxChrome): the notifications, clicked and drawn, and its preferences.
+let inChrome: ReturnType<typeof firefoxChrome>['inChrome'];
+let notificationWindow: ReturnType<typeof firefoxChrome>['notificationWindow'];
+let setPreference: ReturnType<typeof firefoxChrome>['setPreference'];
+let clickNotification: ReturnType<typeof firefoxChrome>['clickNotification'];
 
 /** Saves the notification as Firefox draws it (a privileged canvas's drawWindow), once its fade-in is over. */
 async function snapshotNotification(title: string, file: string): Promise<void> {
@@ -122,16 +95,6 @@ async function snapshotNotification(title: string, file: string): Promise<void> 
     })()`,
   );
   await writeFile(await artifactPath(file), Buffer.from(String(png).replace(/^data:image\/png;base64,/, ''), 'base64'));
-}
-
-/**
- * Clicks the notification's text: the window's own click handler (alert.js) tells Firefox, which
- * dispatches notificationclick to the worker, allowed to open a window. A DOM click, since BiDi
- * sends no input to chrome windows.
- */
-async function clickNotification(title: string): Promise<void> {
-  const context = await notificationWindow(title);
-  await inChrome(context, "document.getElementById('alertTextLabel').dispatchEvent(new MouseEvent('click', { bubbles: true, button: 0, view: window }))");
 }
 
 /** The push the worker shows for a notification: its tag is the notification id. */

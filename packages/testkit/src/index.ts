@@ -15,6 +15,7 @@ export * from './webhook-receiver.js';
 export * from './within.js';
 export * from './mailpit.js';
 export * from './browsers.js';
+export * from './firefox-push.js';
 export * from './metrics.js';
 export * from './slack-peer.js';
 export * from './policies.js';
