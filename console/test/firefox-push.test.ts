@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { admin, call, createWorkspace, eventually, firefoxChrome, firefoxPath, firefoxPushPreferences, SERVER_API, type SendingHarness, type TestWorkspace } from '@herald/testkit';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 
-import { newAddress, startConsoleHarness, type ConsoleHarness } from './support.js';
+import { firefoxViolations, newAddress, startConsoleHarness, type ConsoleHarness } from './support.js';
 
 // A member's phone, played by Debian's Firefox ESR (puppeteer-core over WebDriver BiDi): the member
 // turns on notifications in the inbox, so the console's service worker subscribes with the site's
@@ -74,10 +74,12 @@ test('Firefox: a member turns on notifications, a question addressed to them is 
   await page.click('nav a[href="/console/inbox"]');
   await page.waitForSelector('h1::-p-text(Decisions)');
 
-  // Turned on by a click (the permission prompt needs the gesture; this profile grants it).
-  await page.click('button::-p-text(Turn on notifications on this device)');
+  // Turned on by keyboard (a user gesture, which the permission prompt needs; this profile grants it).
+  await page.focus('button::-p-text(Turn on notifications on this device)');
+  await page.keyboard.press('Enter');
   await page.waitForSelector('button::-p-text(Turn off notifications on this device)');
   await page.waitForSelector('th::-p-text(Firefox on Linux \\(this device\\))');
+  assert.deepEqual(await firefoxViolations(page), []);
   const endpoint = await endpointOf(page);
   assert.ok(endpoint.startsWith('https://'), endpoint);
 

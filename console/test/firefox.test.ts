@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -8,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { firefoxPath } from '@herald/testkit';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 
-import { signInLinkFromMail, startConsoleHarness, type ConsoleHarness } from './support.js';
+import { firefoxViolations as seriousViolations, signInLinkFromMail, startConsoleHarness, type ConsoleHarness } from './support.js';
 
 // The console in Debian's Firefox ESR. playwright-core drives only its own patched Firefox, so
 // Debian's is driven by puppeteer-core over WebDriver BiDi (as the browser SDK's Firefox tests do);
@@ -17,10 +16,8 @@ import { signInLinkFromMail, startConsoleHarness, type ConsoleHarness } from './
 let harness: ConsoleHarness;
 let browser: Browser;
 let profile: string;
-let axeSource: string;
 before(async () => {
   harness = await startConsoleHarness();
-  axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
   profile = await mkdtemp(join(tmpdir(), 'herald-console-firefox-'));
   browser = await puppeteer.launch({ browser: 'firefox', executablePath: firefoxPath(), headless: true, userDataDir: profile });
 });
@@ -29,17 +26,6 @@ after(async () => {
   if (profile) await rm(profile, { recursive: true, force: true });
   await harness?.stop();
 });
-
-async function seriousViolations(page: Page): Promise<Array<{ id: string; targets: string[] }>> {
-  await page.evaluate(axeSource);
-  return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact?: string | null; nodes: Array<{ target: unknown[] }> }> }> } }).axe;
-    const { violations } = await axe.run();
-    return violations
-      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-      .map((violation) => ({ id: violation.id, targets: violation.nodes.map((node) => node.target.join(' ')) }));
-  });
-}
 
 const focused = (page: Page) => page.evaluate(() => (document.activeElement?.id || document.activeElement?.textContent) ?? '');
 

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 import AxeBuilder from '@axe-core/playwright';
 import { admin, createWorkspace, freePort, SERVER_API, startMailpit, startSendingHarness, startStack, type Mailpit, type SendingHarness, type Stack, type TestWorkspace } from '@herald/testkit';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page as FirefoxPage } from 'puppeteer-core';
 
 /**
  * The console on a real stack, as the browser tests and the load benchmark use it: a gateway at
@@ -117,6 +119,24 @@ export async function screenshotPath(name: string): Promise<string> {
   const dir = process.env.CONSOLE_SCREENSHOTS ?? fileURLToPath(new URL('../../artifacts/', import.meta.url));
   await mkdir(dir, { recursive: true });
   return `${dir.replace(/\/$/, '')}/${name}`;
+}
+
+let axeSource: Promise<string> | undefined;
+
+/**
+ * The same in Firefox (puppeteer-core over WebDriver BiDi): axe-core's own script is run in the
+ * page by the driver (not by the page: the CSP stays strict).
+ */
+export async function firefoxViolations(page: FirefoxPage): Promise<Array<{ id: string; targets: string[] }>> {
+  axeSource ??= readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  await page.evaluate(await axeSource);
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact?: string | null; nodes: Array<{ target: unknown[] }> }> }> } }).axe;
+    const { violations } = await axe.run();
+    return violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map((violation) => ({ id: violation.id, targets: violation.nodes.map((node) => node.target.join(' ')) }));
+  });
 }
 
 /** axe-core's serious and critical findings on the page as it is now. */

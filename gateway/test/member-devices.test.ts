@@ -161,6 +161,10 @@ test("no other question, campaign or send reaches a member's device", async () =
     listed.body.data.map((subscriber) => subscriber.id),
     [approverDevice.id],
   );
+  const counted = await call(harness.stack.gatewayUrl, `${SERVER_API}/subscribers/count`, { key: t.workspace.apiKey });
+  assert.deepEqual(counted.body, { total: 1, active: 1, unsubscribed: 0 });
+  const channels = await call<{ site: unknown }>(harness.stack.gatewayUrl, `${SERVER_API}/channels`, { key: t.workspace.apiKey });
+  assert.deepEqual(channels.body.site, { nativeAppDevices: 0, browserSubscriptions: 1 });
   await eventually('the sale pushed', async () => harness.peer.received(approverDevice.endpoint), (received) => received.length === 2);
   await waitForQuiet(harness.stack.topicPrefix, QUESTION_PIPELINE);
   assert.equal(harness.peer.received(device.subscription.endpoint).length, 0);

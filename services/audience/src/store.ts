@@ -91,7 +91,7 @@ const mergedTags = (param: string): string =>
 
 // ---- counts --------------------------------------------------------------------------------
 
-/** Active subscribers of the site, the verified ones among them, and the verified ones of `externalId` (approver devices). */
+/** Active subscribers of the site, the verified ones among them, and the verified ones of `externalId` (approver devices); members' devices apart. */
 export async function countActive(db: Queryable, workspaceId: string, externalId: string): Promise<{ site: number; siteVerified: number; externalId: number }> {
   const { rows } = await db.query<{ site: string; verified: string; external: string }>(
     `SELECT count(*) AS site, count(*) FILTER (WHERE external_id_verified) AS verified,
@@ -102,12 +102,13 @@ export async function countActive(db: Queryable, workspaceId: string, externalId
   return { site: Number(rows[0]?.site ?? 0), siteVerified: Number(rows[0]?.verified ?? 0), externalId: Number(rows[0]?.external ?? 0) };
 }
 
+/** The workspace's subscribers by status; members' devices are not counted (they are no audience). */
 export async function countSubscribers(db: Queryable, workspaceId: string): Promise<{ total: string; active: string; unsubscribed: string }> {
   const { rows } = await db.query<{ total: string; active: string; unsubscribed: string }>(
     `SELECT count(*) AS total,
             count(*) FILTER (WHERE status = 'active') AS active,
             count(*) FILTER (WHERE status = 'unsubscribed') AS unsubscribed
-       FROM subscribers WHERE workspace_id = $1`,
+       FROM subscribers WHERE workspace_id = $1 AND member_id IS NULL`,
     [workspaceId],
   );
   return rows[0] ?? { total: '0', active: '0', unsubscribed: '0' };
