@@ -24,7 +24,7 @@ import { memberSessions, newAddress, ORIGIN, type Session } from './member-sessi
 // subscription the member turned notifications on in. A question addressed to {kind: member, id}
 // is pushed to that member's devices and to nothing else; no other question, campaign or send
 // reaches a member's device; a public subscribe cannot make one. The console's journey in Firefox
-// is console/test/firefox.test.ts.
+// is console/test/firefox-push.test.ts.
 
 let harness: SendingHarness;
 before(async () => {
