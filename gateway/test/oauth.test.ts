@@ -234,14 +234,15 @@ test('wrong issuer, audience, times, signature, typ, alg none and HS256 are 401 
 });
 
 /**
- * Presents `token` every 50 ms until `done` says yes to the response; each one before that must be
- * refused with `message`. The gateway refetches the JWKS for an unknown kid at most once per
- * MIN_REFETCH_MS, so this is how long a key the gateway has not seen yet stays refused.
+ * Presents a fresh token from `mint` every 50 ms until `done` says yes to the response; each one
+ * before that must be refused with `message`. The gateway refetches the JWKS for an unknown kid at
+ * most once per MIN_REFETCH_MS, so this is how long a key the gateway has not seen yet stays
+ * refused. (Fresh: the gateway remembers a refused token for KEY_CACHE_TTL_MS.)
  */
-async function presentUntil(token: string, message: string, done: (response: { status: number }) => boolean) {
+async function presentUntil(mint: () => string, message: string, done: (response: { status: number }) => boolean) {
   const started = Date.now();
   for (;;) {
-    const response = await identity(token);
+    const response = await identity(mint());
     if (done(response)) return response;
     assertRefused(response, message);
     assert.ok(Date.now() - started < MIN_REFETCH_MS + 5_000, `${message}: still so after ${Date.now() - started} ms`);
@@ -254,7 +255,8 @@ test('an unknown kid refetches the JWKS once (rate-limited), so rotated keys wor
   // An unknown kid refetches once the window since the last fetch (an earlier test's) has passed.
   const before = authorizationServer.fetches.jwks;
   const ghost = 'The authorization server has no signing key "ghost-1".';
-  assertRefused(await presentUntil(accessToken(keyId, { key: signingKey('ghost-1', 'ES256') }), ghost, () => authorizationServer.fetches.jwks > before), ghost);
+  const ghostKey = signingKey('ghost-1', 'ES256');
+  assertRefused(await presentUntil(() => accessToken(keyId, { key: ghostKey }), ghost, () => authorizationServer.fetches.jwks > before), ghost);
   assert.equal(authorizationServer.fetches.jwks, before + 1);
   // Within OAUTH_JWKS_MIN_REFETCH_MS another unknown kid does not fetch again.
   assertRefused(await identity(accessToken(keyId, { key: signingKey('ghost-2', 'ES256') })), 'The authorization server has no signing key "ghost-2".');
@@ -263,7 +265,7 @@ test('an unknown kid refetches the JWKS once (rate-limited), so rotated keys wor
   // A rotated key is refused until the window has passed, then found by the one refetch it makes.
   const rotated = signingKey('rsa-2', 'RS256');
   authorizationServer.published.push(rotated);
-  const response = await presentUntil(accessToken(keyId, { key: rotated }), 'The authorization server has no signing key "rsa-2".', ({ status }) => status !== 401);
+  const response = await presentUntil(() => accessToken(keyId, { key: rotated }), 'The authorization server has no signing key "rsa-2".', ({ status }) => status !== 401);
   assert.equal(response.status, 200, JSON.stringify(response.body));
   assert.equal(authorizationServer.fetches.jwks, before + 2);
   const [ghostFetch, rotatedFetch] = authorizationServer.jwksFetchedAt.slice(-2) as [number, number];
