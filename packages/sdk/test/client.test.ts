@@ -702,19 +702,18 @@ test('no retries: a 429 and a 503 are thrown after exactly one request each', as
 
 test('a per-request time-out throws RequestTimeoutError; a caller AbortSignal aborts with its own reason', async () => {
   const workspace = await createWorkspace('growth');
-  const herald = client(workspace.apiKey);
+  const { herald, sent } = recordingClient(workspace.apiKey);
   const asked = await herald.ask({ question: 'Wait for me?', wait: false });
   const timedOut = await rejection(RequestTimeoutError, herald.getAsk(asked.correlationId, { wait: 5 }, { timeoutMs: 300 }));
   assert.deepEqual({ status: timedOut.status, code: timedOut.code }, { status: 0, code: 'timeout' });
-  // The gateway lets go of the call the client gave up on.
-  await untilHeld(0);
   const controller = new AbortController();
   const reason = new Error('caller gave up');
-  const held = herald.getAsk(asked.correlationId, { wait: 5 }, { signal: controller.signal });
-  // Aborted while the gateway holds the call.
-  await untilHeld(1);
+  const waiting = herald.getAsk(asked.correlationId, { wait: 5 }, { signal: controller.signal });
+  // Aborted once the SDK has sent the request (the gateway would hold it for 5 s).
+  await eventually('the held request sent', async () => sent.length, (requests) => requests === 3);
   controller.abort(reason);
-  await assert.rejects(held, (err) => err === reason);
+  await assert.rejects(waiting, (err) => err === reason);
+  assert.deepEqual(sent, ['POST /ask', `GET /ask/${asked.correlationId}?wait=5`, `GET /ask/${asked.correlationId}?wait=5`]);
 });
 
 test('identity verification: a proof made by externalIdProof makes the subscriber an approver device; pair; the secret rotates', async () => {
