@@ -1,15 +1,4 @@
-import {
-  answerPageUrl,
-  APPROVER_KINDS,
-  ASK_EXPIRED_HINT,
-  askStatusOf,
-  askStillOpenHint,
-  DELIVERY_CHANNELS,
-  MAX_APPROVER_ID_LENGTH,
-  MAX_APPROVERS,
-  MAX_ESCALATION_STEPS,
-  type QuestionStatus,
-} from '@herald/domain';
+import { answerPageUrl, ASK_EXPIRED_HINT, askStatusOf, askStillOpenHint, type QuestionStatus } from '@herald/domain';
 import { invalidFields } from '@herald/errors';
 import type { Principal } from '@herald/proto/herald/account/v1/account';
 import type { AnsweredBy, OpenQuestionRequest, Question, QuestionKind, QuestionRef } from '@herald/proto/herald/decision/v1/decision';
@@ -19,10 +8,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { principalOf } from './access.js';
 import type { ServiceClients } from './clients.js';
 import { orNull } from './schemas/common.js';
-import type { QuestionEventRecord } from './schemas/questions.js';
+import { MAX_WAIT_SECONDS, type QuestionEventRecord, type QuestionType } from './schemas/questions.js';
 import type { Waiters } from './waiters.js';
 
-/** What POST /ask and POST /decisions share: the question's fields, their checks, and waiting for its answer (the decision service opens and delivers it). */
+/** What POST /ask and POST /decisions share: their questions' checks (the fields are in schemas/questions.ts), and waiting for its answer (the decision service opens and delivers it). */
 
 /** What the /ask, /decisions and answer-page routes are built from. */
 export interface QuestionRouteOptions {
@@ -30,54 +19,6 @@ export interface QuestionRouteOptions {
   waiters: Waiters;
   publicOrigin: string;
 }
-
-/** The longest a request is held open for an answer (the spec's 55 s). */
-export const MAX_WAIT_SECONDS = 55;
-
-export const QuestionType = Type.Union([Type.Literal('confirm'), Type.Literal('select'), Type.Literal('input')]);
-
-const ApproverSchema = Type.Object(
-  {
-    kind: Type.Union(
-      APPROVER_KINDS.map((kind) => Type.Literal(kind)),
-      { description: 'slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)' },
-    ),
-    id: Type.String({ minLength: 1, maxLength: MAX_APPROVER_ID_LENGTH }),
-  },
-  { additionalProperties: false },
-);
-
-const Approvers = Type.Array(ApproverSchema, {
-  maxItems: MAX_APPROVERS,
-  description: 'Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.',
-});
-
-const EscalationSchema = Type.Array(
-  Type.Object(
-    {
-      afterSeconds: Type.Integer({ minimum: 1, maximum: 86_400, description: 'Seconds after the question opened' }),
-      channels: Type.Optional(Type.Array(Type.Union(DELIVERY_CHANNELS.map((channel) => Type.Literal(channel))), { maxItems: DELIVERY_CHANNELS.length, uniqueItems: true })),
-      approvers: Type.Optional(Approvers),
-    },
-    { additionalProperties: false },
-  ),
-  { maxItems: MAX_ESCALATION_STEPS, description: 'While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime)' },
-);
-
-export const QuestionFields = {
-  approvers: Type.Optional(Approvers),
-  escalation: Type.Optional(EscalationSchema),
-  question: Type.String({ minLength: 1, maxLength: 500, description: 'What the person is asked' }),
-  type: Type.Optional(QuestionType),
-  options: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 2, maxItems: 20, uniqueItems: true, description: 'The choices (select only)' }),
-  ),
-  context: Type.Optional(Type.String({ maxLength: 2_000, description: 'Background shown with the question' })),
-  placeholder: Type.Optional(Type.String({ maxLength: 200, description: 'Hint inside the text field (input)' })),
-  agentName: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Who is asking, shown to the person' })),
-  callbackUrl: Type.Optional(Type.String({ minLength: 1, maxLength: 2_048, description: 'HTTPS URL that receives the answer (a public address)' })),
-  timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_WAIT_SECONDS, default: 30, description: 'How long this call waits' })),
-};
 
 interface QuestionInput {
   question: string;

@@ -253,7 +253,13 @@ test('a bound key reaches only policy evaluation and enrollment, for its own end
   }
   // Leaving the Partner plan disables it everywhere, even where it was allowed.
   await admin('workspace', 'set-plan', '--workspace', workspace.workspaceId, '--plan', 'enterprise');
-  await sleep(KEY_CACHE_TTL_MS + 200);
+  // The gateway sees the change once its cached verification of the key lapses (KEY_CACHE_TTL_MS).
+  const changed = Date.now();
+  const policyProbe = () => call(stack.gatewayUrl, `${SERVER_API}/authorize`, { method: 'POST', key: apiKey, body: { toolName: 'x' } });
+  for (let response = await policyProbe(); response.status === 200; response = await policyProbe()) {
+    assert.ok(Date.now() - changed < KEY_CACHE_TTL_MS + 2_000, `the plan change is not seen after ${Date.now() - changed} ms`);
+    await sleep(100);
+  }
   for (const [group, probe] of boundKeyTable) {
     const response = await call(stack.gatewayUrl, `${SERVER_API}${probe.path}`, { method: probe.method, key: apiKey, body: probe.body });
     assert.deepEqual([response.status, response.body.code], [403, 'plan_upgrade_required'], group);

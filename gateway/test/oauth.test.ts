@@ -33,6 +33,8 @@ function signingKey(kid: string, alg: SigningKey['alg']): SigningKey {
 class FakeAuthorizationServer {
   readonly published: SigningKey[] = [];
   readonly fetches = { metadata: 0, jwks: 0 };
+  /** When each JWKS fetch arrived (Date.now()). */
+  readonly jwksFetchedAt: number[] = [];
   readonly unexpected: string[] = [];
   private server: Server | undefined;
   issuer = '';
@@ -74,6 +76,7 @@ class FakeAuthorizationServer {
       });
     } else if (request.url === '/jwks') {
       this.fetches.jwks += 1;
+      this.jwksFetchedAt.push(Date.now());
       const keys = this.published.map(({ kid, alg, publicKey }) => ({ ...publicKey.export({ format: 'jwk' }), kid, alg, use: 'sig' }));
       json(200, { keys }, { 'cache-control': 'public, max-age=300' });
     } else {
@@ -230,22 +233,43 @@ test('wrong issuer, audience, times, signature, typ, alg none and HS256 are 401 
   assertRefused(await identity(hmac), 'The access token\'s alg "HS256" is not accepted; it must be an asymmetric signature such as RS256 or ES256.');
 });
 
+/**
+ * Presents a fresh token from `mint` every 50 ms until `done` says yes to the response; each one
+ * before that must be refused with `message`. The gateway refetches the JWKS for an unknown kid at
+ * most once per MIN_REFETCH_MS, so this is how long a key the gateway has not seen yet stays
+ * refused. (Fresh: the gateway remembers a refused token for KEY_CACHE_TTL_MS.)
+ */
+async function presentUntil(mint: () => string, message: string, done: (response: { status: number }) => boolean) {
+  const started = Date.now();
+  for (;;) {
+    const response = await identity(mint());
+    if (done(response)) return response;
+    assertRefused(response, message);
+    assert.ok(Date.now() - started < MIN_REFETCH_MS + 5_000, `${message}: still so after ${Date.now() - started} ms`);
+    await sleep(50);
+  }
+}
+
 test('an unknown kid refetches the JWKS once (rate-limited), so rotated keys work', async () => {
   const { keyId } = await runtimeKey();
-  await sleep(MIN_REFETCH_MS + 100);
+  // An unknown kid refetches once the window since the last fetch (an earlier test's) has passed.
   const before = authorizationServer.fetches.jwks;
-  assertRefused(await identity(accessToken(keyId, { key: signingKey('ghost-1', 'ES256') })), 'The authorization server has no signing key "ghost-1".');
+  const ghost = 'The authorization server has no signing key "ghost-1".';
+  const ghostKey = signingKey('ghost-1', 'ES256');
+  assertRefused(await presentUntil(() => accessToken(keyId, { key: ghostKey }), ghost, () => authorizationServer.fetches.jwks > before), ghost);
   assert.equal(authorizationServer.fetches.jwks, before + 1);
   // Within OAUTH_JWKS_MIN_REFETCH_MS another unknown kid does not fetch again.
   assertRefused(await identity(accessToken(keyId, { key: signingKey('ghost-2', 'ES256') })), 'The authorization server has no signing key "ghost-2".');
   assert.equal(authorizationServer.fetches.jwks, before + 1);
 
+  // A rotated key is refused until the window has passed, then found by the one refetch it makes.
   const rotated = signingKey('rsa-2', 'RS256');
   authorizationServer.published.push(rotated);
-  await sleep(MIN_REFETCH_MS + 100);
-  const response = await identity(accessToken(keyId, { key: rotated }));
+  const response = await presentUntil(() => accessToken(keyId, { key: rotated }), 'The authorization server has no signing key "rsa-2".', ({ status }) => status !== 401);
   assert.equal(response.status, 200, JSON.stringify(response.body));
   assert.equal(authorizationServer.fetches.jwks, before + 2);
+  const [ghostFetch, rotatedFetch] = authorizationServer.jwksFetchedAt.slice(-2) as [number, number];
+  assert.ok(rotatedFetch - ghostFetch >= MIN_REFETCH_MS, `refetched ${rotatedFetch - ghostFetch} ms after the last fetch`);
   assert.equal(authorizationServer.fetches.metadata, 1);
 });
 

@@ -4,10 +4,10 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/serv
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 
 import { validationError } from '../errors.js';
-import { MAX_WAIT_SECONDS, QuestionFields } from '../questions.js';
-import { CreateCampaignBody } from '../routes/campaigns.js';
-import { CreateFlowBody } from '../routes/flows.js';
-import { SendBody } from '../routes/notifications.js';
+import { CreateCampaignBody } from '../schemas/campaigns.js';
+import { CreateFlowBody } from '../schemas/flows.js';
+import { SendBody } from '../schemas/notifications.js';
+import { MAX_WAIT_SECONDS, QuestionFields } from '../schemas/questions.js';
 import { schemaValidator } from '../validation.js';
 import { isJsonObject, type Json, type RestAnswer, type RestExchange } from './rest.js';
 

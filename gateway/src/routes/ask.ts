@@ -14,15 +14,13 @@ import {
   checkQuestion,
   holdForAnswer,
   listQuestions,
-  MAX_WAIT_SECONDS,
   newQuestion,
-  QuestionFields,
   questionEvents,
   questionOf,
   type QuestionRouteOptions,
 } from '../questions.js';
 import { ErrorResponse, PageOf, PageQuery, Targeting, withErrors } from '../schemas/common.js';
-import { AskRecord, QuestionEventRecord } from '../schemas/questions.js';
+import { AskRecord, MAX_WAIT_SECONDS, QuestionEventRecord, QuestionFields } from '../schemas/questions.js';
 
 /** POST /ask (a question that blocks on a person), GET /ask (the list), GET /ask/{id}?wait, DELETE /ask/{id} (withdraw). */
 

@@ -12,16 +12,14 @@ import {
   decisionRecord,
   holdForAnswer,
   listQuestions,
-  MAX_WAIT_SECONDS,
   newQuestion,
-  QuestionFields,
   questionEvents,
   questionOf,
   type QuestionRouteOptions,
 } from '../questions.js';
 import { countChannels } from '../reachability.js';
 import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, PageOf, PageQuery, Parameters, withErrors } from '../schemas/common.js';
-import { DecisionRecord, QuestionEventRecord, ReachabilityCounts } from '../schemas/questions.js';
+import { DecisionRecord, MAX_WAIT_SECONDS, QuestionEventRecord, QuestionFields, ReachabilityCounts } from '../schemas/questions.js';
 import { ExternalId } from '../schemas/subscribers.js';
 
 /** /decisions (open, list, read and wait, answer, cancel) and GET /reachability. */

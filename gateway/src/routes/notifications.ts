@@ -4,8 +4,8 @@ import { Type } from '@sinclair/typebox';
 
 import { principalOf } from '../access.js';
 import type { ServiceClients } from '../clients.js';
-import { ErrorResponse, IdempotencyHeaders, IdempotencyKey, idempotencyKeyOf, Nullable, orNull, PageOf, Targeting, withErrors } from '../schemas/common.js';
-import { Body, HttpUrl, Title } from '../schemas/content.js';
+import { ErrorResponse, IdempotencyHeaders, idempotencyKeyOf, orNull, PageOf, withErrors } from '../schemas/common.js';
+import { NotificationRecord, RecipientRecord, SendBody, SendResult } from '../schemas/notifications.js';
 
 /** POST /send, GET /notifications/{id} and its recipients. */
 
@@ -15,57 +15,6 @@ import { Body, HttpUrl, Title } from '../schemas/content.js';
  * (a 1,000,000-subscriber send once took over 5 s right after a vacuum), so it gets longer.
  */
 const SEND_DEADLINE_MS = 30_000;
-
-export const SendBody = Type.Object(
-  {
-    title: Title,
-    body: Body,
-    url: Type.Optional(HttpUrl('Opened when the notification is clicked')),
-    iconUrl: Type.Optional(HttpUrl('Small icon')),
-    imageUrl: Type.Optional(HttpUrl('Large image')),
-    ...Targeting,
-    idempotencyKey: Type.Optional(IdempotencyKey),
-  },
-  { additionalProperties: false },
-);
-
-const SendResult = Type.Object({
-  success: Type.Boolean(),
-  status: Type.Literal('queued'),
-  campaignId: Type.String(),
-  sent: Type.Integer(),
-  limits: Type.Object({ remaining: Type.Integer(), limit: Type.Integer() }),
-  duplicate: Type.Boolean(),
-});
-
-const NotificationRecord = Type.Object({
-  id: Type.String(),
-  status: Type.String({ description: 'queued | sending | completed' }),
-  title: Type.String(),
-  body: Type.String(),
-  url: Nullable(Type.String()),
-  iconUrl: Nullable(Type.String()),
-  imageUrl: Nullable(Type.String()),
-  createdAt: Type.String(),
-  completedAt: Nullable(Type.String()),
-  counts: Type.Object({
-    targeted: Type.Integer(),
-    queued: Type.Integer(),
-    delivered: Type.Integer(),
-    failed: Type.Integer(),
-    expired: Type.Integer(),
-    pending: Type.Integer(),
-  }),
-  lastDelivery: Nullable(Type.Object({ statusCode: Type.Integer(), outcome: Type.String(), reportedAt: Type.String() })),
-});
-
-const RecipientRecord = Type.Object({
-  subscriberId: Type.String(),
-  status: Type.String({ description: 'sending | retrying | delivered | failed | expired' }),
-  attempts: Type.Integer(),
-  lastStatusCode: Nullable(Type.Integer()),
-  updatedAt: Type.String(),
-});
 
 function notificationRecord(notification: Notification) {
   const content = notification.content;

@@ -1,8 +1,57 @@
+import { APPROVER_KINDS, DELIVERY_CHANNELS, MAX_APPROVER_ID_LENGTH, MAX_APPROVERS, MAX_ESCALATION_STEPS } from '@herald/domain';
 import { Type } from '@sinclair/typebox';
 
 import { Nullable } from './common.js';
 
-/** The records of /ask and /decisions (also shown by the answer page's API). */
+/** The question fields /ask and /decisions take (and the ask_user MCP tool), and the records they answer with (also shown by the answer page's API). */
+
+/** The longest a request is held open for an answer (the spec's 55 s). */
+export const MAX_WAIT_SECONDS = 55;
+
+export const QuestionType = Type.Union([Type.Literal('confirm'), Type.Literal('select'), Type.Literal('input')]);
+
+const ApproverInput = Type.Object(
+  {
+    kind: Type.Union(
+      APPROVER_KINDS.map((kind) => Type.Literal(kind)),
+      { description: 'slack (a Slack user id) | email (an address) | subscriber (an externalId) | key (an API key id) | member (a console member id)' },
+    ),
+    id: Type.String({ minLength: 1, maxLength: MAX_APPROVER_ID_LENGTH }),
+  },
+  { additionalProperties: false },
+);
+
+const Approvers = Type.Array(ApproverInput, {
+  maxItems: MAX_APPROVERS,
+  description: 'Who may answer. When named, an answer from anyone else is refused (403); each is delivered the question on their channel.',
+});
+
+const EscalationSchema = Type.Array(
+  Type.Object(
+    {
+      afterSeconds: Type.Integer({ minimum: 1, maximum: 86_400, description: 'Seconds after the question opened' }),
+      channels: Type.Optional(Type.Array(Type.Union(DELIVERY_CHANNELS.map((channel) => Type.Literal(channel))), { maxItems: DELIVERY_CHANNELS.length, uniqueItems: true })),
+      approvers: Type.Optional(Approvers),
+    },
+    { additionalProperties: false },
+  ),
+  { maxItems: MAX_ESCALATION_STEPS, description: 'While the question stays unanswered, deliver it at each step to more channels and approvers (never extends its lifetime)' },
+);
+
+export const QuestionFields = {
+  approvers: Type.Optional(Approvers),
+  escalation: Type.Optional(EscalationSchema),
+  question: Type.String({ minLength: 1, maxLength: 500, description: 'What the person is asked' }),
+  type: Type.Optional(QuestionType),
+  options: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { minItems: 2, maxItems: 20, uniqueItems: true, description: 'The choices (select only)' }),
+  ),
+  context: Type.Optional(Type.String({ maxLength: 2_000, description: 'Background shown with the question' })),
+  placeholder: Type.Optional(Type.String({ maxLength: 200, description: 'Hint inside the text field (input)' })),
+  agentName: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Who is asking, shown to the person' })),
+  callbackUrl: Type.Optional(Type.String({ minLength: 1, maxLength: 2_048, description: 'HTTPS URL that receives the answer (a public address)' })),
+  timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_WAIT_SECONDS, default: 30, description: 'How long this call waits' })),
+};
 
 const Approver = Type.Object({ kind: Type.String(), id: Type.String() });
 

@@ -13,6 +13,7 @@ import webpush from 'web-push';
 import { WebSocket } from 'ws';
 
 import { decryptPushMessage, receiverKeys, startPushPeer, type PushPeer } from '../src/index.js';
+import { eventually } from './eventually.js';
 
 let peer: PushPeer;
 let agent: https.Agent;
@@ -56,15 +57,6 @@ class Browser {
   }
 }
 
-/** Waits for `done`, at most 5 seconds. */
-async function eventually(done: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error('not reached in 5 seconds');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 const keys = () => {
   const ecdh = createECDH('prime256v1');
   const p256dh = ecdh.generateKeys().toString('base64url');
@@ -100,7 +92,7 @@ test('hello, register with the VAPID key, a push forwarded with its data and ack
   const body = Buffer.from(String(notification['data']), 'base64url');
   assert.equal(Buffer.from(decryptPushMessage(body, receiverKeys(own.privateKey, Buffer.from(own.auth, 'base64url'))).plaintext).toString(), 'first');
   browser.socket.send(JSON.stringify({ messageType: 'ack', updates: [{ channelID, version: notification['version'], code: 100 }] }));
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await eventually(() => peer.browserMessages(endpoint).some((message) => message.ackCode !== undefined));
   assert.deepEqual(
     peer.browserMessages(endpoint).map((message) => [message.version, message.ackCode]),
     [[notification['version'], 100]],

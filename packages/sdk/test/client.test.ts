@@ -7,7 +7,9 @@ import {
   createWorkspace,
   eventually,
   freePort,
+  metricValue,
   pendingQuestionId,
+  scrapeMetrics,
   seedAudience,
   startSendingHarness,
   subscribeBrowser,
@@ -51,6 +53,21 @@ before(async () => {
 after(() => harness?.stop());
 
 const client = (apiKey: string, baseUrl = harness.stack.gatewayUrl) => new Herald({ apiKey, baseUrl });
+
+/** A client whose requests are listed as they are sent ("GET /ask/<id>?wait=1", paths below the server API). */
+function recordingClient(apiKey: string): { herald: Herald; sent: string[] } {
+  const sent: string[] = [];
+  const recording: typeof fetch = (input, init) => {
+    sent.push(`${init?.method ?? 'GET'} ${String(input).slice(`${harness.stack.gatewayUrl}/api/v1/server`.length)}`);
+    return fetch(input, init);
+  };
+  return { herald: new Herald({ apiKey, baseUrl: harness.stack.gatewayUrl, fetch: recording }), sent };
+}
+
+/** Until the gateway holds exactly `count` callers open for an answer (its herald_approvals_waiters gauge). */
+async function untilHeld(count: number): Promise<void> {
+  await eventually(`${count} caller(s) held for an answer`, () => scrapeMetrics(harness.stack.gateways[0]?.metricsUrl), (metrics) => metricValue(metrics, 'herald_approvals_waiters') === count);
+}
 
 /** The error a call rejects with, checked to be of the class. */
 async function rejection<E extends HeraldError>(ErrorClass: new (...args: never[]) => E, promise: Promise<unknown>): Promise<E> {
@@ -428,16 +445,18 @@ test('ask: create without waiting, read, withdraw; the pending limit is a RateLi
 
 test('askAndWait waits across several windows until a person answers', async () => {
   const workspace = await createWorkspace('growth');
-  const herald = client(workspace.apiKey);
-  const started = Date.now();
+  const { herald, sent } = recordingClient(workspace.apiKey);
   const waiting = herald.askAndWait({ question: 'Ship it?', agentName: 'release-bot' }, { totalTimeoutMs: 30_000, windowSeconds: 1 });
   const id = await pendingQuestionId(workspace.workspaceId, 'ask');
-  // Past at least two one-second windows before the person answers.
-  await new Promise((resolve) => setTimeout(resolve, 2_500));
-  await personAnswers(await herald.getAsk(id), 'yes');
+  // The person answers once two one-second windows (the POST's and a GET's) ran out without an answer.
+  const window = `GET /ask/${id}?wait=1`;
+  await eventually('the third window asked for', async () => sent.filter((request) => request === window).length, (windows) => windows >= 2);
+  await personAnswers(await client(workspace.apiKey).getAsk(id), 'yes');
   const record = await waiting;
   assert.deepEqual({ id: record.correlationId, status: record.status, answered: record.answered, value: record.value }, { id, status: 'answered', answered: true, value: 'yes' });
-  assert.ok(Date.now() - started >= 2_500);
+  // One more window at most, if the answer came just as the third ran out.
+  assert.equal(sent[0], 'POST /ask');
+  assert.ok(sent.length >= 3 && sent.length <= 4 && sent.slice(1).every((request) => request === window), sent.join(', '));
 });
 
 test('askAndWait stops when the question expires unanswered, or when the caller budget ends', async () => {
@@ -562,7 +581,8 @@ test('decideAndWait returns the answer once a person gives it, and the pending d
   const herald = client(workspace.apiKey);
   const waiting = herald.decideAndWait({ question: 'Rotate the database password?' }, { totalTimeoutMs: 30_000 });
   const id = await pendingQuestionId(workspace.workspaceId, 'decision');
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  // Answered while the SDK's call is held for it.
+  await untilHeld(1);
   await herald.answerDecision(id, 'yes');
   const decided = await waiting;
   assert.deepEqual({ id: decided.decisionId, status: decided.status, approved: decided.approved }, { id, status: 'answered', approved: true });
@@ -682,14 +702,18 @@ test('no retries: a 429 and a 503 are thrown after exactly one request each', as
 
 test('a per-request time-out throws RequestTimeoutError; a caller AbortSignal aborts with its own reason', async () => {
   const workspace = await createWorkspace('growth');
-  const herald = client(workspace.apiKey);
+  const { herald, sent } = recordingClient(workspace.apiKey);
   const asked = await herald.ask({ question: 'Wait for me?', wait: false });
   const timedOut = await rejection(RequestTimeoutError, herald.getAsk(asked.correlationId, { wait: 5 }, { timeoutMs: 300 }));
   assert.deepEqual({ status: timedOut.status, code: timedOut.code }, { status: 0, code: 'timeout' });
   const controller = new AbortController();
   const reason = new Error('caller gave up');
-  setTimeout(() => controller.abort(reason), 200);
-  await assert.rejects(herald.getAsk(asked.correlationId, { wait: 5 }, { signal: controller.signal }), (err) => err === reason);
+  const waiting = herald.getAsk(asked.correlationId, { wait: 5 }, { signal: controller.signal });
+  // Aborted once the SDK has sent the request (the gateway would hold it for 5 s).
+  await eventually('the held request sent', async () => sent.length, (requests) => requests === 3);
+  controller.abort(reason);
+  await assert.rejects(waiting, (err) => err === reason);
+  assert.deepEqual(sent, ['POST /ask', `GET /ask/${asked.correlationId}?wait=5`, `GET /ask/${asked.correlationId}?wait=5`]);
 });
 
 test('identity verification: a proof made by externalIdProof makes the subscriber an approver device; pair; the secret rotates', async () => {

@@ -140,6 +140,34 @@ test('a claim says whether it takes over a lapsed one: the work loop counts thos
   assert.deepEqual(third.rows.map((row) => row[LAPSED_COLUMN]), [false]);
 });
 
+/**
+ * Until the loop is asleep and listening on `channel`: the LISTEN done, and the loop's connections
+ * idle since after it (the wake-up a LISTEN gives has been worked), the same at two looks in a row.
+ */
+async function untilAsleepListening(channel: string): Promise<void> {
+  // Looked at from a pool of its own: a query on the loop's pool would hide the loop's last one.
+  const observer = createPool({ url: database.url, schema, max: 1, applicationName: 'workloop-test-observer' });
+  try {
+    let previous: string | null = null;
+    for (let looks = 0; looks < 500; looks += 1) {
+      const { rows } = await observer.query<{ quiet: boolean; latest: string | null }>(
+        `WITH loop AS (SELECT query, state, state_change FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'workloop-test'),
+              listening AS (SELECT max(state_change) AS at FROM loop WHERE query = $1 AND state = 'idle')
+         SELECT coalesce((SELECT at FROM listening) < max(state_change) AND bool_and(state = 'idle'), false) AS quiet, max(state_change)::text AS latest
+           FROM loop WHERE query <> $1`,
+        [`LISTEN ${channel}`],
+      );
+      const { quiet, latest } = rows[0] ?? { quiet: false, latest: null };
+      if (quiet && latest === previous) return;
+      previous = quiet ? latest : null;
+      await sleep(20);
+    }
+  } finally {
+    await observer.end();
+  }
+  throw new Error(`the loop is not asleep listening on ${channel} after 500 looks`);
+}
+
 test('a NOTIFY on the channel wakes an idle loop at once instead of at its next poll', async () => {
   await reset();
   const channel = `${schema}_wake`;
@@ -158,7 +186,7 @@ test('a NOTIFY on the channel wakes an idle loop at once instead of at its next 
     },
   });
   try {
-    await sleep(500); // listening, and asleep for a minute
+    await untilAsleepListening(channel); // for a minute
     const client = await pool.connect();
     const at = Date.now();
     try {
