@@ -483,8 +483,11 @@ test('decisions: create with an Idempotency-Key, replay, read, answer, cancel, r
     { idempotencyKey: 'refund-1234' },
   );
   assert.match(opened.decisionId, /^dec_/);
+  // The lifetime counts down in whole seconds: a slow request crosses a second's boundary.
+  assert.equal(Math.round((Date.parse(opened.expiresAt) - Date.parse(opened.createdAt)) / 1000), 3_600);
+  assert.ok(opened.expiresInSeconds === 3_600 || opened.expiresInSeconds === 3_599, `expiresInSeconds ${opened.expiresInSeconds}`);
   assert.deepEqual(
-    { ...opened, decisionPageUrl: '', expiresAt: '', createdAt: '' },
+    { ...opened, decisionPageUrl: '', expiresAt: '', createdAt: '', expiresInSeconds: 3_600 },
     {
       decisionId: opened.decisionId,
       status: 'pending',
