@@ -161,6 +161,12 @@ test("no other question, campaign or send reaches a member's device", async () =
     listed.body.data.map((subscriber) => subscriber.id),
     [approverDevice.id],
   );
+  // Nor can a key read, change or delete it by its id.
+  const byKey = `${SERVER_API}/subscribers/${device.id}`;
+  for (const [method, body] of [['GET'], ['PATCH', { tags: ['vip'] }], ['DELETE']] as const) {
+    const refused = await call<{ code: string }>(harness.stack.gatewayUrl, byKey, { method, key: t.workspace.apiKey, body });
+    assert.deepEqual([method, refused.status, refused.body.code], [method, 404, 'not_found']);
+  }
   const counted = await call(harness.stack.gatewayUrl, `${SERVER_API}/subscribers/count`, { key: t.workspace.apiKey });
   assert.deepEqual(counted.body, { total: 1, active: 1, unsubscribed: 0 });
   const channels = await call<{ site: unknown }>(harness.stack.gatewayUrl, `${SERVER_API}/channels`, { key: t.workspace.apiKey });

@@ -148,7 +148,8 @@ export async function listSubscribers(db: Queryable, filter: ListFilter): Promis
 }
 
 export async function findSubscriber(db: Queryable, workspaceId: string, id: string): Promise<SubscriberRow | undefined> {
-  const { rows } = await db.query<SubscriberRow>(`SELECT ${subscriberColumns} FROM subscribers WHERE workspace_id = $1 AND id = $2`, [
+  // A member's device is the member's own (the console's /me/devices): the subscriber API never reaches it.
+  const { rows } = await db.query<SubscriberRow>(`SELECT ${subscriberColumns} FROM subscribers WHERE workspace_id = $1 AND id = $2 AND member_id IS NULL`, [
     workspaceId,
     id,
   ]);
@@ -171,7 +172,7 @@ export async function updateSubscriber(db: Queryable, workspaceId: string, id: s
        external_id_verified = external_id_verified AND (NOT $5 OR $6 IS NOT DISTINCT FROM external_id),
        custom_data = CASE WHEN $7 THEN $8::jsonb ELSE custom_data END,
        updated_at  = now()
-     WHERE workspace_id = $1 AND id = $2
+     WHERE workspace_id = $1 AND id = $2 AND member_id IS NULL
      RETURNING ${subscriberColumns}`,
     [
       workspaceId,
@@ -187,11 +188,11 @@ export async function updateSubscriber(db: Queryable, workspaceId: string, id: s
   return rows[0];
 }
 
-/** Removes the subscriber and its push subscription; false when there is none (or, with `memberId`, none of that member's devices). */
+/** Removes the subscriber and its push subscription; false when there is none (with `memberId`, none of that member's devices; without, a member's device is none). */
 export async function deleteSubscriber(pool: Pool, workspaceId: string, id: string, memberId: string): Promise<boolean> {
   return withTransaction(pool, async (tx) => {
     const { rows } = await tx.query<Departed>(
-      `DELETE FROM subscribers WHERE workspace_id = $1 AND id = $2 AND ($3 = '' OR member_id = $3) RETURNING id, site_id, external_id`,
+      `DELETE FROM subscribers WHERE workspace_id = $1 AND id = $2 AND member_id IS NOT DISTINCT FROM NULLIF($3, '') RETURNING id, site_id, external_id`,
       [workspaceId, id, memberId],
     );
     const row = rows[0];
