@@ -82,7 +82,9 @@ export function createPool({ url, schema, max = 10, applicationName, namespace =
  */
 export async function connectDedicated(pool: Pool): Promise<pg.Client> {
   const client = new pg.Client(pool.options);
-  client.on('error', (err) => pool.emit('error', err, client));
+  client.on('error', (err) => {
+    if (pool.listenerCount('error') > 0) pool.emit('error', err, client);
+  });
   await client.connect();
   return client;
 }
