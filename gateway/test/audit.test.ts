@@ -214,6 +214,47 @@ test('an ask record: withdrawn is recorded cancelled; an expired question is rec
   assert.equal((await verify('chain', 'verify', '--question', id)).code, 0);
 });
 
+test('answers landing together: a workspace\'s decisions answered at once all take, and refusals racing on one question make one unbroken chain', async () => {
+  const workspace = await createWorkspace('growth');
+  const key = workspace.apiKey;
+  const open = async (question: string, approver: string): Promise<string> => {
+    const opened = await call<{ decisionId: string }>(gateway(), `${SERVER_API}/decisions`, { method: 'POST', key, body: { question, approvers: [{ kind: 'key', id: approver }] } });
+    assert.equal(opened.status, 200, JSON.stringify(opened.body));
+    return opened.body.decisionId;
+  };
+  const answer = (id: string) => call<{ status: string; code: string }>(gateway(), `${SERVER_API}/decisions/${id}`, { method: 'POST', key, body: { answer: 'yes' } });
+
+  // Twelve questions of one workspace, each answered by its approver (the key), all at once.
+  const ids: string[] = [];
+  for (let index = 0; index < 12; index += 1) ids.push(await open(`Ship part ${index}?`, workspace.keyId));
+  const answers = await Promise.all(ids.map(answer));
+  assert.deepEqual(
+    answers.map((answered) => [answered.status, answered.body.status]),
+    ids.map(() => [200, 'answered']),
+  );
+  for (const id of ids) {
+    assert.deepEqual(
+      (await chain(key, `/decisions/${id}/events`)).map((event) => event.kind),
+      ['opened', 'answered'],
+    );
+  }
+
+  // Ten refused attempts on one question at once: each appended after the one before, no fork, no gap.
+  const raced = await open('Race me?', 'k_elsewhere');
+  const refusals = await Promise.all(Array.from({ length: 10 }, () => answer(raced)));
+  assert.deepEqual(
+    refusals.map((refused) => [refused.status, refused.body.code]),
+    refusals.map(() => [403, 'forbidden']),
+  );
+  const record = await chain(key, `/decisions/${raced}/events`);
+  assert.deepEqual(
+    record.map((event) => event.kind),
+    ['opened', ...Array.from({ length: 10 }, () => 'refused')],
+  );
+  const intact = await verify('chain', 'verify', '--question', raced);
+  assert.deepEqual([intact.code, JSON.parse(intact.stdout)], [0, { questionId: raced, entries: 11, intact: true, head: record.at(-1)?.hash }]);
+});
+
 test('the CLI: usage errors exit 2, an unknown question exits 1', async () => {
   const missing = await verify('chain', 'verify');
   assert.equal(missing.code, 2);

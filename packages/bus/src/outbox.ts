@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 import { backoffMs, type BackoffOptions } from '@herald/backoff';
-import { assertSchemaName, createWakeup, CURRENT_NAMESPACE_SQL, withTransaction, type MigrationSource, type Pool, type PoolClient, type Queryable } from '@herald/db';
+import { assertSchemaName, connectDedicated, createWakeup, CURRENT_NAMESPACE_SQL, withTransaction, type MigrationSource, type Pool, type PoolClient, type Queryable } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import { currentTraceHeaders } from '@herald/telemetry';
+import type pg from 'pg';
 
 import { EVENT_ID_HEADER, type Bus } from './kafka.js';
 import { observeOutbox } from './metrics.js';
@@ -88,7 +89,7 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
   const { sleep, wake: poke } = createWakeup();
   const drainWaiters: Array<() => void> = [];
 
-  const publishBatch = async (client: PoolClient): Promise<number> => {
+  const publishBatch = async (client: pg.Client): Promise<number> => {
     await client.query('BEGIN');
     try {
       const { rows } = await client.query<OutboxRow>(
@@ -115,21 +116,26 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
     }
   };
 
+  /** Takes the schema's leadership (a session lock) on `client` if no other replica holds it. */
+  const lead = async (client: pg.Client): Promise<boolean> => {
+    const { rows } = await client.query<{ leader: boolean }>(`SELECT pg_try_advisory_lock(hashtext($1 || ${CURRENT_NAMESPACE_SQL})) AS leader`, [`herald.outbox.${schema}.`]);
+    return rows[0]?.leader === true;
+  };
+
   const run = async (): Promise<void> => {
     let failures = 0;
     while (!stopping) {
-      let client: PoolClient | undefined;
+      // Its own connection (see connectDedicated): the leader holds it, and its session lock, for good.
+      let client: pg.Client | undefined;
       try {
-        client = await pool.connect();
-        const { rows } = await client.query<{ leader: boolean }>(`SELECT pg_try_advisory_lock(hashtext($1 || ${CURRENT_NAMESPACE_SQL})) AS leader`, [
-          `herald.outbox.${schema}.`,
-        ]);
-        if (!rows[0]?.leader) {
-          client.release();
-          client = undefined;
+        client = await connectDedicated(pool);
+        // Another replica leads: ask again now and then, on the same connection.
+        let leader = await lead(client);
+        while (!leader && !stopping) {
           await sleep(pollMs * 5);
-          continue;
+          if (!stopping) leader = await lead(client);
         }
+        if (!leader) continue;
         const onNotification = (): void => poke();
         client.on('notification', onNotification);
         await client.query(`LISTEN ${channelOf(schema)}`);
@@ -149,12 +155,12 @@ export function startOutboxRelay({ pool, schema, bus, logger, batchSize = 500, p
         failures += 1;
         // Once per outage; the retries that follow are expected until the database is back.
         if (failures === 1) logger.warn({ err, schema }, 'outbox relay failed; retrying with backoff');
-        // A broken connection must not return to the pool holding the lock.
-        client?.release(err as Error);
+        // Ending the connection ends its session, and with it the leadership lock.
+        await client?.end().catch(() => undefined);
         client = undefined;
         await sleep(backoffMs(failures, RELAY_BACKOFF));
       } finally {
-        client?.release();
+        await client?.end().catch(() => undefined);
       }
     }
   };

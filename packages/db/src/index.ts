@@ -73,6 +73,22 @@ export function createPool({ url, schema, max = 10, applicationName, namespace =
   return pool;
 }
 
+/**
+ * A connection of its own, outside the pool but with its settings (schema, namespace, timeouts),
+ * for one held as long as the process runs (a LISTEN, the outbox relay's leadership). Taken from
+ * the pool instead, each would shrink the pool for queries for good: the decision service held 5
+ * of its 10 that way, and answers queued for the other 5. Its errors are reported like the
+ * pool's; the caller ends it.
+ */
+export async function connectDedicated(pool: Pool): Promise<pg.Client> {
+  const client = new pg.Client(pool.options);
+  client.on('error', (err) => {
+    if (pool.listenerCount('error') > 0) pool.emit('error', err, client);
+  });
+  await client.connect();
+  return client;
+}
+
 export async function withTransaction<T>(pool: Pool, fn: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {

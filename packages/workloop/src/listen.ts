@@ -1,10 +1,12 @@
 import { backoffMs, type BackoffOptions } from '@herald/backoff';
-import type { Pool, PoolClient } from '@herald/db';
+import { connectDedicated, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
+import type pg from 'pg';
 
 /**
- * Holds one connection LISTENing on `channel` and calls `onNotify` for each NOTIFY, and once
- * (re)connected, since anything committed while no one listened is waiting. A lost connection
+ * Holds one connection LISTENing on `channel` (its own, outside the pool: see connectDedicated)
+ * and calls `onNotify` for each NOTIFY, and once (re)connected, since anything committed while no
+ * one listened is waiting. A lost connection
  * (a database restart) logs one warning and is replaced, backing off, until `stopped`.
  */
 /** Between two tries to listen again: up to 0.5 s, 1 s, ... 30 s (full jitter); due work is still found by polling meanwhile. */
@@ -15,10 +17,10 @@ export async function listenForWakeups(pool: Pool, channel: string, onNotify: ()
   void stopped.then(() => (stopping = true));
   let failures = 0;
   while (!stopping) {
-    let client: PoolClient | undefined;
+    let client: pg.Client | undefined;
     let failure: Error | undefined;
     try {
-      client = await pool.connect();
+      client = await connectDedicated(pool);
       const lost = new Promise<void>((resolve) => {
         client?.on('error', (err) => {
           failure = err;
@@ -36,9 +38,7 @@ export async function listenForWakeups(pool: Pool, channel: string, onNotify: ()
       failure = err as Error;
     }
     client?.removeAllListeners('notification');
-    client?.removeAllListeners('error');
-    // A broken connection must not go back to the pool.
-    client?.release(failure);
+    await client?.end().catch(() => undefined);
     if (failure && !stopping) {
       if (failures === 0) logger.warn({ err: failure, channel }, 'lost the LISTEN connection; reconnecting (due work is still found by polling)');
       failures += 1;

@@ -168,23 +168,27 @@ async function untilAsleepListening(channel: string): Promise<void> {
   throw new Error(`the loop is not asleep listening on ${channel} after 500 looks`);
 }
 
-test('a NOTIFY on the channel wakes an idle loop at once instead of at its next poll', async () => {
-  await reset();
-  const channel = `${schema}_wake`;
-  const worked: number[] = [];
-  const loop = startWorkLoop<Item>({
-    name: 'listener',
-    pool,
+/** A loop that sleeps a minute between polls unless `channel` is notified; `worked` gets the time each batch was done. */
+const listeningLoop = (name: string, on: Pool, channel: string, worked: number[]) =>
+  startWorkLoop<Item>({
+    name,
+    pool: on,
     logger,
     table,
     leaseMs: 30_000,
     pollMs: 60_000,
     channel,
     work: async (rows, token) => {
+      await finish(name)(rows, token);
       worked.push(Date.now());
-      await finish('listener')(rows, token);
     },
   });
+
+test('a NOTIFY on the channel wakes an idle loop at once instead of at its next poll', async () => {
+  await reset();
+  const channel = `${schema}_wake`;
+  const worked: number[] = [];
+  const loop = listeningLoop('listener', pool, channel, worked);
   try {
     await untilAsleepListening(channel); // for a minute
     const client = await pool.connect();
@@ -202,6 +206,33 @@ test('a NOTIFY on the channel wakes an idle loop at once instead of at its next 
     assert.ok((worked[0] as number) - at < 1_000, `woken after ${(worked[0] as number) - at} ms`);
   } finally {
     await loop.stop();
+  }
+});
+
+test('a listening loop keeps its LISTEN outside the pool: on a pool of one connection it still claims and works at once', async () => {
+  await reset();
+  const channel = `${schema}_own`;
+  const applicationName = `workloop-test-${randomBytes(3).toString('hex')}`;
+  const small = createPool({ url: database.url, schema, max: 1, applicationName });
+  const worked: number[] = [];
+  const loop = listeningLoop('one-connection', small, channel, worked);
+  try {
+    const listening = async () =>
+      (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query = $2`, [applicationName, `LISTEN ${channel}`])).rowCount === 1;
+    for (let waited = 0; waited < 5_000 && !(await listening()); waited += 20) await sleep(20);
+    assert.equal(await listening(), true);
+    const at = Date.now();
+    await pool.query(`WITH added AS (INSERT INTO ${schema}.items (due_at) VALUES (now()) RETURNING id) SELECT pg_notify($1, '') FROM added`, [channel]);
+    for (let waited = 0; waited < 5_000 && worked.length === 0; waited += 10) await sleep(10);
+    assert.equal(worked.length, 1);
+    assert.ok((worked[0] as number) - at < 1_000, `worked after ${(worked[0] as number) - at} ms`);
+    // The pool's one connection served the claim; the LISTEN is a connection of its own.
+    assert.equal(small.totalCount, 1);
+    const { rows } = await pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM pg_stat_activity WHERE application_name = $1`, [applicationName]);
+    assert.equal(rows[0]?.count, 2);
+  } finally {
+    await loop.stop();
+    await small.end();
   }
 });
 

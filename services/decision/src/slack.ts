@@ -155,7 +155,11 @@ export function startSlackUpdates(deps: SlackDeps & { retry: { baseMs: number; c
     channel: store.SLACK_MESSAGES_CHANNEL,
     leaseMs: deps.leaseMs,
     batchSize: 1,
-    concurrency: 8,
+    // Off the answer's path (the message shows the outcome after the commit), so it must not
+    // compete with answers: at 8 at once its bursts after each answer (two reads, the Slack call,
+    // the record) took the pool and the CPU the next clicks needed, and a click's wake-up took 8x
+    // longer under load (loadtest/README.md, "Where answers queued").
+    concurrency: 2,
     pollMs: deps.pollMs,
     async work([row], token) {
       if (!row) return;

@@ -371,7 +371,7 @@ export interface QuestionEventRow {
 /**
  * Appends an entry to a question's record, chained to the one before it (see migration 006). Call
  * it in the transaction that makes the change it records; appends to one question are serialised
- * so the chain has no forks.
+ * (the head is read under the record's lock, migration 013) so the chain has no forks.
  */
 export async function appendEvent(
   tx: Queryable,
@@ -379,8 +379,7 @@ export async function appendEvent(
   kind: string,
   { actor = null, detail = {} }: { actor?: Record<string, unknown> | null; detail?: Record<string, unknown> } = {},
 ): Promise<QuestionEventRow> {
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtext('herald.decision.events:' || $1))`, [questionId]);
-  const { rows: last } = await tx.query<{ seq: number; hash: string }>(`SELECT seq, hash FROM question_events WHERE question_id = $1 ORDER BY seq DESC LIMIT 1`, [questionId]);
+  const { rows: last } = await tx.query<{ seq: number; hash: string }>(`SELECT seq, hash FROM question_events_head($1)`, [questionId]);
   const seq = (last[0]?.seq ?? 0) + 1;
   const prevHash = last[0]?.hash ?? '';
   const at = new Date();
@@ -499,10 +498,16 @@ export async function insertSlackMessage(db: Queryable, m: SlackMessageKey & { w
   await db.query(`NOTIFY ${SLACK_MESSAGES_CHANNEL}`);
 }
 
-/** Makes a question's Slack messages due now and wakes the update loop (at commit, in the transaction that settles the question). */
+/**
+ * Makes a question's Slack messages due now and wakes the update loop (at commit, in the
+ * transaction that settles the question): one statement, as it is on every answer's path.
+ */
 export async function slackMessagesDue(db: Queryable, questionId: string): Promise<void> {
-  const { rowCount } = await db.query(`UPDATE slack_messages SET due_at = clock_timestamp() WHERE question_id = $1 AND state = 'pending'`, [questionId]);
-  if (rowCount) await db.query(`NOTIFY ${SLACK_MESSAGES_CHANNEL}`);
+  await db.query(
+    `WITH due AS (UPDATE slack_messages SET due_at = clock_timestamp() WHERE question_id = $1 AND state = 'pending' RETURNING 1)
+     SELECT pg_notify($2, '') WHERE EXISTS (SELECT 1 FROM due)`,
+    [questionId, SLACK_MESSAGES_CHANNEL],
+  );
 }
 
 /** Records a claimed message's update (updated), or when to look again (pending), while the claim holds. */
