@@ -123,8 +123,8 @@ async function startPeer(port: number, keyPoolFile: string, nodeArgs: string[]):
   if (!ready.ca) throw new Error(`the push peer printed no CA: ${readyLine}`);
   const agent = new Agent({ ca: ready.ca, keepAlive: true, maxSockets: 1 });
   atCleanup(async () => agent.destroy());
-  const stats = (): Promise<PeerStats> =>
-    new Promise((resolve, reject) => {
+  const stats = (retried = false): Promise<PeerStats> =>
+    new Promise<PeerStats>((resolve, reject) => {
       const request = get(`${ready.origin}/__peer/stats`, { agent, timeout: 10_000 }, (response) => {
         let body = '';
         response.setEncoding('utf8');
@@ -135,7 +135,8 @@ async function startPeer(port: number, keyPoolFile: string, nodeArgs: string[]):
         });
       });
       request.on('timeout', () => request.destroy(new Error('/__peer/stats timed out')));
-      request.on('error', reject);
+      // A kept-alive connection the peer closed as the request went out (Node's documented race): once more on a new one.
+      request.on('error', (err: NodeJS.ErrnoException) => (request.reusedSocket && err.code === 'ECONNRESET' && !retried ? stats(true).then(resolve, reject) : reject(err)));
     });
   return { process: peer, origin: ready.origin, ca: ready.ca, stats };
 }

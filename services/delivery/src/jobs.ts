@@ -79,10 +79,10 @@ export function deliveryJobs({ pool, sender, vapidKeys, maxAttempts, pushTimeout
     const sorted = sortAttempts(recipients, attempts, maxAttempts);
     // The pushes are out: a database restart now must delay their record, not cause them again.
     await retryWhileUnreachable(() => withTransaction(pool, async (tx) => {
-      const held = await store.stillLeased(tx, job.notificationId, [...claimed], token);
+      // Only what this worker still holds is recorded; the rest is another's now.
+      const held = await store.recordOutcomes(tx, job.notificationId, store.outcomesOf(sorted.finals, sorted.again), token);
       const mine = <T extends { subscriberId: string }>(list: T[]) => list.filter((item) => held.has(item.subscriberId));
       const finals = mine(sorted.finals);
-      await store.recordFinal(tx, job.notificationId, finals);
       await store.scheduleRetries(tx, push, mine(sorted.again));
       await store.enqueueResult(tx, job.notificationId, job.workspaceId, finals);
       await store.enqueueDeadLetters(tx, push, recipients, mine(sorted.exhausted));

@@ -60,8 +60,9 @@ export function startRetryWorker({ pool, sender, vapidKeys, logger, maxAttempts,
       const mine = <T extends { subscriberId: string }>(list: T[]) => list.filter((item) => held.has(item.subscriberId));
       const finals = mine(sorted.finals);
       await store.deleteRetries(tx, notificationId, finals.map((final) => final.subscriberId), token);
-      await store.recordFinal(tx, notificationId, finals);
-      await store.scheduleRetries(tx, push, mine(sorted.again), token);
+      const again = mine(sorted.again);
+      await store.recordOutcomes(tx, notificationId, store.outcomesOf(finals, again), null);
+      await store.scheduleRetries(tx, push, again, token);
       await store.enqueueResult(tx, notificationId, push.workspaceId, finals);
       await store.enqueueDeadLetters(tx, push, recipients, mine(sorted.exhausted));
     }), RECORD_PATIENCE_MS);

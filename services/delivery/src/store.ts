@@ -42,15 +42,6 @@ export async function claim(
   return { claimed, heldElsewhere: held[0]?.count ?? 0 };
 }
 
-/** Of a job's claimed recipients, those still held by `claim`, locked until the transaction ends (a worker whose lease ran out records nothing). */
-export async function stillLeased(tx: Queryable, notificationId: string, subscriberIds: string[], claim: string): Promise<Set<string>> {
-  const { rows } = await tx.query<{ subscriber_id: string }>(
-    `SELECT subscriber_id FROM deliveries WHERE notification_id = $1 AND subscriber_id = ANY($2::text[]) AND claim = $3 FOR UPDATE`,
-    [notificationId, subscriberIds, claim],
-  );
-  return new Set(rows.map((row) => row.subscriber_id));
-}
-
 export interface FinalOutcome {
   subscriberId: string;
   status: FinalStatus;
@@ -80,25 +71,53 @@ export interface PushContext {
   topic: string;
 }
 
-export async function recordFinal(tx: Queryable, notificationId: string, outcomes: FinalOutcome[]): Promise<void> {
-  if (outcomes.length === 0) return;
-  await tx.query(
-    `UPDATE deliveries d SET status = o.status, last_status_code = o.code, attempts = o.attempts, updated_at = now(), ${RELEASED}
-       FROM unnest($2::text[], $3::text[], $4::int[], $5::int[]) AS o(subscriber_id, status, code, attempts)
-      WHERE d.notification_id = $1 AND d.subscriber_id = o.subscriber_id`,
-    [notificationId, outcomes.map((o) => o.subscriberId), outcomes.map((o) => o.status), outcomes.map((o) => o.statusCode), outcomes.map((o) => o.attempts)],
-  );
+/** A recipient's state after an attempt: final, or waiting for a retry (which `scheduleRetries` then stores). */
+export type Outcome = { subscriberId: string; status: FinalStatus | 'retrying'; statusCode: number; attempts: number };
+
+/** The outcomes of one sorting: its finals, then its retries as 'retrying'. */
+export const outcomesOf = (finals: FinalOutcome[], retries: RetryOutcome[]): Outcome[] => [
+  ...finals,
+  ...retries.map((retry) => ({ subscriberId: retry.subscriberId, status: 'retrying' as const, statusCode: retry.statusCode, attempts: retry.attempts })),
+];
+
+/**
+ * Records each recipient's outcome and releases its lease: one statement per distinct outcome
+ * (usually one: every push of a job accepted). With `claim` (a job's worker), only the recipients
+ * it still holds are recorded (a worker whose lease ran out records nothing; the update locks
+ * those rows until the transaction ends, so no one takes them over meanwhile). Returns the
+ * subscribers recorded.
+ *
+ * The rows are found by key range as well as by id: a notification being sent is new to the
+ * table's statistics, so the planner takes it for a few rows and, given the ids alone, reads all
+ * of its rows for every job (a cost that grows with the send); the range keeps each statement to
+ * the job's own rows (a job's recipients are a run of ids, as the fan-out streams them in order).
+ */
+export async function recordOutcomes(tx: Queryable, notificationId: string, outcomes: Outcome[], claim: string | null): Promise<Set<string>> {
+  const groups = new Map<string, { outcome: Outcome; ids: string[] }>();
+  for (const outcome of outcomes) {
+    const key = `${outcome.status} ${outcome.statusCode} ${outcome.attempts}`;
+    const group = groups.get(key) ?? { outcome, ids: [] };
+    group.ids.push(outcome.subscriberId);
+    groups.set(key, group);
+  }
+  const recorded = new Set<string>();
+  for (const { outcome, ids } of groups.values()) {
+    // The range's ends in the database's own collation (the order the fan-out streamed them in).
+    const { rows } = await tx.query<{ subscriber_id: string }>(
+      `UPDATE deliveries SET status = $3, last_status_code = $4, attempts = $5, updated_at = now(), ${RELEASED}
+        WHERE notification_id = $1 AND subscriber_id = ANY($2::text[]) AND ($6::uuid IS NULL OR claim = $6::uuid)
+          AND subscriber_id >= (SELECT min(id) FROM unnest($2::text[]) AS id) AND subscriber_id <= (SELECT max(id) FROM unnest($2::text[]) AS id)
+       RETURNING subscriber_id`,
+      [notificationId, ids, outcome.status, outcome.statusCode, outcome.attempts, claim],
+    );
+    for (const row of rows) recorded.add(row.subscriber_id);
+  }
+  return recorded;
 }
 
-/** Schedules (or, from the retry loop holding `claim`, reschedules and releases) retries of one notification. */
+/** Stores retries of one notification (their deliveries already 'retrying', `recordOutcomes`), or, from the retry loop holding `claim`, reschedules and releases them. */
 export async function scheduleRetries(tx: Queryable, push: PushContext, retries: RetryOutcome[], claim: string | null = null): Promise<void> {
   if (retries.length === 0) return;
-  await tx.query(
-    `UPDATE deliveries d SET status = 'retrying', last_status_code = o.code, attempts = o.attempts, updated_at = now(), ${RELEASED}
-       FROM unnest($2::text[], $3::int[], $4::int[]) AS o(subscriber_id, code, attempts)
-      WHERE d.notification_id = $1 AND d.subscriber_id = o.subscriber_id`,
-    [push.notificationId, retries.map((r) => r.subscriberId), retries.map((r) => r.statusCode), retries.map((r) => r.attempts)],
-  );
   await tx.query(
     `INSERT INTO retries (notification_id, subscriber_id, workspace_id, site_id, endpoint, p256dh, auth, payload, ttl_seconds, urgency, topic, attempts, next_attempt_at)
      SELECT $1, o.subscriber_id, $2, $3, o.endpoint, o.p256dh, o.auth, coalesce(o.payload, $4), $5, $6, $7, o.attempts, o.next_at
