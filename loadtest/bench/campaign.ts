@@ -144,7 +144,7 @@ async function startPeer(port: number, keyPoolFile: string, nodeArgs: string[]):
   if (!ready.ca) throw new Error(`the push peer printed no CA: ${readyLine}`);
   const agent = new Agent({ ca: ready.ca, keepAlive: true, maxSockets: 1 });
   atCleanup(async () => agent.destroy());
-  const stats = (): Promise<PeerStats> =>
+  const statsOnce = (): Promise<PeerStats> =>
     new Promise((resolve, reject) => {
       const request = get(`${ready.origin}/__peer/stats`, { agent, timeout: 10_000 }, (response) => {
         let body = '';
@@ -157,6 +157,13 @@ async function startPeer(port: number, keyPoolFile: string, nodeArgs: string[]):
       });
       request.on('timeout', () => request.destroy(new Error('/__peer/stats timed out')));
       request.on('error', reject);
+    });
+  // A poll every 5 s can meet the peer closing the kept-alive socket (its 5 s keep-alive timeout):
+  // such a request was never served, so it is made again once, on a new socket.
+  const stats = (): Promise<PeerStats> =>
+    statsOnce().catch((err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') throw err;
+      return statsOnce();
     });
   return { process: peer, origin: ready.origin, ca: ready.ca, stats };
 }
