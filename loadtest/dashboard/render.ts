@@ -65,7 +65,7 @@ function chart(data: PanelData, width: number, height: number, from: number, to:
   }
   for (let tick = 0; tick <= 4; tick += 1) {
     const at = from + ((to - from) * tick) / 4;
-    parts.push(`<text x="${x(at)}" y="${height - 4}" text-anchor="middle">${new Date(at * 1_000).toISOString().slice(11, 19)}</text>`);
+    parts.push(`<text x="${x(at)}" y="${height - 4}" text-anchor="${tick === 0 ? 'start' : tick === 4 ? 'end' : 'middle'}">${new Date(at * 1_000).toISOString().slice(11, 19)}</text>`);
   }
   data.series.forEach((series, index) => {
     // A gap where the value is NaN (a quantile with nothing in its window), as Grafana leaves one.
