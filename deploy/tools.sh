@@ -3,8 +3,9 @@
 #   helm, kubeconform   `go install` from the Go module proxy into .local/bin
 #   mailpit             the same way: the SMTP server (with an HTTP API) of the mail tests (deploy/lib/mailpit.sh)
 #   Kubernetes schemas  the JSON schemas inside the kubernetes-validate wheel (PyPI), for kubeconform
-#   promtool            Prometheus's rule tester, from Debian's prometheus package (apt-get download, unpacked:
-#                       nothing installed, no service), for the chart's alert rule tests
+#   promtool, prometheus  Prometheus's rule tester and server, from Debian's prometheus package (apt-get download,
+#                       unpacked: nothing installed, no service), for the chart's alert rule tests and the
+#                       dashboard preview (npm run dashboard:preview)
 #   CRD schemas         PodMonitor and PrometheusRule, from the Prometheus Operator's CRDs in its Go
 #                       module (the Go module proxy), for kubeconform (deploy/lib/crd-schemas.mjs)
 #   schemathesis        the OpenAPI fuzzer (PyPI), in a venv at .local/venv, for the gateway's schemathesis test
@@ -104,11 +105,11 @@ ensure_crd_schemas() {
 
 ensure_promtool() {
   local stamp="$BIN_DIR/.promtool.version" work
-  if [[ -x $BIN_DIR/promtool && -f $stamp ]]; then
-    log "promtool: $(cat "$stamp") already unpacked"
+  if [[ -x $BIN_DIR/promtool && -x $BIN_DIR/prometheus && -f $stamp ]]; then
+    log "promtool, prometheus: $(cat "$stamp") already unpacked"
     return 0
   fi
-  log "promtool: apt-get download $PROMETHEUS_DEB"
+  log "promtool, prometheus: apt-get download $PROMETHEUS_DEB"
   work=$(mktemp -d)
   # Downloaded into a folder the _apt user can write, or apt warns and falls back to root.
   chmod 777 "$work"
@@ -118,6 +119,7 @@ ensure_promtool() {
   dpkg-deb -x "$work"/prometheus_*.deb "$work/unpacked" || die "could not unpack $PROMETHEUS_DEB"
   mkdir -p "$BIN_DIR"
   install -m 755 "$work/unpacked/usr/bin/promtool" "$BIN_DIR/promtool"
+  install -m 755 "$work/unpacked/usr/bin/prometheus" "$BIN_DIR/prometheus"
   dpkg-deb -f "$work"/prometheus_*.deb Version >"$stamp"
   rm -rf "$work"
 }
@@ -176,7 +178,7 @@ case "${1:-up}" in
     ensure_schemathesis
     ensure_browsers
     ensure_agent_venvs
-    log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, $BIN_DIR/promtool, $BIN_DIR/mailpit, schemas in $(schema_dir) and $CRD_SCHEMA_DIR, $LOCAL_DIR/venv/bin/schemathesis"
+    log "ready: $BIN_DIR/helm, $BIN_DIR/kubeconform, $BIN_DIR/promtool, $BIN_DIR/prometheus, $BIN_DIR/mailpit, schemas in $(schema_dir) and $CRD_SCHEMA_DIR, $LOCAL_DIR/venv/bin/schemathesis"
     ;;
   env) cmd_env ;;
   *) die "usage: deploy/tools.sh [up|env]" ;;

@@ -15,6 +15,13 @@
 //   BENCH_VIA=send                 send: one POST /send; campaign: POST /campaigns, then POST /campaigns/{id}/send
 //   BENCH_PLACEHOLDERS=0           1: the content holds per-subscriber placeholders ({{subscriber.id}}), filled
 //                                  by the fleet for each recipient (the cost of personalizing, side by side)
+//   BENCH_METRICS=compare          the cost of metrics: BENCH_METRICS_PAIRS (2) pairs of rounds, metrics off then
+//                                  on (off, on, off, on), each the same send on a fresh stack with the first entry
+//                                  of BENCH_DELIVERY_REPLICAS; prints CPU ms per push of both and the extra share
+//                                  against the 3% bar. Off: METRICS_PORT=0 and no OTLP (no meter provider). On
+//                                  (every other round too): each process's /metrics scraped every BENCH_SCRAPE_S
+//                                  (15) s by this driver, as Prometheus does, and exported over OTLP/HTTP to a
+//                                  local receiver every BENCH_SCRAPE_S s (production's default push is every 60 s)
 //   BENCH_CPU_PROF=1               every Herald process and the push peer run with --cpu-prof; summaries of the
 //                                  send window are printed (the profiler slows them down: not for the figures)
 // The services' own variables pass through to them (FANOUT_BATCH_SIZE, PUSH_STREAMS_PER_ORIGIN,
@@ -38,6 +45,7 @@ import { atCleanup, elapsedSeconds, infraEnv, intEnv, log, runBench } from './li
 import { seedSubscribers, type Seeding } from './lib/copy.js';
 import { backgroundLoad, startProcess, type BenchProcess } from './lib/processes.js';
 import { summarizeProfileDir, type ProfiledProcess } from './lib/profile.js';
+import { scrapeEvery, startOtlpReceiver, type ScrapeCounts } from './lib/metrics.js';
 import { recordRun, type Figure } from './lib/record.js';
 import { startHerald, type Herald } from './lib/stack.js';
 import { UsageMonitor, type UsageReport } from './lib/usage.js';
@@ -52,7 +60,20 @@ const settings = {
   cpuProfile: process.env.BENCH_CPU_PROF === '1',
   via: process.env.BENCH_VIA === 'campaign' ? ('campaign' as const) : ('send' as const),
   placeholders: process.env.BENCH_PLACEHOLDERS === '1',
+  metricsCompare: process.env.BENCH_METRICS === 'compare',
+  metricsPairs: intEnv('BENCH_METRICS_PAIRS', 2),
+  scrapeMs: intEnv('BENCH_SCRAPE_S', 15) * 1_000,
 };
+/** One round: a fresh stack with this many delivery replicas, its metrics on or off. */
+interface RoundSpec {
+  replicas: number;
+  metrics: boolean;
+}
+const rounds: RoundSpec[] = settings.metricsCompare
+  ? Array.from({ length: settings.metricsPairs }, () => [false, true].map((metrics) => ({ replicas: settings.replicaRounds[0] ?? 1, metrics }))).flat()
+  : settings.replicaRounds.map((replicas) => ({ replicas, metrics: true }));
+/** The bar for what metrics may add to the CPU per push. */
+const METRICS_COST_BAR = 0.03;
 /** Progress polls: the notification's counters in PostgreSQL (cheap) every second. */
 const POLL_MS = 1_000;
 /**
@@ -82,7 +103,7 @@ const TUNING: Array<[string, string]> = [
   ['KAFKA_SESSION_TIMEOUT_MS', '30000'],
 ];
 /** Every wait has a bound; the whole run too (seeding, then each round, then clean-up). */
-const HARD_DEADLINE_MS = 20 * 60_000 + settings.replicaRounds.length * (settings.sendLimitMs + COMPLETION_WAIT_MS + 8 * 60_000);
+const HARD_DEADLINE_MS = 20 * 60_000 + rounds.length * (settings.sendLimitMs + COMPLETION_WAIT_MS + 8 * 60_000);
 
 function replicaList(value: string): number[] {
   const list = value.split(',').map((part) => Number(part.trim()));
@@ -210,6 +231,10 @@ interface Progress {
 
 interface RoundResult {
   replicas: number;
+  /** Metrics served, scraped and exported (null: off), and what this driver read of them in the round. */
+  metrics: { scrape: ScrapeCounts; otlp: { exports: number; bytes: number } } | null;
+  /** The 1-minute load average when the send started and when its last push was accepted. */
+  load: [number, number];
   postMs: number;
   sent: number;
   reachedAll: boolean;
@@ -262,10 +287,14 @@ interface RoundContext {
 
 const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n);
 
-async function runRound(replicas: number, context: RoundContext): Promise<RoundResult> {
+const roundName = ({ replicas, metrics }: RoundSpec): string =>
+  `${replicas} delivery replica${replicas > 1 ? 's' : ''}${settings.metricsCompare ? `, metrics ${metrics ? 'on' : 'off'}` : ''}`;
+
+async function runRound(spec: RoundSpec, context: RoundContext): Promise<RoundResult> {
   const { db, infra, workspace, profileDir } = context;
+  const { replicas } = spec;
   const profArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const name = `${replicas} delivery replica${replicas > 1 ? 's' : ''}`;
+  const name = roundName(spec);
   log(`round "${name}": Kafka namespace, stack`);
   const namespace = await createKafkaNamespace();
   let removed: Promise<void> | undefined;
@@ -273,6 +302,8 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
   atCleanup(removeNamespace);
   let herald: Herald | undefined;
   let peer: Peer | undefined;
+  const otlp = spec.metrics ? await startOtlpReceiver() : undefined;
+  let scraper: { stop(): Promise<ScrapeCounts> } | undefined;
   try {
     // The peer first: the delivery service reads its CA (a new one each start) when it starts.
     peer = await startPeer(context.peerPort, context.keyPoolFile, profArgs);
@@ -280,7 +311,14 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
     await writeFile(context.caFile, peer.ca);
     herald = await startHerald({
       services: ['account', 'audience', 'campaign', 'delivery'],
-      env: { ...infra, LOG_LEVEL: 'warn', HERALD_NAMESPACE: namespace.prefix },
+      env: {
+        ...infra,
+        LOG_LEVEL: 'warn',
+        HERALD_NAMESPACE: namespace.prefix,
+        // The metrics endpoint alone: traces stay unexported (OTEL_EXPORTER_OTLP_ENDPOINT would export them too).
+        ...(otlp ? { OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: otlp.endpoint, OTEL_METRIC_EXPORT_INTERVAL: String(settings.scrapeMs) } : {}),
+      },
+      metrics: spec.metrics,
       processEnv: { delivery: { PUSH_CA_FILE: context.caFile }, gateway: { ALLOW_ANY_PUSH_SERVICE: 'true' } },
       nodeArgs: () => [...TELEMETRY_ARGS, ...profArgs],
     });
@@ -306,6 +344,12 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
 
     const gatewayUrl = `http://127.0.0.1:${herald.gatewayPort}`;
     log(`round "${name}": ${settings.via === 'send' ? 'POST /send' : 'POST /campaigns + /send'} to ${count(settings.subscribers)} subscribers${settings.placeholders ? ', per-subscriber placeholders' : ''}`);
+    if (spec.metrics) {
+      const urls = [herald.gateway, ...herald.instances].map((instance) => instance.metricsUrl);
+      if (urls.some((url) => url === undefined)) throw new Error('a process was started without a metrics endpoint');
+      scraper = scrapeEvery(urls as string[], settings.scrapeMs);
+    }
+    const loadAtStart = os.loadavg()[0] ?? 0;
     monitor.start();
     const windowFrom = monotonicMicros();
     const postStarted = performance.now();
@@ -369,6 +413,9 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
       }
     }
     const usage = monitor.stop();
+    const load: [number, number] = [loadAtStart, os.loadavg()[0] ?? 0];
+    const scrapes = await scraper?.stop();
+    scraper = undefined;
     const window = { fromMicros: windowFrom, toMicros: monotonicMicros() };
     const reachedAll = peerStats.accepted >= sent;
     const last = progress.at(-1) as Progress;
@@ -411,6 +458,8 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
     await removeNamespace();
     return {
       replicas,
+      metrics: scrapes && otlp ? { scrape: scrapes, otlp: otlp.counts() } : null,
+      load,
       postMs,
       sent,
       reachedAll,
@@ -432,8 +481,10 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
       profiled: Object.fromEntries(watched.map(({ label, pid }) => [String(pid), { label: `${name}: ${label}`, window }])),
     };
   } finally {
+    await scraper?.stop();
     await herald?.stop();
     await peer?.process.stop();
+    await otlp?.close();
     await removeNamespace();
   }
 }
@@ -441,8 +492,14 @@ async function runRound(replicas: number, context: RoundContext): Promise<RoundR
 // ---------------------------------------------------------------- report
 function roundReport(result: RoundResult): string[] {
   const lines: string[] = [];
-  const name = `${result.replicas} delivery replica${result.replicas > 1 ? 's' : ''}`;
+  const name = roundName({ replicas: result.replicas, metrics: result.metrics !== null });
   lines.push(`== ${name}`);
+  if (result.metrics) {
+    const { scrape, otlp } = result.metrics;
+    lines.push(
+      `metrics: ${scrape.scrapes} scrapes of /metrics (${count(Math.round(scrape.bytes / 1_024))} KiB, ${scrape.failures} failed), ${otlp.exports} OTLP exports received (${count(Math.round(otlp.bytes / 1_024))} KiB), every ${seconds(settings.scrapeMs)}`,
+    );
+  } else lines.push('metrics: off (METRICS_PORT=0, no OTLP endpoint: no meter provider)');
   lines.push(`${settings.via === 'send' ? 'POST /send' : 'POST /campaigns + /send'}: answered in ${result.postMs.toFixed(0)} ms, sent ${count(result.sent)}`);
   const at = (ms: number | null): string => (ms === null ? 'not reached' : `+${seconds(ms)}`);
   lines.push(
@@ -500,6 +557,76 @@ function roundReport(result: RoundResult): string[] {
   return lines;
 }
 
+/**
+ * CPU seconds of a round's processes: every one watched (not this driver), and Herald's own (not
+ * the push peer, PostgreSQL, Kafka, Redis). A group whose processes exited inside the window (a
+ * Kafka or PostgreSQL of other work on the machine restarted) comes out negative: it is left out.
+ */
+function roundCpu(result: RoundResult): { all: number; herald: number } {
+  const cpu = (processes: UsageReport['processes']): number => processes.reduce((sum, process) => sum + Math.max(0, process.cpuSeconds ?? 0), 0);
+  return { all: cpu(result.usage.processes), herald: cpu(result.usage.processes.filter((process) => !process.group && process.label !== 'push peer')) };
+}
+
+/** BENCH_METRICS=compare: CPU per push with metrics off and on, round by round and over all rounds of each, against the bar. */
+function metricsCostReport(results: RoundResult[]): { lines: string[]; figures: Figure[] } {
+  const perPush = (cpuSeconds: number, pushes: number): number => (cpuSeconds * 1_000) / Math.max(1, pushes);
+  const lines = ['', `== the cost of metrics: CPU ms per push, off (METRICS_PORT=0, no OTLP) against on (scraped and exported every ${seconds(settings.scrapeMs)})`];
+  const header = ['round', 'metrics', 'pushes', 'window', 'load avg', 'every process', 'Herald only', 'postgres', 'kafka'];
+  const rows = results.map((result, index) => {
+    const { all, herald } = roundCpu(result);
+    const group = (prefix: string): string => {
+      const found = result.usage.processes.find((process) => process.label.startsWith(prefix));
+      return found?.cpuSeconds == null || found.cpuSeconds < 0 ? 'left out' : perPush(found.cpuSeconds, result.accepted).toFixed(4);
+    };
+    return [
+      String(index + 1),
+      result.metrics ? 'on' : 'off',
+      count(result.accepted),
+      seconds(result.usage.seconds * 1_000),
+      `${result.load[0].toFixed(1)} -> ${result.load[1].toFixed(1)}`,
+      perPush(all, result.accepted).toFixed(4),
+      perPush(herald, result.accepted).toFixed(4),
+      group('postgres'),
+      group('kafka'),
+    ];
+  });
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (cells: string[]): string => `  ${cells.map((cell, column) => cell.padStart(widths[column] ?? 0)).join('  ')}`;
+  lines.push(line(header), ...rows.map(line));
+  const total = (on: boolean) => {
+    const chosen = results.filter((result) => (result.metrics !== null) === on);
+    const pushes = chosen.reduce((sum, result) => sum + result.accepted, 0);
+    const cpu = chosen.map(roundCpu);
+    return { all: perPush(cpu.reduce((sum, value) => sum + value.all, 0), pushes), herald: perPush(cpu.reduce((sum, value) => sum + value.herald, 0), pushes) };
+  };
+  const off = total(false);
+  const on = total(true);
+  const extra = (a: number, b: number): string => `${b >= a ? '+' : ''}${((b / a - 1) * 100).toFixed(1)}%`;
+  const pairs: string[] = [];
+  const heraldPairs: string[] = [];
+  for (let index = 0; index + 1 < results.length; index += 2) {
+    const [first, second] = [results[index], results[index + 1]] as [RoundResult, RoundResult];
+    pairs.push(extra(perPush(roundCpu(first).all, first.accepted), perPush(roundCpu(second).all, second.accepted)));
+    heraldPairs.push(extra(perPush(roundCpu(first).herald, first.accepted), perPush(roundCpu(second).herald, second.accepted)));
+  }
+  const met = on.all / off.all - 1 <= METRICS_COST_BAR;
+  lines.push(
+    `  every process: off ${off.all.toFixed(4)}, on ${on.all.toFixed(4)} ms per push: ${extra(off.all, on.all)} (bar <= +${METRICS_COST_BAR * 100}%: ${met ? 'met' : 'NOT met'}); pair by pair ${pairs.join(', ')}`,
+    `  Herald's processes only: off ${off.herald.toFixed(4)}, on ${on.herald.toFixed(4)} ms per push: ${extra(off.herald, on.herald)}; pair by pair ${heraldPairs.join(', ')}`,
+    '  (PostgreSQL and Kafka are shared with whatever else runs on the machine: their CPU in a window includes it)',
+  );
+  return {
+    lines,
+    figures: [
+      { name: 'CPU per push (every process), metrics off', value: Number(off.all.toFixed(4)), unit: 'ms', better: 'lower' },
+      { name: 'CPU per push (every process), metrics on', value: Number(on.all.toFixed(4)), unit: 'ms', better: 'lower' },
+      { name: 'CPU per push with metrics on / off', value: Number((on.all / off.all).toFixed(4)), unit: 'x', better: 'lower' },
+      { name: "CPU per push (Herald's processes), metrics off", value: Number(off.herald.toFixed(4)), unit: 'ms', better: 'lower' },
+      { name: "CPU per push (Herald's processes), metrics on", value: Number(on.herald.toFixed(4)), unit: 'ms', better: 'lower' },
+    ],
+  };
+}
+
 // ---------------------------------------------------------------- main
 async function main(): Promise<number> {
   const infra = await infraEnv();
@@ -530,7 +657,7 @@ async function main(): Promise<number> {
 
   let seeding: Seeding | undefined;
   const results: RoundResult[] = [];
-  for (const [index, replicas] of settings.replicaRounds.entries()) {
+  for (const [index, spec] of rounds.entries()) {
     if (index > 0) {
       // Every round starts from the same state: no deliveries of the earlier send.
       const started = performance.now();
@@ -538,7 +665,7 @@ async function main(): Promise<number> {
       log(`between rounds: deleted ${JSON.stringify(deleted)} and vacuumed in ${seconds(performance.now() - started)}`);
     }
     results.push(
-      await runRound(replicas, {
+      await runRound(spec, {
         db,
         infra,
         workspace,
@@ -572,9 +699,9 @@ async function main(): Promise<number> {
     lines.push(`seeding: COPY ${count(seeding.rows)} rows in ${seconds(seeding.copyMs)} (${count(Math.round(seeding.rows / (seeding.copyMs / 1_000)))} rows/s), VACUUM ANALYZE ${seconds(seeding.vacuumMs)}`);
   }
   lines.push('');
-  const summaryHeader = ['delivery replicas', 'POST ms', 'last push', 'completed', 'pushes/s overall', 'steady', `<= ${TARGET_MS / 60_000} min`];
+  const summaryHeader = ['round', 'POST ms', 'last push', 'completed', 'pushes/s overall', 'steady', `<= ${TARGET_MS / 60_000} min`];
   const summary = results.map((result) => [
-    String(result.replicas),
+    roundName({ replicas: result.replicas, metrics: result.metrics !== null }),
     result.postMs.toFixed(0),
     result.lastPushMs === null ? `not in ${seconds(settings.sendLimitMs)}` : seconds(result.lastPushMs),
     result.completedMs === null ? '-' : seconds(result.completedMs),
@@ -588,6 +715,8 @@ async function main(): Promise<number> {
   lines.push(widths.map((width) => '-'.repeat(width)).join('  '));
   for (const row of summary) lines.push(line(row));
   for (const result of results) lines.push('', ...roundReport(result));
+  const metricsCost = settings.metricsCompare ? metricsCostReport(results) : undefined;
+  if (metricsCost) lines.push(...metricsCost.lines);
   lines.push('');
   lines.push(
     `caveat: every process (services, gateway, push peer, PostgreSQL, Kafka, this driver) shares these ${os.availableParallelism()} cores; the push service is local and free, so the figures are Herald's own cost on one small box.`,
@@ -595,16 +724,17 @@ async function main(): Promise<number> {
   console.log(lines.join('\n'));
   if (profileDir) console.log(await summarizeProfileDir(profileDir, Object.assign({}, ...results.map((result) => result.profiled)) as Record<string, ProfiledProcess>));
   const recorded = recordRun(
-    'send',
-    results.flatMap((result): Figure[] => {
-      const cpuSeconds = result.usage.processes.reduce((sum, process) => sum + (process.cpuSeconds ?? 0), 0);
-      return [
-        ...(result.lastPushMs === null ? [] : [{ name: `last push accepted, ${result.replicas} delivery replicas`, value: result.lastPushMs / 1_000, unit: 's', better: 'lower' as const }]),
-        { name: `pushes/s overall, ${result.replicas} delivery replicas`, value: Math.round(result.overallRate), unit: '/s', better: 'higher' },
-        { name: `CPU per push (every process), ${result.replicas} delivery replicas`, value: Number(((cpuSeconds * 1_000) / Math.max(1, result.accepted)).toFixed(4)), unit: 'ms', better: 'lower' },
-      ];
-    }),
-    { ...settings, tuning: Object.fromEntries(TUNING.map(([variable, fallback]) => [variable, process.env[variable] ?? fallback])) },
+    settings.metricsCompare ? 'send-metrics' : 'send',
+    metricsCost?.figures ??
+      results.flatMap((result): Figure[] => {
+        const cpuSeconds = result.usage.processes.reduce((sum, process) => sum + (process.cpuSeconds ?? 0), 0);
+        return [
+          ...(result.lastPushMs === null ? [] : [{ name: `last push accepted, ${result.replicas} delivery replicas`, value: result.lastPushMs / 1_000, unit: 's', better: 'lower' as const }]),
+          { name: `pushes/s overall, ${result.replicas} delivery replicas`, value: Math.round(result.overallRate), unit: '/s', better: 'higher' },
+          { name: `CPU per push (every process), ${result.replicas} delivery replicas`, value: Number(((cpuSeconds * 1_000) / Math.max(1, result.accepted)).toFixed(4)), unit: 'ms', better: 'lower' },
+        ];
+      }),
+    { ...settings, rounds, tuning: Object.fromEntries(TUNING.map(([variable, fallback]) => [variable, process.env[variable] ?? fallback])) },
     idleBusy,
   );
   if (recorded) log(`recorded in ${recorded}`);

@@ -11,7 +11,7 @@ export type BenchProcess = LaunchedProcess;
  * (the services run with LOG_LEVEL=warn and print nothing), the last 64 KiB of output are kept for
  * error messages, and a stop that takes longer than 8 s ends in SIGKILL.
  */
-export const BENCH_LAUNCH = { timeoutMs: 20_000, keepOutput: 65_536, stopGraceMs: 8_000 } satisfies Partial<LaunchOptions>;
+export const BENCH_LAUNCH = { timeoutMs: 60_000, keepOutput: 65_536, stopGraceMs: 8_000 } satisfies Partial<LaunchOptions>;
 
 export interface StartOptions {
   name: string;

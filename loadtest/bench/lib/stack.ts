@@ -1,7 +1,8 @@
 // Herald's own processes for a benchmark: services and a gateway (more on demand) on free ports, each started
 // by @herald/launcher's launchComponent (ready when its port accepts, so LOG_LEVEL=warn is fine), wired to each
 // other as the component registry (the chart's `components`) says, like testkit's startStack, with
-// `--import @herald/telemetry/register` as in production.
+// `--import @herald/telemetry/register` as in production, and each its own Prometheus endpoint (its
+// `metricsUrl`) unless metrics are off.
 import { randomBytes } from 'node:crypto';
 
 import { readComponents, type Component } from '@herald/components';
@@ -21,6 +22,11 @@ export interface HeraldOptions {
   processEnv?: Partial<Record<ProcessName, Record<string, string>>>;
   /** Node arguments per process; default `--import @herald/telemetry/register`. */
   nodeArgs?: (name: ProcessName) => string[];
+  /**
+   * true (default): every process serves /metrics on a free port of its own, as each pod does on
+   * 9464; false: METRICS_PORT=0 everywhere (with no OTLP endpoint given, no meter provider at all).
+   */
+  metrics?: boolean;
 }
 
 export interface Herald {
@@ -38,7 +44,7 @@ export interface Herald {
   stop(): Promise<void>;
 }
 
-export async function startHerald({ services, env: given, processEnv = {}, nodeArgs = () => [...TELEMETRY_ARGS] }: HeraldOptions): Promise<Herald> {
+export async function startHerald({ services, env: given, processEnv = {}, nodeArgs = () => [...TELEMETRY_ARGS], metrics = true }: HeraldOptions): Promise<Herald> {
   // The delivery fleet signs engagement tokens that the gateway checks: one secret per stack.
   const env = { ENGAGEMENT_TOKEN_SECRET: randomBytes(32).toString('base64url'), ...given };
   const components = new Map(readComponents().map((component) => [component.name, component]));
@@ -50,9 +56,10 @@ export async function startHerald({ services, env: given, processEnv = {}, nodeA
     return component;
   };
   const instances: BenchProcess[] = [];
+  const metricsEnv = async (): Promise<{ METRICS_PORT: string }> => ({ METRICS_PORT: metrics ? String(await freePort()) : '0' });
   // A replica listens on a port of its own; what calls it keeps the first instance's address.
   const start = async (name: ServiceName, port: number): Promise<BenchProcess> => {
-    const instance = await launchComponent(componentNamed(name), { ...BENCH_LAUNCH, ports, port, ready: 'port', nodeArgs: nodeArgs(name), env: { ...env, ...processEnv[name] } });
+    const instance = await launchComponent(componentNamed(name), { ...BENCH_LAUNCH, ports, port, ready: 'port', nodeArgs: nodeArgs(name), env: { ...env, ...(await metricsEnv()), ...processEnv[name] } });
     instances.push(instance);
     return instance;
   };
@@ -60,7 +67,7 @@ export async function startHerald({ services, env: given, processEnv = {}, nodeA
   const gateways: BenchProcess[] = [];
   const startGateway = async (): Promise<{ port: number; process: BenchProcess }> => {
     const port = await freePort();
-    const gateway = await launchComponent(componentNamed('gateway'), { ...BENCH_LAUNCH, ports, port, ready: 'port', nodeArgs: nodeArgs('gateway'), env: { ...env, HOST: '127.0.0.1', ...processEnv.gateway } });
+    const gateway = await launchComponent(componentNamed('gateway'), { ...BENCH_LAUNCH, ports, port, ready: 'port', nodeArgs: nodeArgs('gateway'), env: { ...env, ...(await metricsEnv()), HOST: '127.0.0.1', ...processEnv.gateway } });
     gateways.push(gateway);
     return { port, process: gateway };
   };
