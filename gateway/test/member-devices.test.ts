@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { QUESTION_PIPELINE } from '@herald/bus';
+import { consumers, QUESTION_PIPELINE } from '@herald/bus';
 import {
   admin,
   call,
@@ -18,7 +18,7 @@ import {
   type TestWorkspace,
 } from '@herald/testkit';
 
-import { memberSessions, newAddress, ORIGIN, type Session } from './member-sessions.js';
+import { memberSessions, newAddress, ORIGIN, type MemberBody, type Session } from './member-sessions.js';
 
 // A console member's devices (POST/GET/DELETE /me/devices, sessions only): a browser's push
 // subscription the member turned notifications on in. A question addressed to {kind: member, id}
@@ -174,6 +174,34 @@ test("no other question, campaign or send reaches a member's device", async () =
   await eventually('the sale pushed', async () => harness.peer.received(approverDevice.endpoint), (received) => received.length === 2);
   await waitForQuiet(harness.stack.topicPrefix, QUESTION_PIPELINE);
   assert.equal(harness.peer.received(device.subscription.endpoint).length, 0);
+});
+
+test("a removed member's devices go with them: a question still naming her reaches none, another member's device stays", async () => {
+  const t = await team();
+  const owner = await sessions.firstOwner(t.workspace);
+  const [phone, laptop] = [await addDevice(t, t.alice.session), await addDevice(t, t.alice.session)];
+  const bobs = await addDevice(t, t.bob.session);
+
+  const removed = await sessions.withSession(owner.session, `${SERVER_API}/members/${t.alice.memberId}`, { method: 'DELETE' });
+  assert.deepEqual([removed.status, (removed.body as unknown as MemberBody).status], [200, 'removed']);
+  // Her sessions ended with the removal: she cannot list (nor add) devices any more.
+  const hers = await sessions.withSession(t.alice.session, `${SERVER_API}/me/devices`);
+  assert.deepEqual([hers.status, hers.body.code], [401, 'unauthorized']);
+  // MemberRemoved published and handled: her devices are deleted.
+  await waitForQuiet(harness.stack.topicPrefix, [consumers.audienceMembers]);
+
+  const toHer = await decide(t, { question: 'Still there?', approvers: [{ kind: 'member', id: t.alice.memberId }] });
+  assert.deepEqual(toHer.deliveries, [{ channel: 'web_push', target: `member:${t.alice.memberId}`, state: 'delivered', reached: 0 }]);
+  const toBob = await decide(t, { question: 'Bob, still there?', approvers: [{ kind: 'member', id: t.bob.memberId }] });
+  assert.deepEqual(toBob.deliveries, [{ channel: 'web_push', target: `member:${t.bob.memberId}`, state: 'delivered', reached: 1 }]);
+  await eventually("the push on Bob's device", async () => questionPushes(bobs.subscription.endpoint), (received) => received.length === 1);
+  await waitForQuiet(harness.stack.topicPrefix, QUESTION_PIPELINE);
+  assert.deepEqual(
+    [phone, laptop, bobs].map((device) => questionPushes(device.subscription.endpoint).map((push) => push.body)),
+    [[], [], ['Bob, still there?']],
+  );
+  const listed = await sessions.withSession(t.bob.session, `${SERVER_API}/me/devices`);
+  assert.deepEqual([listed.status, (listed.body.devices as Answer[]).map((device) => device.id)], [200, [bobs.id]]);
 });
 
 test('a public subscribe cannot make a member device', async () => {

@@ -136,6 +136,8 @@ export const consumers = {
   delivery: { group: 'herald-delivery', component: 'delivery', topics: [topics.deliveryJobs] },
   /** Removes subscribers whose push service says they are gone. */
   audienceExpiry: { group: 'herald-audience', component: 'audience', topics: [topics.deliveryResults] },
+  /** Deletes the devices of members removed from their workspace. */
+  audienceMembers: { group: 'herald-audience-members', component: 'audience', topics: [topics.accountEvents] },
   /** Starts flow runs on subscriptions and unsubscriptions (and ends the runs of those who leave). */
   flowTriggers: { group: 'herald-flow-triggers', component: 'flow', topics: [topics.audienceEvents] },
   /** Starts flow runs on impressions, clicks and dismissals of pushes. */

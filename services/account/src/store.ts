@@ -496,14 +496,20 @@ export async function findMembershipsByEmail(db: Queryable, email: string): Prom
   return rows;
 }
 
-/** Marks the member removed and ends their sessions, in one transaction. */
+/**
+ * Marks the member removed, ends their sessions and records MemberRemoved (whose reader, the
+ * audience service, deletes their devices), in one transaction.
+ */
 export async function removeMember(pool: Pool, workspaceId: string, memberId: string): Promise<MemberRow | undefined> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query<MemberRow>(
       `UPDATE members m SET status = 'removed' WHERE m.workspace_id = $1 AND m.id = $2 RETURNING ${memberColumns}`,
       [workspaceId, memberId],
     );
-    if (rows[0]) await client.query(`UPDATE member_sessions SET revoked_at = now() WHERE member_id = $1 AND revoked_at IS NULL`, [memberId]);
+    if (rows[0]) {
+      await client.query(`UPDATE member_sessions SET revoked_at = now() WHERE member_id = $1 AND revoked_at IS NULL`, [memberId]);
+      await recordEvent(client, workspaceId, { $case: 'memberRemoved', value: { memberId } });
+    }
     return rows[0];
   });
 }

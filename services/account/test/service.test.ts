@@ -70,6 +70,41 @@ test('state changes reach Kafka through the outbox, in order, with event ids', a
   assert.equal(new Set(events.map((event) => event.eventId)).size, 5);
 });
 
+test('removing a member publishes MemberRemoved; a refused removal publishes nothing', async () => {
+  const account = createClient(AccountServiceClient, `127.0.0.1:${port}`, 5_000);
+  try {
+    const [workspace, other] = [await createWorkspace(), await createWorkspace()];
+    const invite = (workspaceId: string, name: string, role: string) =>
+      admin<{ memberId: string }>('member', 'invite', '--workspace', workspaceId, '--email', `${name}-${randomUUID()}@example.com`, '--role', role);
+    const alice = await invite(workspace.workspaceId, 'alice', 'approver');
+    const stranger = await invite(other.workspaceId, 'stranger', 'approver');
+
+    const removed = await account.removeMember({ workspaceId: workspace.workspaceId, memberId: alice.memberId, actorRole: 'owner' });
+    assert.equal(removed.member?.status, 'removed');
+    // Another workspace's member, an unknown one and one the actor may not remove: no removal, no event.
+    for (const memberId of [stranger.memberId, 'mem_nobody']) {
+      await assert.rejects(account.removeMember({ workspaceId: workspace.workspaceId, memberId, actorRole: 'owner' }), { code: 'not_found' });
+    }
+    const owner = await invite(other.workspaceId, 'owner', 'owner');
+    await assert.rejects(account.removeMember({ workspaceId: other.workspaceId, memberId: owner.memberId, actorRole: 'approver' }), { code: 'forbidden' });
+    // A later event of the workspace: once it is here, every earlier one is too (one partition per workspace).
+    await admin('workspace', 'set-plan', '--workspace', workspace.workspaceId, '--plan', 'growth');
+    const events = await eventsFor(workspace.workspaceId, 4);
+    assert.deepEqual(
+      events.map((event) => event.kind?.$case),
+      ['workspaceCreated', 'keyCreated', 'memberRemoved', 'planChanged'],
+    );
+    assert.deepEqual(events[2]?.kind, { $case: 'memberRemoved', value: { memberId: alice.memberId } });
+    await admin('workspace', 'set-plan', '--workspace', other.workspaceId, '--plan', 'growth');
+    assert.deepEqual(
+      (await eventsFor(other.workspaceId, 3)).map((event) => event.kind?.$case),
+      ['workspaceCreated', 'keyCreated', 'planChanged'],
+    );
+  } finally {
+    account.close();
+  }
+});
+
 test('the gRPC health protocol reports SERVING', async () => {
   const client = new HealthClient(`127.0.0.1:${port}`, credentials.createInsecure());
   const response = await new Promise((resolve, reject) =>

@@ -9,6 +9,7 @@ import { SegmentServiceService } from '@herald/proto/herald/audience/v1/segments
 import { readConfig } from './config.js';
 import { consumeDeliveryResults } from './delivery-results.js';
 import { audienceHandlers } from './handlers.js';
+import { consumeMemberRemovals } from './member-removals.js';
 import { segmentHandlers } from './segments.js';
 import { migrationsDir, SCHEMA } from './store.js';
 
@@ -23,17 +24,24 @@ const server = await startGrpcServer(config.grpcHost, config.grpcPort, [
   [SegmentServiceService, segmentHandlers(pool, logger)],
 ]);
 logger.info({ port: server.port }, 'audience service serving');
-// Joining the consumer group can wait for a rebalance; serving does not wait for it. Results
+// Joining the consumer groups can wait for a rebalance; serving does not wait for it. Messages
 // published meanwhile are not lost (committed offsets, or the oldest for a new group).
 const deliveryResults = consumeDeliveryResults(bus, pool, logger).catch((err: unknown) => {
   logger.fatal({ err }, 'cannot consume delivery results');
   process.exit(1);
 });
+const memberRemovals = consumeMemberRemovals(bus, pool, logger).catch((err: unknown) => {
+  logger.fatal({ err }, 'cannot consume member removals');
+  process.exit(1);
+});
 
 drainOnSignal(
   async () => {
-    // The consumer's stop waits out its fetch long-poll; it needs nothing the RPCs need.
-    await Promise.all([server.drain(config.shutdownGraceMs), deliveryResults.then((subscription) => subscription.stop())]);
+    // A consumer's stop waits out its fetch long-poll; it needs nothing the RPCs need.
+    await Promise.all([
+      server.drain(config.shutdownGraceMs),
+      ...[deliveryResults, memberRemovals].map((consumer) => consumer.then((subscription) => subscription.stop())),
+    ]);
     await relay.stop();
     await bus.close();
     await pool.end();

@@ -202,6 +202,16 @@ export async function deleteSubscriber(pool: Pool, workspaceId: string, id: stri
   });
 }
 
+/** A member left the workspace: their devices go, each with an Unsubscribed event (reason "deleted"). Returns how many went. */
+export async function deleteMemberDevices(tx: Queryable, workspaceId: string, memberId: string): Promise<number> {
+  const { rows } = await tx.query<Departed>(
+    `DELETE FROM subscribers WHERE workspace_id = $1 AND member_id = $2 RETURNING id, site_id, external_id`,
+    [workspaceId, memberId],
+  );
+  if (rows.length > 0) await recordEvents(tx, workspaceId, rows.map((row) => unsubscribed(row, 'deleted')));
+  return rows.length;
+}
+
 // ---- the browser SDK's endpoints ------------------------------------------------------------
 
 export interface PushSubscriptionInput {

@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import { topics } from '@herald/bus';
 import type { PromiseClient } from '@herald/grpc';
 import type { AudienceServiceClient } from '@herald/proto/herald/audience/v1/audience';
+import { AccountEvent } from '@herald/proto/herald/account/v1/events';
 import { AudienceEvent } from '@herald/proto/herald/audience/v1/events';
 import { DeliveryResult } from '@herald/proto/herald/delivery/v1/delivery';
 import { connectDatabase, pushSubscription, requiredEnv, waitForQuiet } from '@herald/testkit';
@@ -191,4 +192,66 @@ test('a subscription change moves the subscriber, and a duplicate of the new end
       { $case: 'unsubscribed', value: { subscriberId: duplicate.subscriberId, externalId: '', reason: 'deleted' } },
     ],
   );
+});
+
+test("a MemberRemoved deletes that member's devices in its workspace once, however often it is delivered", async () => {
+  const { workspaceId, siteId } = workspace();
+  const elsewhere = workspace();
+  const device = (where: { workspaceId: string; siteId: string }, memberId: string) =>
+    client.subscribe({ ...where, ...pushSubscription(), externalId: '', tags: [], browser: '', os: '', language: '', timezone: '', country: '', externalIdVerified: false, memberId });
+  const [phone, laptop, bobs, carols, audience] = [
+    await device({ workspaceId, siteId }, 'mem_alice'),
+    await device({ workspaceId, siteId }, 'mem_alice'),
+    await device({ workspaceId, siteId }, 'mem_bob'),
+    await device({ workspaceId, siteId }, 'mem_carol'),
+    await device({ workspaceId, siteId }, ''),
+  ];
+  // The same member id in another workspace: not the removed member's device.
+  const foreign = await device(elsewhere, 'mem_alice');
+  await eventsFor(workspaceId, 5);
+
+  const accountEvent = (eventId: string, kind: AccountEvent['kind']) => ({
+    topic: service.topicPrefix + topics.accountEvents.name,
+    // One key: the messages keep their order on one partition.
+    messages: [
+      {
+        key: workspaceId,
+        value: Buffer.from(AccountEvent.encode({ eventId, occurredAt: new Date().toISOString(), workspaceId, kind }).finish()),
+        headers: { 'herald-event-id': eventId },
+      },
+    ],
+  });
+  const removal = randomUUID();
+  await producer.send(accountEvent(removal, { $case: 'memberRemoved', value: { memberId: 'mem_alice' } }));
+  await producer.send(accountEvent(removal, { $case: 'memberRemoved', value: { memberId: 'mem_alice' } }));
+  // Another kind of account event is not this consumer's.
+  await producer.send(accountEvent(randomUUID(), { $case: 'keyRevoked', value: { keyId: 'key_1' } }));
+  // A later removal: once its event is out, both copies of the first have been handled.
+  await producer.send(accountEvent(randomUUID(), { $case: 'memberRemoved', value: { memberId: 'mem_carol' } }));
+
+  const events = (await eventsFor(workspaceId, 8)).slice(5);
+  const deleted = (subscriberId: string) => ({ $case: 'unsubscribed', value: { subscriberId, externalId: '', reason: 'deleted' } });
+  // Alice's two devices go in one statement, in no particular order.
+  const byId = (ids: string[]) => ids.sort().map(deleted);
+  const subscriberOf = (event: AudienceEvent | undefined) => (event?.kind?.$case === 'unsubscribed' ? event.kind.value.subscriberId : '');
+  assert.deepEqual(
+    [...byId(events.slice(0, 2).map(subscriberOf)), events[2]?.kind],
+    [...byId([phone.subscriberId, laptop.subscriberId]), deleted(carols.subscriberId)],
+  );
+  const devicesOf = async (where: { workspaceId: string }, memberId: string) =>
+    (await client.listSubscribers({ workspaceId: where.workspaceId, limit: 10, cursor: '', status: '', tags: [], externalId: '', memberId })).subscribers.map((s) => s.id);
+  assert.deepEqual(await devicesOf({ workspaceId }, 'mem_alice'), []);
+  assert.deepEqual(await devicesOf({ workspaceId }, 'mem_carol'), []);
+  assert.deepEqual(await devicesOf({ workspaceId }, 'mem_bob'), [bobs.subscriberId]);
+  assert.deepEqual(await devicesOf({ workspaceId }, ''), [audience.subscriberId]);
+  assert.deepEqual(await devicesOf(elsewhere, 'mem_alice'), [foreign.subscriberId]);
+  await waitForQuiet(service.topicPrefix, [{ group: READER, topics: [topics.audienceEvents] }], { databaseUrl: service.databaseUrl });
+  assert.equal(received.filter((event) => event.workspaceId === workspaceId).length, 8);
+  const db = await connectDatabase(service.databaseUrl);
+  try {
+    const { rows } = await db.query(`SELECT consumer FROM audience.processed_events WHERE event_id = $1`, [removal]);
+    assert.deepEqual(rows, [{ consumer: 'herald-audience-members' }]);
+  } finally {
+    await db.end();
+  }
 });

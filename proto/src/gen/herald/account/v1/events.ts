@@ -24,6 +24,7 @@ export interface AccountEvent {
     | { $case: "planChanged"; value: PlanChanged }
     | { $case: "keyCreated"; value: KeyCreated }
     | { $case: "keyRevoked"; value: KeyRevoked }
+    | { $case: "memberRemoved"; value: MemberRemoved }
     | undefined;
 }
 
@@ -45,6 +46,14 @@ export interface KeyCreated {
 
 export interface KeyRevoked {
   keyId: string;
+}
+
+/**
+ * A console member was removed from the workspace (their sessions end in the same transaction).
+ * The audience service deletes that member's devices, so nothing is pushed to them any more.
+ */
+export interface MemberRemoved {
+  memberId: string;
 }
 
 function createBaseAccountEvent(): AccountEvent {
@@ -74,6 +83,9 @@ export const AccountEvent: MessageFns<AccountEvent> = {
         break;
       case "keyRevoked":
         KeyRevoked.encode(message.kind.value, writer.uint32(106).fork()).join();
+        break;
+      case "memberRemoved":
+        MemberRemoved.encode(message.kind.value, writer.uint32(114).fork()).join();
         break;
     }
     return writer;
@@ -148,6 +160,14 @@ export const AccountEvent: MessageFns<AccountEvent> = {
             message.kind = { $case: "keyRevoked", value: KeyRevoked.decode(reader, reader.uint32()) };
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.kind = { $case: "memberRemoved", value: MemberRemoved.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -193,6 +213,10 @@ export const AccountEvent: MessageFns<AccountEvent> = {
         ? { $case: "keyRevoked", value: KeyRevoked.fromJSON(object.keyRevoked) }
         : isSet(object.key_revoked)
         ? { $case: "keyRevoked", value: KeyRevoked.fromJSON(object.key_revoked) }
+        : isSet(object.memberRemoved)
+        ? { $case: "memberRemoved", value: MemberRemoved.fromJSON(object.memberRemoved) }
+        : isSet(object.member_removed)
+        ? { $case: "memberRemoved", value: MemberRemoved.fromJSON(object.member_removed) }
         : undefined,
     };
   },
@@ -216,6 +240,8 @@ export const AccountEvent: MessageFns<AccountEvent> = {
       obj.keyCreated = KeyCreated.toJSON(message.kind.value);
     } else if (message.kind?.$case === "keyRevoked") {
       obj.keyRevoked = KeyRevoked.toJSON(message.kind.value);
+    } else if (message.kind?.$case === "memberRemoved") {
+      obj.memberRemoved = MemberRemoved.toJSON(message.kind.value);
     }
     return obj;
   },
@@ -250,6 +276,12 @@ export const AccountEvent: MessageFns<AccountEvent> = {
       case "keyRevoked": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "keyRevoked", value: KeyRevoked.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "memberRemoved": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "memberRemoved", value: MemberRemoved.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -610,6 +642,79 @@ export const KeyRevoked: MessageFns<KeyRevoked> = {
   fromPartial<I extends Exact<DeepPartial<KeyRevoked>, I>>(object: I): KeyRevoked {
     const message = createBaseKeyRevoked();
     message.keyId = object.keyId ?? "";
+    return message;
+  },
+};
+
+function createBaseMemberRemoved(): MemberRemoved {
+  return { memberId: "" };
+}
+
+export const MemberRemoved: MessageFns<MemberRemoved> = {
+  encode(message: MemberRemoved, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.memberId !== "") {
+      writer.uint32(10).string(message.memberId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): MemberRemoved {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMemberRemoved();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.memberId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): MemberRemoved {
+    return {
+      memberId: isSet(object.memberId)
+        ? globalThis.String(object.memberId)
+        : isSet(object.member_id)
+        ? globalThis.String(object.member_id)
+        : "",
+    };
+  },
+
+  toJSON(message: MemberRemoved): unknown {
+    const obj: any = {};
+    if (message.memberId !== "") {
+      obj.memberId = message.memberId;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<MemberRemoved>, I>>(base?: I): MemberRemoved {
+    return MemberRemoved.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<MemberRemoved>, I>>(object: I): MemberRemoved {
+    const message = createBaseMemberRemoved();
+    message.memberId = object.memberId ?? "";
     return message;
   },
 };
