@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import type { FaultRule, PushSubscriptionJSON } from '@herald/push-peer';
+import type { FaultRule, PushSubscriptionJSON, ReceivedMessage } from '@herald/push-peer';
 
-import { waitForQuiet, type ConsumedTopics } from './consumers.js';
+import { untilConsumingAgain, waitForQuiet, type ConsumedTopics } from './consumers.js';
 import { connectDatabase } from './database.js';
 import { call, SERVER_API, type ApiResponse, type RequestOptions } from './http.js';
 import { infraComponent, type InfraComponent } from './infra.js';
@@ -60,6 +60,11 @@ export interface FaultDrillOptions {
   /** The consumer groups that must have caught up before the counts are compared (@herald/bus SEND_PIPELINE and campaignEngagement). */
   settle: readonly ConsumedTopics[];
   /**
+   * Every consumer group of the stack (@herald/bus `consumers`): after Kafka comes back, each must
+   * have consumed again, and the engagement endpoint answer 202, within KAFKA_RECOVERY_BAR_MS.
+   */
+  groups: readonly ConsumedTopics[];
+  /**
    * The whole drill, reconciliation and stopping included, ends within this (default 10 minutes):
    * every wait is bounded by what is left of it, and one that runs out fails naming its step.
    */
@@ -82,8 +87,14 @@ export interface FaultRow {
   recoveryMs: number | undefined;
   /** Pushes missing, counted reports missing, answers not readable, for what was accepted during this row. */
   lost: number;
-  /** Pushes made twice, reports counted twice, answers applied twice. */
+  /** Notifications shown twice (pushes of one notification to one subscriber under distinct Topics), reports counted twice, answers applied twice. */
   duplicated: number;
+  /**
+   * Pushes the push service accepted again: one accepted whose worker died before recording it is
+   * pushed again by the next, with the same Topic, so the browser replaces it (shown once, and its
+   * impression counted once). Not a duplicate; a repeat with another Topic is.
+   */
+  repeated: number;
   /** Broken promises: an unexpected status, a hang, a process that died by itself, a fault that did not bite. */
   problems: string[];
   /** What shows the fault happened and Herald met it (a new pid, what requests or pushes saw); undefined for `none`. */
@@ -109,6 +120,8 @@ export interface FaultDrillReport {
   durationMs: number;
 }
 
+/** After Kafka comes back (restarted or crashed), every consumer group consumes again and the engagement endpoint answers 202 within this. */
+export const KAFKA_RECOVERY_BAR_MS = 5_000;
 /** gRPC deadlines are 5 s; an answer later than this is a hang. */
 const REQUEST_DEADLINE_MS = 7_000;
 /** A request answered this late was held up by the fault (they take milliseconds otherwise). */
@@ -192,7 +205,7 @@ function isDown(process: RunningProcess): boolean {
 }
 
 export async function runFaultDrill(options: FaultDrillOptions): Promise<FaultDrillReport> {
-  const { faults = FAULTS, subscribers: audienceSize = 4, roundMs = 500, holdMs = 3_000, calmMs = 2_000, deliveryEnv = {}, settle, limitMs = 600_000, log = () => undefined } = options;
+  const { faults = FAULTS, subscribers: audienceSize = 4, roundMs = 500, holdMs = 3_000, calmMs = 2_000, deliveryEnv = {}, settle, groups, limitMs = 600_000, log = () => undefined } = options;
   const started = Date.now();
   const deadline = started + limitMs;
   /** A step of the drill, bounded by its own limit and by what is left of the drill's. */
@@ -217,7 +230,7 @@ export async function runFaultDrill(options: FaultDrillOptions): Promise<FaultDr
     const flowSite = await step('seeding the flow site', STEP_LIMIT_MS, seedAudience(harness, 0, 'enterprise'));
     const flowId = await step('activating the welcome flow', STEP_LIMIT_MS, activateWelcomeFlow(harness, flowSite));
     log(`audience: ${audienceSize} subscribers; a welcome flow on another site`);
-    return await drill(harness, audience, { flowSite, flowId }, { faults, roundMs, holdMs, calmMs, settle, log, started, step });
+    return await drill(harness, audience, { flowSite, flowId }, { faults, roundMs, holdMs, calmMs, settle, groups, log, started, step });
   } finally {
     harness.peer.respondWith(null);
     // Bounded on its own, past the drill's limit: what a failed drill started must still be stopped.
@@ -240,6 +253,7 @@ interface DrillSettings {
   holdMs: number;
   calmMs: number;
   settle: readonly ConsumedTopics[];
+  groups: readonly ConsumedTopics[];
   log: (line: string) => void;
   started: number;
   step: <T>(what: string, limitMs: number, work: Promise<T>) => Promise<T>;
@@ -249,9 +263,11 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
   const { stack, peer } = harness;
   const { apiKey } = audience.workspace;
   const runProblems: string[] = [];
-  const calm: FaultRow = { fault: 'none', requests: 0, errors: {}, recoveryMs: undefined, lost: 0, duplicated: 0, problems: [] };
+  const calm: FaultRow = { fault: 'none', requests: 0, errors: {}, recoveryMs: undefined, lost: 0, duplicated: 0, repeated: 0, problems: [] };
   /** What a probe made while a fault lasted saw of it (the Redis faults, the gateway's kill), per row. */
   const probed = new Map<FaultRow, string>();
+  /** Pushes the peer had accepted and not yet answered when the delivery worker was killed, per row. */
+  const heldAtKill = new Map<FaultRow, number>();
   /** Requests per row that were held a second or more before their answer (a dependency gone, waited for). */
   const held = new Map<FaultRow, number>();
   const windows: Array<{ row: FaultRow; start: number; end: number }> = [];
@@ -531,6 +547,37 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     return undefined;
   }
 
+  /**
+   * After Kafka's return (`from`): how long until every consumer group has consumed again and the
+   * engagement endpoint answered 202 (a report already accepted, made again: counted once), what
+   * the row's recovery is; and, as before, a send made then reaching every subscriber.
+   */
+  async function kafkaRecovery(from: number, row: FaultRow): Promise<number | undefined> {
+    const engagement = (async (): Promise<number | undefined> => {
+      while (Date.now() < from + RECOVERY_LIMIT_MS) {
+        const accepted = [...acceptedReports.values()].at(-1);
+        if (accepted) {
+          const { outcome } = await request('engagement probe', '/api/v1/events', { method: 'POST', headers: { origin: SITE_ORIGIN }, body: { type: accepted.kind, token: accepted.token } });
+          if (outcome === 202) return Date.now() - from;
+        }
+        await sleep(100);
+      }
+      return undefined;
+    })();
+    const [consuming, engaged, endToEnd] = await Promise.all([untilConsumingAgain(stack.topicPrefix, settings.groups, RECOVERY_LIMIT_MS), engagement, recovery(from)]);
+    const slowest = [...consuming].sort(([, a], [, b]) => b - a)[0];
+    const missing = settings.groups.filter(({ group }) => !consuming.has(group)).map(({ group }) => group);
+    settings.log(
+      `  every group consuming again in ${slowest?.[1] ?? '-'} ms (slowest ${slowest?.[0] ?? '-'}), engagement 202 in ${engaged ?? '-'} ms, a send end to end in ${endToEnd ?? '-'} ms`,
+    );
+    if (missing.length > 0) row.problems.push(`consumer groups not consuming again within ${RECOVERY_LIMIT_MS / 1_000} s: ${missing.join(', ')}`);
+    if (engaged === undefined) row.problems.push(`the engagement endpoint did not answer 202 within ${RECOVERY_LIMIT_MS / 1_000} s`);
+    if (missing.length > 0 || engaged === undefined || endToEnd === undefined || slowest === undefined) return undefined;
+    const recovered = Math.max(slowest[1], engaged);
+    if (recovered > KAFKA_RECOVERY_BAR_MS) row.problems.push(`consumers (slowest ${slowest[0]}: ${slowest[1]} ms) and engagement (${engaged} ms) back in ${recovered} ms, over ${KAFKA_RECOVERY_BAR_MS / 1_000} s`);
+    return recovered;
+  }
+
   /** Every run of the welcome flow (all pages), once each has ended and one exists per stored subscription, or at `until`. */
   async function endedRuns(until: number): Promise<Array<{ subscriberId: string; state: string }>> {
     for (;;) {
@@ -566,13 +613,31 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     return found ? `${found.status} after ${found.attempts} attempts (last status ${found.lastStatusCode})` : `unknown (${page.status})`;
   }
 
-  function countPushes(notificationId: string): Map<string, number> {
-    const counts = new Map<string, number>();
+  /** The pushes of one notification, by endpoint. */
+  function countPushes(notificationId: string): Map<string, ReceivedMessage[]> {
+    const pushes = new Map<string, ReceivedMessage[]>();
     for (const message of peer.received(undefined, { includeReplaced: true })) {
       if (harness.openPush(message).payload.notificationId !== notificationId) continue;
-      counts.set(message.endpoint, (counts.get(message.endpoint) ?? 0) + 1);
+      pushes.set(message.endpoint, [...(pushes.get(message.endpoint) ?? []), message]);
     }
-    return counts;
+    return pushes;
+  }
+
+  /**
+   * One notification's pushes to one subscriber, against the bar: each repeat must carry the
+   * first's Topic (the browser then replaces it: shown once). Counts into the row: lost when none,
+   * repeated for each repeat, duplicated for each shown twice; says what was wrong, if anything.
+   */
+  function tallyPushes(row: FaultRow, pushes: readonly ReceivedMessage[]): string | undefined {
+    const [first, ...repeats] = pushes;
+    if (!first) {
+      row.lost += 1;
+      return 'no push';
+    }
+    row.repeated += repeats.length;
+    const otherTopics = repeats.filter((repeat) => repeat.topic === undefined || repeat.topic !== first.topic);
+    row.duplicated += otherTopics.length;
+    return otherTopics.length > 0 ? `${pushes.length} pushes, Topics ${JSON.stringify(pushes.map((push) => push.topic ?? null))}: shown ${otherTopics.length + 1} times` : undefined;
   }
 
   /** Kills one process with SIGKILL; its pid and how it ended, as the fault's proof. */
@@ -670,9 +735,9 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     const heldRequests = held.get(row) ?? 0;
     switch (fault) {
       case 'delivery-kill': {
-        // The pushes it held were dropped by the peer when their sender died.
-        const dropped = peer.attempts().filter((attempt) => attempt.status === 'aborted' && rowAt(attempt.at) === row).length;
-        return dropped > 0 ? `${dropped} pushes in flight dropped` : undefined;
+        // Pushes accepted whose 201 never reached their killed sender.
+        const accepted = heldAtKill.get(row) ?? 0;
+        return accepted > 0 ? `killed with ${accepted} pushes accepted and unanswered` : undefined;
       }
       case 'flow-kill':
         // No client talks to the flow service: its runs wait, which the flow recovery measures.
@@ -700,17 +765,19 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
 
   const inject: Record<FaultName, () => Promise<string>> = {
     'delivery-kill': async () => {
-      // Pushes held 3 s, and the kill a second into that: it lands with pushes in flight (the peer
-      // drops them, their sender gone) and none answered since the hold began. A push accepted
-      // and not yet recorded when its worker dies is pushed again by the next (its Topic replaces
-      // it at a push service): that instant is Herald's known limit, not what this fault measures.
-      peer.respondWith({ delayMs: 3_000 });
-      await sleep(1_000);
-      // On a busy machine a send can take longer than that second to reach the fleet: the kill waits
-      // (bounded) until the peer holds a push, so it lands with one in flight.
-      await eventually('a push held in flight', async () => peer.attempts().filter((attempt) => attempt.status === 0).length, (open) => open > 0, 10_000).catch(() => undefined);
+      // The worst instant: the push service has accepted a push (counted, stored) and holds its
+      // 201, and the worker dies before it learnt so, let alone recorded it. The next worker pushes
+      // it again, with its Topic: the browser replaces the first (shown once, one impression),
+      // which the reconciliation checks; `repeated` counts them.
+      const holdFrom = Date.now();
+      peer.respondWith({ delayResponseMs: 3_000 });
       try {
-        return await killService('delivery', {});
+        // On a busy machine a send can take a while to reach the fleet: the kill waits (bounded)
+        // until the peer has accepted a push whose 201 it holds.
+        await eventually('a push accepted and its 201 held', async () => peer.received(undefined, { includeReplaced: true }).filter((message) => message.at >= holdFrom).length, (held) => held > 0, 10_000).catch(() => undefined);
+        const killing = killService('delivery', {});
+        heldAtKill.set(rowAt(Date.now()), peer.received(undefined, { includeReplaced: true }).filter((message) => message.at >= holdFrom).length);
+        return await killing;
       } finally {
         peer.respondWith(null);
       }
@@ -735,7 +802,7 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
   try {
     await sleep(settings.calmMs);
     for (const fault of settings.faults) {
-      const row: FaultRow = { fault, requests: 0, errors: {}, recoveryMs: undefined, lost: 0, duplicated: 0, problems: [] };
+      const row: FaultRow = { fault, requests: 0, errors: {}, recoveryMs: undefined, lost: 0, duplicated: 0, repeated: 0, problems: [] };
       const window = { row, start: Date.now(), end: Number.MAX_SAFE_INTEGER };
       windows.push(window);
       rows.push(row);
@@ -750,7 +817,7 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
       }
       const restored = Date.now();
       row.recoveryMs = await settings
-        .step(`recovering from ${fault}`, RECOVERY_LIMIT_MS + REQUEST_DEADLINE_MS, fault === 'flow-kill' ? flowRecovery(restored) : recovery(restored))
+        .step(`recovering from ${fault}`, RECOVERY_LIMIT_MS + REQUEST_DEADLINE_MS, fault === 'flow-kill' ? flowRecovery(restored) : fault.startsWith('kafka-') ? kafkaRecovery(restored, row) : recovery(restored))
         .catch((err: unknown) => {
           row.problems.push((err as Error).message);
           return undefined;
@@ -886,12 +953,10 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
     const row = rowAt(at);
     const own = runs.filter((run) => run.subscriberId === subscriberId);
     if (own.length !== 1 || own[0]?.state !== 'completed') row.problems.push(`subscriber ${subscriberId}: welcome runs ${JSON.stringify(own)}`);
-    const titles = peer.received(endpoint, { includeReplaced: true }).map((message) => (JSON.parse(message.plaintext.toString()) as { title: string }).title);
+    const received = peer.received(endpoint, { includeReplaced: true });
     for (const title of WELCOME_TITLES) {
-      const count = titles.filter((candidate) => candidate === title).length;
-      if (count === 0) row.lost += 1;
-      if (count > 1) row.duplicated += count - 1;
-      if (count !== 1) row.problems.push(`subscriber ${subscriberId}: ${count} "${title}" pushes (run ${JSON.stringify(own)})`);
+      const wrong = tallyPushes(row, received.filter((message) => (JSON.parse(message.plaintext.toString()) as { title: string }).title === title));
+      if (wrong !== undefined) row.problems.push(`subscriber ${subscriberId}: "${title}": ${wrong} (run ${JSON.stringify(own)})`);
     }
   }
   const strangers = runs.filter((run) => ![...welcomed.values()].some((welcome) => welcome.subscriberId === run.subscriberId));
@@ -902,12 +967,10 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
   const subscriberOf = new Map(audience.subscribers.map((subscriber) => [subscriber.endpoint, subscriber.id]));
   for (const [id, tracked] of notifications) {
     const row = rowAt(tracked.at);
-    const counts = countPushes(id);
+    const pushes = countPushes(id);
     for (const endpoint of endpoints) {
-      const count = counts.get(endpoint) ?? 0;
-      if (count === 0) row.lost += 1;
-      if (count > 1) row.duplicated += count - 1;
-      if (count !== 1) row.problems.push(`${id}: ${count} pushes to subscriber ${subscriberOf.get(endpoint)}${count === 0 ? `, recorded as ${await recipientRecord(id, subscriberOf.get(endpoint))}` : ''}`);
+      const wrong = tallyPushes(row, pushes.get(endpoint) ?? []);
+      if (wrong !== undefined) row.problems.push(`${id} to subscriber ${subscriberOf.get(endpoint)}: ${wrong}${pushes.has(endpoint) ? '' : `, recorded as ${await recipientRecord(id, subscriberOf.get(endpoint))}`}`);
     }
   }
   const unknown = new Set(
@@ -991,9 +1054,9 @@ async function drill(harness: SendingHarness, audience: Audience, { flowSite, fl
   };
 }
 
-/** The drill's table: fault, requests during it, errors by status, recovery time, lost, duplicated. */
+/** The drill's table: fault, requests during it, errors by status, recovery time, lost, duplicated (shown twice), pushed again (same Topic). */
 export function formatFaultTable(report: FaultDrillReport): string {
-  const header = ['fault', 'requests', 'errors by status', 'recovery', 'lost', 'duplicated', 'proof it bit'];
+  const header = ['fault', 'requests', 'errors by status', 'recovery', 'lost', 'duplicated', 'pushed again', 'proof it bit'];
   const lines = report.rows.map((row) => [
     row.fault,
     String(row.requests),
@@ -1004,6 +1067,7 @@ export function formatFaultTable(report: FaultDrillReport): string {
     row.recoveryMs === undefined ? '-' : `${(row.recoveryMs / 1_000).toFixed(1)} s`,
     String(row.lost),
     String(row.duplicated),
+    String(row.repeated),
     row.proof ?? '-',
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)));
