@@ -70,7 +70,7 @@ export interface KafkaBusOptions {
 }
 
 /** What kafkajs says, over and over, while a broker is down or restarting. */
-const brokerOutage = /ECONNREFUSED|ECONNRESET|No broker available|Connection error|Connection timeout|Failed to connect|Restarting the consumer|Broker not connected|NOT_COORDINATOR|coordinator is not available|leadership election|KafkaJSNumberOfRetriesExceeded|The group is rebalancing/i;
+const brokerOutage = /ECONNREFUSED|ECONNRESET|No broker available|Connection error|Connection timeout|Failed to connect|Restarting the consumer|Broker not connected|NOT_COORDINATOR|coordinator is not available|coordinator is loading|leadership election|KafkaJSNumberOfRetriesExceeded|The group is rebalancing/i;
 /** While the outage lasts, a reminder this often; the rest goes to debug. */
 const OUTAGE_REMINDER_MS = 60_000;
 
@@ -113,7 +113,7 @@ function outageAwareLog(logger: Logger) {
  * left consumers retrying 8-25 s after the broker was back). Kafka's Java client caps its
  * reconnect backoff (`reconnect.backoff.max.ms`) at the same second.
  */
-const RECONNECT_CAP_MS = 1_000;
+export const RECONNECT_CAP_MS = 1_000;
 
 /** Before starting a consumer again after it crashed: up to 0.1 s, 0.2 s, ... 1 s (full jitter). */
 const CONSUMER_RESTART_BACKOFF: BackoffOptions = { baseMs: 100, capMs: RECONNECT_CAP_MS };
@@ -130,8 +130,8 @@ const CLIENT_RETRY = { initialRetryTime: 100, maxRetryTime: RECONNECT_CAP_MS, re
  * jitter: its attempts are counted before the dead letter, so they must span some time).
  */
 const HANDLER_BACKOFF: BackoffOptions = { baseMs: 100, capMs: 2_000, jitter: 'equal' };
-/** Looks (0.2 s apart, 5 s at most) for the moment a crashed consumer's member can leave its group: see leaveOrphans. */
-const LEAVE_TRIES = 25;
+/** Between two looks for the moment a crashed consumer's member can leave its group (see leaveOrphans). */
+const LEAVE_LOOK_MS = 250;
 
 /**
  * kafkajs's own cluster client, which its public clients are built on: the one way to send a
@@ -164,33 +164,33 @@ function groupClientOf(kafka: Kafka): () => GroupClient {
  * its session has ended; so a group consumed again only a session timeout (30 s by default) after
  * the broker came back. Why wait for a live member: a group left empty meanwhile would make the
  * new member's join wait the broker's group.initial.rebalance.delay.ms (3 s by default).
- * Resolves with the members removed (or already unknown); past its tries, their sessions end them.
+ * Looks until `done()` (the new consumer joined: the members are gone, or their sessions ended
+ * them; or the subscription stopped). Resolves with the members removed (or already unknown).
  */
-async function leaveOrphans(client: () => GroupClient, groupId: string, orphans: ReadonlySet<string>, stopped: () => boolean): Promise<string[]> {
-  const cluster = client();
-  try {
-    for (let tries = 1; tries <= LEAVE_TRIES && !stopped(); tries += 1) {
-      try {
-        if (tries === 1) await cluster.connect();
-        const coordinator = await cluster.findGroupCoordinator({ groupId });
-        const { groups } = await coordinator.describeGroups({ groupIds: [groupId] });
-        if ((groups[0]?.members ?? []).some((member) => !orphans.has(member.memberId))) {
-          for (const memberId of orphans) {
-            await coordinator.leaveGroup({ groupId, memberId }).catch((err: unknown) => {
-              if ((err as { type?: string }).type !== 'UNKNOWN_MEMBER_ID') throw err;
-            });
-          }
-          return [...orphans];
+async function leaveOrphans(client: () => GroupClient, groupId: string, orphans: ReadonlySet<string>, done: () => boolean): Promise<string[]> {
+  while (!done()) {
+    // A client of its own each look: one whose connection failed (a broker just back, a busy machine) is not used again.
+    const cluster = client();
+    try {
+      await cluster.connect();
+      const coordinator = await cluster.findGroupCoordinator({ groupId });
+      const { groups } = await coordinator.describeGroups({ groupIds: [groupId] });
+      if ((groups[0]?.members ?? []).some((member) => !orphans.has(member.memberId))) {
+        for (const memberId of orphans) {
+          await coordinator.leaveGroup({ groupId, memberId }).catch((err: unknown) => {
+            if ((err as { type?: string }).type !== 'UNKNOWN_MEMBER_ID') throw err;
+          });
         }
-      } catch {
-        // The coordinator may still be loading the group, or the broker not be back: try again.
+        return [...orphans];
       }
-      await new Promise((resolve) => setTimeout(resolve, 200));
+    } catch {
+      // The coordinator may still be loading the group (a broker just back loads every group's, one partition after another), or the broker not be back: look again.
+    } finally {
+      await cluster.disconnect().catch(() => undefined);
     }
-    return [];
-  } finally {
-    await cluster.disconnect().catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, LEAVE_LOOK_MS));
   }
+  return [];
 }
 
 export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', sessionTimeoutMs = 30_000 }: KafkaBusOptions): Bus {
@@ -266,7 +266,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
       let stopped = false;
       let crashes = 0;
       let restartTimer: NodeJS.Timeout | undefined;
-      /** This subscription's member in the group, while its consumer runs. */
+      /** This subscription's member in the group, while its consumer runs (undefined from a crash until the next consumer joined). */
       let memberId: string | undefined;
       /** Members of its consumers that crashed: still in the group, to the coordinator, until they leave or their session ends. */
       const orphans = new Set<string>();
@@ -276,7 +276,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
         if (leaving) return;
         leaving = true;
         try {
-          const removed = await leaveOrphans(groupClient, group, orphans, () => stopped);
+          const removed = await leaveOrphans(groupClient, group, orphans, () => stopped || memberId !== undefined);
           if (removed.length > 0) logger.info({ groupId, members: removed }, "removed the crashed consumers' members from the group");
         } finally {
           leaving = false;
