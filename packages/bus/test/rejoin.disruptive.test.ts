@@ -60,19 +60,17 @@ for (const how of ['restart', 'crash'] as const) {
         assert.notEqual(await infraComponent('pid', 'kafka'), before);
         // Back for this group once its coordinator has loaded it (a broker just started loads every
         // group's metadata, partition after partition: seconds on a busy machine, which no client can shorten).
-        const admin = kafka.admin();
-        await admin.connect();
-        let back: number;
-        try {
-          for (;;) {
-            const described = await admin.describeGroups([`${namespace.prefix}rejoin`]).catch(() => undefined);
-            if (described) break;
-            await new Promise((resolve) => setTimeout(resolve, 50));
-          }
-          back = Date.now();
-        } finally {
-          await admin.disconnect();
+        for (;;) {
+          const admin = kafka.admin();
+          const described = await admin
+            .connect()
+            .then(() => admin.describeGroups([`${namespace.prefix}rejoin`]))
+            .catch(() => undefined)
+            .finally(() => admin.disconnect().catch(() => undefined));
+          if (described) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
         }
+        const back = Date.now();
         // Consuming again: a message published after that, handled.
         while (consumedUpTo <= back && Date.now() - back < 60_000) await new Promise((resolve) => setTimeout(resolve, 50));
         const tookMs = Date.now() - back;

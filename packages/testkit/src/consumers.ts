@@ -126,3 +126,16 @@ export async function untilConsumingAgain(topicPrefix: string, groups: readonly 
   });
   return back;
 }
+
+/**
+ * Waits until the group coordinator answers for every one of `groups` (a broker just started loads
+ * every group's metadata, one offsets partition after another, before it can coordinate them).
+ */
+export async function coordinatorsBack(topicPrefix: string, groups: readonly ConsumedTopics[], timeoutMs: number): Promise<void> {
+  await withAdmin((admin) =>
+    poll('the group coordinators back', timeoutMs, async () => {
+      const described = await admin.describeGroups(groups.map(({ group }) => topicPrefix + group)).catch(() => undefined);
+      return described !== undefined;
+    }),
+  );
+}
