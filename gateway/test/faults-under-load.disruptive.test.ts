@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { consumers, QUESTION_PIPELINE } from '@herald/bus';
-import { FAULTS, formatFaultTable, runFaultDrill } from '@herald/testkit';
+import { FAULTS, formatFaultTable, KAFKA_RECOVERY_BAR_MS, runFaultDrill } from '@herald/testkit';
 
 // The fault drill of `npm run faults` in short form: a small steady load (sends and campaigns to a
 // known audience through the strict push peer, engagement reports, questions with waiters and
@@ -10,7 +10,9 @@ import { FAULTS, formatFaultTable, runFaultDrill } from '@herald/testkit';
 // service, the decision service, the flow service and a gateway are killed with SIGKILL, PostgreSQL, Kafka and Redis are
 // stopped and started, then each crashed with SIGKILL and started (PostgreSQL recovering from its
 // WAL, Kafka its logs, Redis empty), and the push service answers 429, 503 and resets its streams,
-// each for two seconds. Every fault proves it bit (a new pid, and requests or pushes that met it).
+// each for two seconds. The delivery worker is killed at its worst instant: the push service has
+// accepted pushes and holds their 201, so the next worker pushes them again (the table's "pushed
+// again"), each with the first's Topic (shown once). Every fault proves it bit (a new pid, and requests or pushes that met it).
 // Then every record is reconciled, so every write that got a 2xx is readable: nothing lost, nothing
 // doubled, and the API answered nothing but 2xx, the 409s of a retried request, or 503
 // `unavailable` within its deadline. It stops the shared servers, so scripts/test.sh runs it alone,
@@ -27,6 +29,7 @@ test('faults one after another under load: for each, zero lost, zero duplicated,
     holdMs: 2_000,
     calmMs: 1_000,
     settle: [...QUESTION_PIPELINE, consumers.campaignEngagement, consumers.flowTriggers],
+    groups: Object.values(consumers),
     limitMs: DRILL_LIMIT_MS,
     // Progress on the test's output: a failure shows how far the drill got.
     log: (line) => console.log(`# +${((Date.now() - started) / 1_000).toFixed(1)}s ${line}`),
@@ -53,6 +56,11 @@ test('faults one after another under load: for each, zero lost, zero duplicated,
   // The push service's faults did bite: the fleet met them, and retried until each push was accepted.
   const met = (fault: string, status: string) => report.rows.find((row) => row.fault === fault)?.errors[`push ${status}`] ?? 0;
   assert.ok(met('push-429', '429') > 0 && met('push-503', '503') > 0 && met('push-reset', 'reset') > 0, formatFaultTable(report));
+  // Kafka back (restarted or crashed): every consumer group consuming again, and engagement answering 202, within 5 s.
+  for (const fault of ['kafka-restart', 'kafka-crash']) {
+    const recoveryMs = report.rows.find((row) => row.fault === fault)?.recoveryMs;
+    assert.ok(recoveryMs !== undefined && recoveryMs <= KAFKA_RECOVERY_BAR_MS, `${fault}: consumers and engagement back in ${recoveryMs} ms`);
+  }
   // PostgreSQL down, stopped or crashed: what needs it was refused with 503, not left hanging or failed with a 500.
   for (const fault of ['postgres-restart', 'postgres-crash']) {
     assert.ok((report.rows.find((row) => row.fault === fault)?.errors['503'] ?? 0) > 0, `${fault}: requests needing PostgreSQL answered 503 while it was down`);

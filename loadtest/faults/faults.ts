@@ -44,6 +44,7 @@ async function main(): Promise<number> {
     // Production's PUSH_MAX_ATTEMPTS unless told otherwise: the table shows what a deployment as shipped loses.
     ...(process.env.PUSH_MAX_ATTEMPTS ? { deliveryEnv: { PUSH_MAX_ATTEMPTS: process.env.PUSH_MAX_ATTEMPTS } } : {}),
     settle: [...QUESTION_PIPELINE, consumers.campaignEngagement, consumers.flowTriggers],
+    groups: Object.values(consumers),
     log,
   });
   const { totals } = report;

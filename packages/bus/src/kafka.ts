@@ -70,7 +70,7 @@ export interface KafkaBusOptions {
 }
 
 /** What kafkajs says, over and over, while a broker is down or restarting. */
-const brokerOutage = /ECONNREFUSED|ECONNRESET|No broker available|Connection error|Connection timeout|Failed to connect|Restarting the consumer|Broker not connected|NOT_COORDINATOR|coordinator is not available|leadership election|KafkaJSNumberOfRetriesExceeded|The group is rebalancing/i;
+const brokerOutage = /ECONNREFUSED|ECONNRESET|No broker available|Connection error|Connection timeout|Failed to connect|Restarting the consumer|Broker not connected|NOT_COORDINATOR|coordinator is not available|coordinator is loading|leadership election|KafkaJSNumberOfRetriesExceeded|The group is rebalancing/i;
 /** While the outage lasts, a reminder this often; the rest goes to debug. */
 const OUTAGE_REMINDER_MS = 60_000;
 
@@ -112,23 +112,86 @@ function outageAwareLog(logger: Logger) {
  * for restarting a consumer that crashed, however long the outage lasted (kafkajs's default, 30 s,
  * left consumers retrying 8-25 s after the broker was back). Kafka's Java client caps its
  * reconnect backoff (`reconnect.backoff.max.ms`) at the same second.
- *
- * What remains after Kafka's return is the group coordinator's wait: kafkajs starts a consumer
- * whose connection closed again under a new member id (it has no static membership), so the
- * coordinator holds the group's rebalance until the old member's session ends, up to
- * KAFKA_SESSION_TIMEOUT_MS after the broker came back.
  */
-const RECONNECT_CAP_MS = 1_000;
+export const RECONNECT_CAP_MS = 1_000;
 
 /** Before starting a consumer again after it crashed: up to 0.1 s, 0.2 s, ... 1 s (full jitter). */
 const CONSUMER_RESTART_BACKOFF: BackoffOptions = { baseMs: 100, capMs: RECONNECT_CAP_MS };
-/** A message whose handler found PostgreSQL, Redis or Kafka down waits up to 0.2 s, 0.4 s, ... 5 s (full jitter), as long as the outage lasts. */
-const OUTAGE_BACKOFF: BackoffOptions = { baseMs: 200, capMs: 5_000 };
+/**
+ * A message whose handler found PostgreSQL, Redis or Kafka down waits up to 0.2 s, 0.4 s, ... 1 s
+ * (full jitter), as long as the outage lasts: once the dependency is back, the message is handled
+ * within a second (a 5 s cap let a partition idle up to 5 s after Kafka's return).
+ */
+const OUTAGE_BACKOFF: BackoffOptions = { baseMs: 200, capMs: RECONNECT_CAP_MS };
+/** The client's retries (each request's, the producer's, a consumer's before it crashes). */
+const CLIENT_RETRY = { initialRetryTime: 100, maxRetryTime: RECONNECT_CAP_MS, retries: 8 };
 /**
  * A message whose handler failed otherwise is tried again after 0.1 s, 0.2 s, 0.4 s, ... (equal
  * jitter: its attempts are counted before the dead letter, so they must span some time).
  */
 const HANDLER_BACKOFF: BackoffOptions = { baseMs: 100, capMs: 2_000, jitter: 'equal' };
+/** Between two looks for the moment a crashed consumer's member can leave its group (see leaveOrphans). */
+const LEAVE_LOOK_MS = 250;
+
+/**
+ * kafkajs's own cluster client, which its public clients are built on: the one way to send a
+ * LeaveGroup for a member other than a running consumer's own (kafkajs has no public call for it,
+ * nor static membership, KIP-345, which would make it unneeded). Typed here as far as it is used.
+ */
+interface GroupClient {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  findGroupCoordinator(request: { groupId: string }): Promise<{
+    describeGroups(request: { groupIds: string[] }): Promise<{ groups: Array<{ members: Array<{ memberId: string }> }> }>;
+    leaveGroup(request: { groupId: string; memberId: string }): Promise<unknown>;
+  }>;
+}
+
+function groupClientOf(kafka: Kafka): () => GroupClient {
+  const create = Object.getOwnPropertySymbols(kafka).find((symbol) => symbol.description === 'private:Kafka:createCluster');
+  const factory = create === undefined ? undefined : (kafka as unknown as Record<symbol, unknown>)[create];
+  // A kafkajs upgrade that moved it fails every service at start, not the first recovery.
+  if (typeof factory !== 'function') throw new Error('kafkajs has no private:Kafka:createCluster (it was 2.2.4): see leaveOrphans in @herald/bus');
+  return () => (factory as (options: Record<string, unknown>) => GroupClient)({});
+}
+
+/**
+ * Removes from `groupId` the members of consumers of this process that crashed (their connection
+ * lost with the broker, or the broker restarted), once the group has a member besides them (the
+ * new consumer, waiting in the rebalance; or another replica). Why: kafkajs starts a crashed
+ * consumer again under a new member id, and the coordinator, which kept the group's members
+ * through the broker's restart, holds the rebalance until every member it knows has rejoined or
+ * its session has ended; so a group consumed again only a session timeout (30 s by default) after
+ * the broker came back. Why wait for a live member: a group left empty meanwhile would make the
+ * new member's join wait the broker's group.initial.rebalance.delay.ms (3 s by default).
+ * Looks until `done()` (the new consumer joined: the members are gone, or their sessions ended
+ * them; or the subscription stopped). Resolves with the members removed (or already unknown).
+ */
+async function leaveOrphans(client: () => GroupClient, groupId: string, orphans: ReadonlySet<string>, done: () => boolean): Promise<string[]> {
+  while (!done()) {
+    // A client of its own each look: one whose connection failed (a broker just back, a busy machine) is not used again.
+    const cluster = client();
+    try {
+      await cluster.connect();
+      const coordinator = await cluster.findGroupCoordinator({ groupId });
+      const { groups } = await coordinator.describeGroups({ groupIds: [groupId] });
+      if ((groups[0]?.members ?? []).some((member) => !orphans.has(member.memberId))) {
+        for (const memberId of orphans) {
+          await coordinator.leaveGroup({ groupId, memberId }).catch((err: unknown) => {
+            if ((err as { type?: string }).type !== 'UNKNOWN_MEMBER_ID') throw err;
+          });
+        }
+        return [...orphans];
+      }
+    } catch {
+      // The coordinator may still be loading the group (a broker just back loads every group's, one partition after another), or the broker not be back: look again.
+    } finally {
+      await cluster.disconnect().catch(() => undefined);
+    }
+    await new Promise((resolve) => setTimeout(resolve, LEAVE_LOOK_MS));
+  }
+  return [];
+}
 
 export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', sessionTimeoutMs = 30_000 }: KafkaBusOptions): Bus {
   const outage = outageAwareLog(logger);
@@ -136,7 +199,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
     clientId,
     brokers,
     logLevel: logLevel.WARN,
-    retry: { initialRetryTime: 100, maxRetryTime: RECONNECT_CAP_MS, retries: 8 },
+    retry: CLIENT_RETRY,
     logCreator: () => ({ namespace, level, log }) => {
       const { message, ...fields } = log;
       outage.log(namespace, level, message, fields);
@@ -144,6 +207,7 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
   });
   let producer: Promise<Producer> | undefined;
   const consumers = new Set<Consumer>();
+  const groupClient = groupClientOf(kafka);
 
   const connectedProducer = (): Promise<Producer> => {
     producer ??= (async () => {
@@ -197,10 +261,28 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
 
     async subscribe({ consumer: { group: groupId, topics }, handle, maxAttempts = 5, concurrency = 1 }) {
       const deadLetters = new Map(topics.map((declared) => [declared.name, declared.deadLetter]));
+      const group = topicPrefix + groupId;
       let current: Consumer | undefined;
       let stopped = false;
       let crashes = 0;
       let restartTimer: NodeJS.Timeout | undefined;
+      /** This subscription's member in the group, while its consumer runs (undefined from a crash until the next consumer joined). */
+      let memberId: string | undefined;
+      /** Members of its consumers that crashed: still in the group, to the coordinator, until they leave or their session ends. */
+      const orphans = new Set<string>();
+      let leaving = false;
+      /** Once a new consumer asked to join: the rebalance then waits for no one gone (see leaveOrphans). */
+      const removeOrphans = async (): Promise<void> => {
+        if (leaving) return;
+        leaving = true;
+        try {
+          const removed = await leaveOrphans(groupClient, group, orphans, () => stopped || memberId !== undefined);
+          if (removed.length > 0) logger.info({ groupId, members: removed }, "removed the crashed consumers' members from the group");
+        } finally {
+          leaving = false;
+          orphans.clear();
+        }
+      };
       const startLater = (): void => {
         crashes += 1;
         restartTimer = setTimeout(() => {
@@ -213,27 +295,38 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
       };
       const start = async (): Promise<void> => {
         const consumer = kafka.consumer({
-          groupId: topicPrefix + groupId,
+          groupId: group,
           allowAutoTopicCreation: false,
           sessionTimeout: sessionTimeoutMs,
           heartbeatInterval: Math.max(500, Math.floor(sessionTimeoutMs / 10)),
-
+          // Every crash comes to the CRASH handler below, which starts the next consumer itself
+          // (kafkajs's own restart would leave the crashed member behind, unknown to us).
+          retry: { ...CLIENT_RETRY, restartOnFailure: async () => false },
         });
         current = consumer;
         consumers.add(consumer);
+        // The coordinator answers a first JoinGroup (no member id yet) at once, asking for a second
+        // with the id it made: that one waits in the rebalance, which the orphans' leaving ends.
+        consumer.on(consumer.events.REQUEST, ({ payload }) => {
+          if (payload.apiName === 'JoinGroup' && orphans.size > 0) void removeOrphans();
+        });
         consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
           crashes = 0;
+          memberId = payload.memberId;
           outage.recovered();
           // Its partitions may have moved: their lag is reported by whoever holds them now.
           forgetLag(groupId);
           const partitions = Object.values(payload.memberAssignment).reduce((sum, assigned) => sum + assigned.length, 0);
           logger.info({ groupId, partitions }, 'consumer joined its group');
         });
-        // kafkajs restarts a consumer itself after a retriable failure, but one that crashed on any
-        // other error stays stopped for good, and its partitions with it: start a new one, backing off.
+        // A consumer that crashed stays stopped (kafkajs has disconnected it, its member left if the
+        // broker could be told): start a new one, backing off, and have its old member leave.
         consumer.on(consumer.events.CRASH, ({ payload }) => {
-          if (payload.restart || stopped) return;
-          logger.warn({ err: payload.error, groupId }, 'Kafka consumer crashed; starting a new one');
+          if (stopped) return;
+          // Through the outage filter: while the broker is down, a consumer crashes every few seconds.
+          outage.log('Consumer', logLevel.WARN, 'Kafka consumer crashed; starting a new one', { error: payload.error, groupId });
+          if (memberId !== undefined) orphans.add(memberId);
+          memberId = undefined;
           consumers.delete(consumer);
           void consumer.disconnect().catch(() => undefined);
           startLater();

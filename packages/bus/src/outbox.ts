@@ -7,11 +7,16 @@ import type { Logger } from '@herald/logging';
 import { currentTraceHeaders } from '@herald/telemetry';
 import type pg from 'pg';
 
-import { EVENT_ID_HEADER, type Bus } from './kafka.js';
+import { EVENT_ID_HEADER, RECONNECT_CAP_MS, type Bus } from './kafka.js';
 import { observeOutbox } from './metrics.js';
 
-/** Between two tries of a relay that failed (the database or Kafka away): up to 0.2 s, 0.4 s, ... 10 s (full jitter). */
-const RELAY_BACKOFF: BackoffOptions = { baseMs: 200, capMs: 10_000 };
+/**
+ * Between two tries of a relay that failed (the database or Kafka away): up to 0.2 s, 0.4 s, ...
+ * 1 s (full jitter), however long the outage lasted: once it is back, what waited is published
+ * within a second (a 10 s cap left events, and so every consumer group downstream, idle up to 10 s
+ * after Kafka's return).
+ */
+const RELAY_BACKOFF: BackoffOptions = { baseMs: 200, capMs: RECONNECT_CAP_MS };
 
 /**
  * Transactional outbox. A service writes its state change and the event in one transaction

@@ -9,13 +9,15 @@ interface QueuedRule {
 
 function validateRule(rule: FaultRule, last: boolean): FaultRule {
   if (typeof rule !== 'object' || rule === null) throw new TypeError('fault rule must be an object');
-  const { status, retryAfter, delayMs, resetStream, times } = rule;
+  const { status, retryAfter, delayMs, delayResponseMs, resetStream, times } = rule;
   if (status !== undefined && (!Number.isInteger(status) || status < 400 || status > 599)) throw new TypeError(`fault status must be an integer 400-599, got ${status}`);
   if (delayMs !== undefined && (!Number.isFinite(delayMs) || delayMs < 0)) throw new TypeError(`delayMs must be a non-negative number, got ${delayMs}`);
+  if (delayResponseMs !== undefined && (!Number.isFinite(delayResponseMs) || delayResponseMs < 0)) throw new TypeError(`delayResponseMs must be a non-negative number, got ${delayResponseMs}`);
+  if (delayResponseMs !== undefined && (status !== undefined || resetStream)) throw new TypeError('delayResponseMs holds the 201 of an accepted push: not with status or resetStream');
   if (times !== undefined && (!Number.isInteger(times) || times < 1)) throw new TypeError(`times must be a positive integer, got ${times}`);
   if (resetStream !== undefined && typeof resetStream !== 'boolean') throw new TypeError('resetStream must be a boolean');
   if (resetStream && status !== undefined) throw new TypeError('a fault rule cannot both reset the stream and answer a status');
-  if (status === undefined && !resetStream && delayMs === undefined) throw new TypeError('a fault rule needs status, resetStream or delayMs');
+  if (status === undefined && !resetStream && delayMs === undefined && delayResponseMs === undefined) throw new TypeError('a fault rule needs status, resetStream, delayMs or delayResponseMs');
   if (retryAfter !== undefined) {
     if (status === undefined) throw new TypeError('retryAfter needs a status');
     if (typeof retryAfter === 'number' ? !Number.isInteger(retryAfter) || retryAfter < 0 : typeof retryAfter !== 'string' || retryAfter === '') {

@@ -359,6 +359,11 @@ class Peer implements ControlledPeer {
         storedUntil: at + effectiveTtl * 1000,
       });
     }
+    if (fault?.delayResponseMs !== undefined && fault.delayResponseMs > 0) {
+      // Accepted already: a sender gone meanwhile pushed it without learning so.
+      await sleep(fault.delayResponseMs, undefined, { signal: this.closing.signal });
+      if (ex.gone()) return;
+    }
     ex.respond(201, { location, ttl: String(effectiveTtl) });
   }
 }

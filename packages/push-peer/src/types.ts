@@ -121,6 +121,12 @@ export interface FaultRule {
   readonly retryAfter?: number | string;
   /** Wait this long before answering (alone: then process normally). */
   readonly delayMs?: number;
+  /**
+   * Accept the push (recorded and counted like any other), then wait this long before answering
+   * 201: a sender that dies meanwhile pushed it without learning so (what a push service's 201
+   * lost with its sender looks like). Not with `status` or `resetStream`.
+   */
+  readonly delayResponseMs?: number;
   /** Reset the HTTP/2 stream (RST_STREAM INTERNAL_ERROR) or destroy the HTTP/1.1 connection. */
   readonly resetStream?: boolean;
   /** Apply to the next `times` requests only, then fall back (to the next rule, the default rule, or normal). */

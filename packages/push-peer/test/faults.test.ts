@@ -127,6 +127,36 @@ test('{delayMs}: a sender that goes away while its push waits gave up on it: abo
   assert.deepEqual([peer.received(sub.endpoint, { includeReplaced: true }).length, peer.stats().aborted, peer.stats().accepted], [0, 1, 0]);
 });
 
+test('{delayResponseMs} accepts and records the push at once, then holds its 201', async () => {
+  const sub = peer.createSubscription();
+  peer.respondWith(sub.endpoint, { delayResponseMs: 300, times: 1 });
+  const start = performance.now();
+  const answered = send(sub);
+  // Recorded and counted before any answer: what the sender has not learnt yet is already pushed.
+  while (peer.received(sub.endpoint).length === 0) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual([peer.acceptedCount, peer.attempts(sub.endpoint).map((a) => a.status)], [1, [201]]);
+  const res = await answered;
+  const elapsed = performance.now() - start;
+  assert.equal(res.status, 201);
+  assert.ok(elapsed >= 295, `answered after ${elapsed} ms`);
+  assert.equal(peer.received(sub.endpoint)[0]?.plaintext.toString(), 'payload');
+});
+
+test('{delayResponseMs}: a sender that goes away while the 201 is held pushed it all the same', async () => {
+  const sub = peer.createSubscription();
+  peer.respondWith(sub.endpoint, { delayResponseMs: 60_000, times: 1 });
+  const doomed = new H2(peer.origin, peer.ca);
+  let answer: string | undefined;
+  void doomed
+    .request('POST', pathOf(sub.endpoint), { ttl: '60', 'content-encoding': 'aes128gcm', authorization: vapidAuthorization(vapid, peer.origin) }, encrypt(Buffer.from('payload'), sub.keys))
+    .then((outcome) => (answer = `answered ${outcome.status}`), () => (answer = 'failed'));
+  while (peer.received(sub.endpoint).length === 0) await new Promise((r) => setTimeout(r, 10));
+  doomed.destroy();
+  // The sender is gone without an answer; the push counts as accepted.
+  assert.equal(answer, undefined);
+  assert.deepEqual([peer.received(sub.endpoint).length, peer.stats().accepted, peer.stats().aborted, peer.attempts(sub.endpoint).map((a) => a.status)], [1, 1, 0, [201]]);
+});
+
 test('{delayMs, status} waits, then answers the status', async () => {
   const sub = peer.createSubscription();
   peer.respondWith(sub.endpoint, { delayMs: 200, status: 503, retryAfter: 2 });
@@ -222,6 +252,8 @@ test('invalid rules are refused', () => {
   assert.throws(() => peer.respondWith(sub.endpoint, { status: 200 }), TypeError);
   assert.throws(() => peer.respondWith(sub.endpoint, { times: 2 }), TypeError);
   assert.throws(() => peer.respondWith(sub.endpoint, { resetStream: true, status: 500 }), TypeError);
+  assert.throws(() => peer.respondWith(sub.endpoint, { delayResponseMs: 100, status: 500 }), TypeError);
+  assert.throws(() => peer.respondWith(sub.endpoint, { delayResponseMs: -1 }), TypeError);
   assert.throws(() => peer.respondWith(sub.endpoint, { status: 500, times: 0 }), TypeError);
   assert.throws(() => peer.respondWith(sub.endpoint, [{ status: 500 }, { status: 429 }]), TypeError);
   assert.throws(() => peer.respondWith('https://elsewhere.example/push/x', { status: 500 }), TypeError);

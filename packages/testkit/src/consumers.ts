@@ -91,3 +91,51 @@ export async function waitForQuiet(topicPrefix: string, consumers: readonly Cons
     });
   });
 }
+
+/**
+ * How long after now each of `groups` commits an offset again (it consumed a message and its
+ * effect is durable), by group; a group that has not within `timeoutMs` is left out. Measured from
+ * this call, against the offsets committed at its first successful look (the coordinator may still
+ * be loading them when a broker has just come back: a commit made before that look is missed and
+ * the next one counted, so a time can be later, never earlier, than the group's return).
+ */
+export async function untilConsumingAgain(topicPrefix: string, groups: readonly ConsumedTopics[], timeoutMs: number): Promise<Map<string, number>> {
+  const from = Date.now();
+  const back = new Map<string, number>();
+  const total = async (admin: Admin, { group, topics }: ConsumedTopics): Promise<bigint> => {
+    let sum = 0n;
+    for (const { name } of topics) for (const offset of (await committed(admin, topicPrefix + group, topicPrefix + name)).values()) sum += offset;
+    return sum;
+  };
+  await withAdmin(async (admin) => {
+    const baseline = new Map<string, bigint>();
+    while (back.size < groups.length && Date.now() - from < timeoutMs) {
+      for (const entry of groups) {
+        if (back.has(entry.group)) continue;
+        try {
+          const now = await total(admin, entry);
+          const before = baseline.get(entry.group);
+          if (before === undefined) baseline.set(entry.group, now);
+          else if (now > before) back.set(entry.group, Date.now() - from);
+        } catch {
+          // The coordinator is loading the group's offsets: look again.
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+  return back;
+}
+
+/**
+ * Waits until the group coordinator answers for every one of `groups` (a broker just started loads
+ * every group's metadata, one offsets partition after another, before it can coordinate them).
+ */
+export async function coordinatorsBack(topicPrefix: string, groups: readonly ConsumedTopics[], timeoutMs: number): Promise<void> {
+  await withAdmin((admin) =>
+    poll('the group coordinators back', timeoutMs, async () => {
+      const described = await admin.describeGroups(groups.map(({ group }) => topicPrefix + group)).catch(() => undefined);
+      return described !== undefined;
+    }),
+  );
+}
