@@ -92,31 +92,53 @@ export async function waitForQuiet(topicPrefix: string, consumers: readonly Cons
   });
 }
 
+/** What untilConsumingAgain saw: each group's time to commit again, and the groups that had nothing to consume. */
+export interface ConsumingAgain {
+  /** Milliseconds from the call until the group committed an offset again, by group. */
+  back: Map<string, number>;
+  /** Groups caught up with their topics' end, which received nothing since the first look (no message to prove them by). */
+  idle: string[];
+}
+
 /**
  * How long after now each of `groups` commits an offset again (it consumed a message and its
- * effect is durable), by group; a group that has not within `timeoutMs` is left out. Measured from
- * this call, against the offsets committed at its first successful look (the coordinator may still
- * be loading them when a broker has just come back: a commit made before that look is missed and
- * the next one counted, so a time can be later, never earlier, than the group's return).
+ * effect is durable); a group that has not within `timeoutMs` is left out. Measured from this
+ * call, against the offsets committed at its first successful look (the coordinator may still be
+ * loading them when a broker has just come back: a commit made before that look is missed and the
+ * next one counted, so a time can be later, never earlier, than the group's return). A group whose
+ * topics received nothing since that look and which is caught up with their end cannot show it
+ * consumes: it is `idle` (a message arriving later makes it count again). The wait ends once every
+ * group is back or idle.
  */
-export async function untilConsumingAgain(topicPrefix: string, groups: readonly ConsumedTopics[], timeoutMs: number): Promise<Map<string, number>> {
+export async function untilConsumingAgain(topicPrefix: string, groups: readonly ConsumedTopics[], timeoutMs: number): Promise<ConsumingAgain> {
   const from = Date.now();
   const back = new Map<string, number>();
-  const total = async (admin: Admin, { group, topics }: ConsumedTopics): Promise<bigint> => {
+  const idle = new Set<string>();
+  /** The group's committed offsets and its topics' ends, each summed over its partitions. */
+  const look = async (admin: Admin, { group, topics }: ConsumedTopics): Promise<{ committed: bigint; ends: bigint }> => {
     let sum = 0n;
-    for (const { name } of topics) for (const offset of (await committed(admin, topicPrefix + group, topicPrefix + name)).values()) sum += offset;
-    return sum;
+    let ends = 0n;
+    for (const { name } of topics) {
+      const [offsets, high] = await Promise.all([committed(admin, topicPrefix + group, topicPrefix + name), admin.fetchTopicOffsets(topicPrefix + name)]);
+      for (const offset of offsets.values()) sum += offset;
+      for (const partition of high) ends += BigInt(partition.high);
+    }
+    return { committed: sum, ends };
   };
   await withAdmin(async (admin) => {
-    const baseline = new Map<string, bigint>();
-    while (back.size < groups.length && Date.now() - from < timeoutMs) {
+    const baseline = new Map<string, { committed: bigint; ends: bigint }>();
+    while (back.size + idle.size < groups.length && Date.now() - from < timeoutMs) {
       for (const entry of groups) {
         if (back.has(entry.group)) continue;
         try {
-          const now = await total(admin, entry);
+          const now = await look(admin, entry);
           const before = baseline.get(entry.group);
           if (before === undefined) baseline.set(entry.group, now);
-          else if (now > before) back.set(entry.group, Date.now() - from);
+          else if (now.committed > before.committed) {
+            idle.delete(entry.group);
+            back.set(entry.group, Date.now() - from);
+          } else if (now.ends === before.ends && now.committed === now.ends) idle.add(entry.group);
+          else idle.delete(entry.group);
         } catch {
           // The coordinator is loading the group's offsets: look again.
         }
@@ -124,7 +146,7 @@ export async function untilConsumingAgain(topicPrefix: string, groups: readonly 
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   });
-  return back;
+  return { back, idle: [...idle] };
 }
 
 /**
