@@ -11,7 +11,7 @@
 #   schemathesis        the OpenAPI fuzzer (PyPI), in a venv at .local/venv, for the gateway's schemathesis test
 #   chromium, firefox   Debian's chromium and firefox-esr (apt), for the browser SDK's real-browser tests
 #   agent frameworks    LangGraph, the OpenAI Agents SDK, CrewAI (PyPI), a venv each at .local/venv-agents/<name>,
-#                       for packages/agents-python's tests (its scripts/ensure-venv.sh; pins in its requirements/)
+#                       for sdks/agents-python's tests (its scripts/ensure-venv.sh; pins in its requirements/)
 # Idempotent: what is already there at its pinned version is skipped. Prints what it does.
 #
 #   deploy/tools.sh          ensure everything
@@ -150,7 +150,7 @@ ensure_agent_venvs() {
   local framework
   python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null || ensure_packages python3-venv
   for framework in langgraph openai_agents crewai; do
-    bash "$REPO_ROOT/packages/agents-python/scripts/ensure-venv.sh" "$framework" >/dev/null || die "the $framework venv could not be made"
+    bash "$REPO_ROOT/sdks/agents-python/scripts/ensure-venv.sh" "$framework" >/dev/null || die "the $framework venv could not be made"
   done
   log "agent frameworks: venvs ready in $LOCAL_DIR/venv-agents"
 }

@@ -91,7 +91,7 @@ const COMPLETION_WAIT_MS = 120_000;
 const COPY_CHUNK_ROWS = 5_000;
 /** The goal this benchmark is held against. */
 const TARGET_MS = 240_000;
-const PEER_ENTRY = 'packages/push-peer/dist/src/cli.js';
+const PEER_ENTRY = 'tools/push-peer/dist/src/cli.js';
 /** Kafka topics per round: testkit's namespace creates every topic with this many partitions. */
 const NAMESPACE_PARTITIONS = 4;
 /** The services' variables that shape throughput, printed with the results (default when unset). */

@@ -1,6 +1,6 @@
 /**
  * herald_sdk's request and response shapes (TypedDicts) from the OpenAPI document. Each public
- * name says where its shape is (see `locate`), as packages/sdk/src/types.ts does for the JS SDK;
+ * name says where its shape is (see `locate`), as sdks/sdk/src/types.ts does for the JS SDK;
  * a shape met inside another takes the name of the first equal shape listed here, or else its
  * parent's name and its own field's (SendResult.limits would be SendResultLimits).
  */

@@ -1,6 +1,6 @@
 /**
  * The request fields the agent tools take (send_notification and ask_user, in
- * packages/agents and packages/agents-python), with the bounds the API puts on them, from the
+ * sdks/agents and sdks/agents-python), with the bounds the API puts on them, from the
  * OpenAPI document: zod schemas for the TypeScript tools, pydantic-annotated types for the Python
  * ones. Each tool adds its own description and whether the field is optional.
  */

@@ -61,7 +61,7 @@ const HOUR = 'public, max-age=3600';
 function notBuilt(): HeraldError {
   return new HeraldError('unavailable', 'The browser SDK is not built on this server.', {
     title: 'Unavailable',
-    hint: 'Run npm run build (it bundles packages/browser-sdk).',
+    hint: 'Run npm run build (it bundles sdks/browser-sdk).',
   });
 }
 

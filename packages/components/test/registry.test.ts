@@ -52,7 +52,7 @@ test('the root tsconfig.json builds every package, service and the gateway', () 
   const referenced = new Set(root.references.map((reference) => reference.path));
   const projects = [
     ...folders('services').map((name) => `services/${name}`),
-    ...folders('packages').map((name) => `packages/${name}`),
+    ...['packages', 'sdks', 'tools'].flatMap((kind) => folders(kind).map((name) => `${kind}/${name}`)),
     'gateway',
     'loadtest',
     'charts',

@@ -1,6 +1,6 @@
-"""What the tests share: the stack's address and keys (set by packages/sdk/test/python.test.ts),
+"""What the tests share: the stack's address and keys (set by sdks/sdk/test/python.test.ts),
 a person answering on the answer page, and a counting proxy. The agent adapters' tests
-(packages/agents-python) use it too."""
+(sdks/agents-python) use it too."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ permit(principal, action, resource) when { resource.name == "deploy" };
 def env(name: str) -> str:
     value = os.environ.get(name)
     if not value:
-        raise RuntimeError(f"{name} is not set: run these tests through their driver (packages/sdk/test/python.test.ts, packages/agents-python/test/agents-python.test.ts)")
+        raise RuntimeError(f"{name} is not set: run these tests through their driver (sdks/sdk/test/python.test.ts, sdks/agents-python/test/agents-python.test.ts)")
     return value
 
 

@@ -6,11 +6,11 @@ import { after, before, test } from 'node:test';
 import { createKey, createWorkspace, freePort, passes, repoRoot, seedAudience, startSendingHarness, type SendingHarness } from '@herald/testkit';
 import { Webhook } from 'standardwebhooks';
 
-// The Python SDK (packages/sdk-python) against the running system: this file starts the stack,
+// The Python SDK (sdks/sdk-python) against the running system: this file starts the stack,
 // makes the workspaces and keys, and runs the package's unittest suite with them in the
 // environment; then mypy --strict over the package, in the repository's tool venv.
 
-const PYTHON_PACKAGE = join(repoRoot, 'packages/sdk-python');
+const PYTHON_PACKAGE = join(repoRoot, 'sdks/sdk-python');
 
 let harness: SendingHarness;
 before(async () => {
@@ -50,7 +50,7 @@ test('the Python SDK passes its unittest suite against the running system', asyn
   ]);
   // A gateway whose policy service cannot be reached: its /authorize answers 503.
   const brokenGateway = await harness.stack.addGateway({ POLICY_GRPC_URL: `127.0.0.1:${await freePort()}` });
-  const { output } = await passes('python3', ['-m', 'unittest', 'discover', '-s', 'packages/sdk-python/tests', '-v'], {
+  const { output } = await passes('python3', ['-m', 'unittest', 'discover', '-s', 'sdks/sdk-python/tests', '-v'], {
     PYTHONPATH: join(PYTHON_PACKAGE, 'src'),
     // No __pycache__ folders in the tree.
     PYTHONDONTWRITEBYTECODE: '1',

@@ -10,7 +10,7 @@ import { readKeyPoolFile, type KeyPoolEntry } from './keypool.js';
 import { startPushPeer } from './peer.js';
 import type { PeerMode, PushPeerOptions } from './types.js';
 
-const USAGE = `usage: node packages/push-peer/dist/src/cli.js [options]
+const USAGE = `usage: node tools/push-peer/dist/src/cli.js [options]
   --mode verify|count              verify (default): full checks, decrypt, record; count: count 201s cheaply
   --tls | --h2c                    HTTPS with HTTP/2 + HTTP/1.1 (default) or cleartext HTTP/2 (prior knowledge)
   --host <addr>                    default 127.0.0.1

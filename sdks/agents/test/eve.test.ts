@@ -14,7 +14,7 @@ import { freePort, pendingQuestionId, type SendingHarness, type TestWorkspace } 
 
 import { linkAnswerStatus, personAnswers, policyWorkspace, POLICY, reviewerOf, startAgentsHarness } from './support.js';
 
-// Eve's own loop: the agent in packages/agents/eve-fixture (a scripted mockModel, Herald's tools
+// Eve's own loop: the agent in sdks/agents/eve-fixture (a scripted mockModel, Herald's tools
 // from @herald/agents/eve, tools behind Herald's gate) is built with `eve build` and served with
 // `eve start`, and driven over Eve's session API. Herald runs for real; each tool that runs writes
 // a line to a file this test reads.

@@ -1,5 +1,5 @@
 """verify_webhook against a webhook signed by the reference Standard Webhooks library (the
-`standardwebhooks` npm package, in packages/sdk/test/python.test.ts), with two secrets as during a
+`standardwebhooks` npm package, in sdks/sdk/test/python.test.ts), with two secrets as during a
 rotation."""
 
 from __future__ import annotations

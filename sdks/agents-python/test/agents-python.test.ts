@@ -10,12 +10,12 @@ import { answerChannel } from '@herald/bus';
 import { connectDatabase, createKey, freePort, passes, repoRoot, requiredEnv, seedAudience, startSendingHarness, type SendingHarness } from '@herald/testkit';
 import { Redis } from 'ioredis';
 
-// The Python agent adapters (packages/agents-python) against the running system: this file
+// The Python agent adapters (sdks/agents-python) against the running system: this file
 // starts a stack, gives each framework's suite a workspace of its own, and runs it in that
 // framework's venv (scripts/ensure-venv.sh), where a scripted model drives the framework's real
 // agent loop; then mypy --strict over the adapter in the same venv.
 
-const PACKAGE = join(repoRoot, 'packages/agents-python');
+const PACKAGE = join(repoRoot, 'sdks/agents-python');
 /** CrewAI writes to the home folder and reports telemetry unless told otherwise. */
 async function crewaiEnv(): Promise<Record<string, string>> {
   const home = await mkdtemp(join(tmpdir(), 'herald-crewai-'));
@@ -30,7 +30,7 @@ const SUITES = {
 } satisfies Record<string, { tests: string[]; more: string[]; env(): Promise<Record<string, string>> }>;
 type Framework = keyof typeof SUITES;
 /** Where the tests import from: the SDK, the adapters, their own support and the SDK's test support. */
-const PYTHON_PATH = [join(repoRoot, 'packages/sdk-python/src'), join(PACKAGE, 'src'), join(PACKAGE, 'tests'), join(repoRoot, 'packages/sdk-python/tests')].join(':');
+const PYTHON_PATH = [join(repoRoot, 'sdks/sdk-python/src'), join(PACKAGE, 'src'), join(PACKAGE, 'tests'), join(repoRoot, 'sdks/sdk-python/tests')].join(':');
 
 let harness: SendingHarness;
 let brokenGateway: string;
