@@ -75,6 +75,8 @@ test('an approver answers by keyboard from the inbox while an agent waits on /as
     // It leaves the waiting list and shows in the history with its answer.
     await card.waitFor({ state: 'detached' });
     const row = page.getByRole('table', { name: 'Settled questions' }).getByRole('row', { name: /Ship release 1\.2 to production\?/ });
+    // The history is read again once the answer lands: its row can come a moment after the card goes.
+    await row.waitFor();
     assert.deepEqual((await row.getByRole('cell').allInnerTexts()).slice(0, 4), ['release-bot', 'answered', 'yes', 'Avery approver (member, console)']);
     // Its record, opened by keyboard: what happened, oldest first, the answer by this member from the console.
     await row.getByText('Show the record').focus();
