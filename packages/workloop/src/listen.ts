@@ -3,15 +3,15 @@ import { connectDedicated, type Pool } from '@herald/db';
 import type { Logger } from '@herald/logging';
 import type pg from 'pg';
 
-/**
- * Holds one connection LISTENing on `channel` (its own, outside the pool: see connectDedicated)
- * and calls `onNotify` for each NOTIFY, and once (re)connected, since anything committed while no
- * one listened is waiting. A lost connection
- * (a database restart) logs one warning and is replaced, backing off, until `stopped`.
- */
 /** Between two tries to listen again: up to 0.5 s, 1 s, ... 30 s (full jitter); due work is still found by polling meanwhile. */
 const RELISTEN_BACKOFF: BackoffOptions = { baseMs: 500, capMs: 30_000 };
 
+/**
+ * Holds one connection LISTENing on `channel` (its own, outside the pool: see connectDedicated)
+ * and calls `onNotify` for each NOTIFY, and once (re)connected, since anything committed while no
+ * one listened is waiting. A lost connection (a database restart) logs one warning and is
+ * replaced, backing off, until `stopped`.
+ */
 export async function listenForWakeups(pool: Pool, channel: string, onNotify: () => void, logger: Logger, stopped: Promise<void>): Promise<void> {
   let stopping = false;
   void stopped.then(() => (stopping = true));
