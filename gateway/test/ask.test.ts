@@ -28,6 +28,7 @@ interface AskRecord {
   createdAt: string;
   mode: string;
   hint?: string;
+  answeredBy?: { kind: string; id: string; displayName: string; channel: string; at: string } | null;
 }
 /** What a response may carry: the record, or an error. */
 type Body = AskRecord & { code?: string; message?: string; fields?: unknown };
@@ -183,6 +184,19 @@ test('an answer just before the wait ends is returned; just after, the wait repo
   assert.deepEqual({ status: late.body.status, value: late.body.value }, { status: 'answered', value: 'no' });
   const later = await read(key2, id);
   assert.deepEqual({ status: later.body.status, answered: later.body.answered, value: later.body.value }, { status: 'answered', answered: true, value: 'no' });
+});
+
+test('an answer link used again with the recorded answer (a retry whose reply was lost) is 200 with the first record; another answer is 409', async () => {
+  const { apiKey } = await createWorkspace();
+  const record = await pending(apiKey);
+  const first = await answer(record, 'yes');
+  assert.equal(first.status, 200, JSON.stringify(first.body));
+  const again = await answer(record, true, running.stack.gatewayUrls[1]);
+  assert.equal(again.status, 200, JSON.stringify(again.body));
+  assert.deepEqual([again.body.status, again.body.value, again.body.answeredBy], ['answered', 'yes', first.body.answeredBy]);
+  const other = await answer(record, 'no');
+  assert.deepEqual([other.status, other.body.code, other.body.message], [409, 'conflict', 'This question was already answered.']);
+  assert.equal((await read(apiKey, record.correlationId)).body.value, 'yes');
 });
 
 test('two answers at once: exactly one wins, the other is 409', async () => {

@@ -35,6 +35,7 @@ interface Decision {
   expiresAt: string;
   createdAt: string;
   answeredAt: string | null;
+  answeredBy: { kind: string; id: string; displayName: string; channel: string; at: string } | null;
   cancelledAt: string | null;
   reachability: { reachable: boolean; browserSubscriptions: number; nativeAppDevices: number };
   idempotencyKey: string | null;
@@ -222,14 +223,24 @@ test('approved is true only for a yes to a confirm decision; pending, cancelled 
   assert.equal(afterExpiry.body.expiresInSeconds, 0);
 });
 
-test('answers: first wins, a later one is 409; cancelled and expired ones take none; answers must fit', async () => {
-  const { apiKey } = await createWorkspace();
+test('answers: first wins, a later one is 409 but the same one again from its giver is 200; cancelled and expired ones take none; answers must fit', async () => {
+  const { workspaceId, apiKey } = await createWorkspace();
   const decision = await opened(apiKey);
   const results = await Promise.all([answer(apiKey, decision.decisionId, 'yes', running.stack.gatewayUrls[0]), answer(apiKey, decision.decisionId, 'no', running.stack.gatewayUrls[1])]);
   assert.deepEqual(results.map((result) => result.status).sort(), [200, 409]);
-  const winner = results.find((result) => result.status === 200)?.body.answer;
-  const later = await answer(apiKey, decision.decisionId, 'no');
+  const won = results.find((result) => result.status === 200)?.body;
+  const winner = won?.answer;
+  const loser = winner === 'yes' ? 'no' : 'yes';
+  const later = await answer(apiKey, decision.decisionId, loser);
   assert.deepEqual([later.status, later.body.code, later.body.message], [409, 'conflict', 'This decision was already answered.']);
+  // The winning answer again from the same key (a retry whose reply was lost) returns the record as it was answered.
+  const retried = await answer(apiKey, decision.decisionId, winner === 'yes', running.stack.gatewayUrls[1]);
+  assert.equal(retried.status, 200, JSON.stringify(retried.body));
+  assert.deepEqual([retried.body.answer, retried.body.answeredBy], [winner, won?.answeredBy]);
+  // The same answer from another key is not a retry: the first answer stands.
+  const otherKey = (await createKey(workspaceId, 'runtime')).apiKey;
+  const fromOther = await answer(otherKey, decision.decisionId, winner);
+  assert.deepEqual([fromOther.status, fromOther.body.message], [409, 'This decision was already answered.']);
   assert.equal((await read(apiKey, decision.decisionId)).body.answer, winner);
   const cancelAnswered = await cancel(apiKey, decision.decisionId);
   assert.deepEqual([cancelAnswered.status, cancelAnswered.body.message], [409, 'This decision was already answered.']);

@@ -45,6 +45,11 @@ export function notOpen(row: store.QuestionRow): HeraldError {
   });
 }
 
+/** `notOpen` as the rejection of a question that stopped being open. */
+const refuseNotOpen = async (row: store.QuestionRow): Promise<never> => {
+  throw notOpen(row);
+};
+
 /** The answer as stored: confirm answers are yes | no; the rest must fit the question. */
 function checkAnswer(row: store.QuestionRow, answer: string): string {
   const problem = (text: string) => invalidFields('body', [{ field: 'answer', in: 'body', problem: text }]);
@@ -58,14 +63,24 @@ function checkAnswer(row: store.QuestionRow, answer: string): string {
   return answer;
 }
 
+/**
+ * The answer already recorded, given again by whoever gave it: a retry whose first attempt's reply
+ * was lost (PostgreSQL failing during the commit leaves the service unable to tell it succeeded).
+ */
+function repeats(row: store.QuestionRow, answer: string, by: Answerer): boolean {
+  return row.status === 'answered' && row.answer === answer && row.answered_by?.kind === by.kind && row.answered_by.id === by.id;
+}
+
 /** The approver an answerer is, for the question's list: a `link` holder is nobody's. */
 const asApprover = (by: Answerer): Approver | undefined => (by.kind === 'link' ? undefined : { kind: by.kind, id: by.id });
 
 export interface Answering {
   /**
    * Records the first answer; forbidden (and recorded as refused) when `by` is not among the
-   * question's approvers. `alsoDo` runs in the answer's transaction once the answer is recorded
-   * (an email link is used up there); what it throws undoes the answer.
+   * question's approvers. The same answer from the one who gave it returns the recorded answer
+   * unchanged (and wakes waiters again, in case the first wake-up went with the lost reply).
+   * `alsoDo` runs in the answer's transaction once the answer is recorded (an email link is used
+   * up there); what it throws undoes the answer.
    */
   answer(row: store.QuestionRow, answer: string, by: Answerer, alsoDo?: (tx: Queryable) => Promise<void>): Promise<store.QuestionRow>;
   /** Withdraws (ask) or cancels (decision) an open question. */
@@ -76,13 +91,14 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
   /**
    * Answers or cancels an open question together with its record entry and webhook, in one
    * transaction. `change` finds nothing to update when the question stopped being open meanwhile
-   * (another answer, a cancellation, the expiry): that is a conflict.
+   * (another answer, a cancellation, the expiry): `notOpenNow` says what follows from its state.
    */
   async function resolveOpen(
     row: store.QuestionRow,
     outcome: 'answered' | 'cancelled',
     change: (db: Queryable) => Promise<store.QuestionRow | undefined>,
     actor: Answerer | null,
+    notOpenNow: (current: store.QuestionRow) => Promise<store.QuestionRow>,
     alsoDo?: (tx: Queryable) => Promise<void>,
   ): Promise<store.QuestionRow> {
     const resolved = await withTransaction(pool, async (tx) => {
@@ -95,16 +111,23 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
       await store.slackMessagesDue(tx, updated.id);
       return updated;
     });
-    if (!resolved) throw notOpen((await store.findQuestion(pool, row.id, {})) ?? row);
+    if (!resolved) return notOpenNow((await store.findQuestion(pool, row.id, {})) ?? row);
     logger.info({ workspaceId: resolved.workspace_id, questionId: resolved.id }, `question ${outcome}`);
     countQuestion(outcome, resolved.kind);
+    if (actor) countAnswer(actor.channel, 'answered');
     await wakeWaiters(resolved, 'settled');
     return resolved;
   }
 
   return {
     async answer(row, answer, by, alsoDo) {
-      if (row.status !== 'pending' || row.expired) throw notOpen(row);
+      const repeatedOrRefused = async (current: store.QuestionRow) => {
+        if (!repeats(current, answer, by)) return refuseNotOpen(current);
+        countAnswer(by.channel, 'repeated');
+        await wakeWaiters(current, 'settled');
+        return current;
+      };
+      if (row.status !== 'pending' || row.expired) return repeatedOrRefused(row);
       const value = checkAnswer(row, answer);
       const approver = asApprover(by);
       if (row.approvers.length > 0 && (approver === undefined || !isApprover(row.approvers, approver))) {
@@ -116,13 +139,11 @@ export function createAnswering(pool: Pool, wakeWaiters: WakeWaiters, logger: Lo
           hint: 'Answer through a link or message sent to one of its approvers, or with a key it names.',
         });
       }
-      const answered = await resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value, by), by, alsoDo);
-      countAnswer(by.channel, 'answered');
-      return answered;
+      return resolveOpen(row, 'answered', (tx) => store.recordAnswer(tx, row.id, value, by), by, repeatedOrRefused, alsoDo);
     },
     async cancel(row) {
       if (row.status !== 'pending' || row.expired) throw notOpen(row);
-      return resolveOpen(row, 'cancelled', (tx) => store.recordCancel(tx, row.id), null);
+      return resolveOpen(row, 'cancelled', (tx) => store.recordCancel(tx, row.id), null, refuseNotOpen);
     },
   };
 }

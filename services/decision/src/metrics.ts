@@ -24,10 +24,10 @@ export function countDelivery(channel: string, outcome: 'delivered' | 'failed' |
 }
 
 const answers = meter('decision').createCounter('herald.question.answers', {
-  description: 'Answers by the channel they came from (slack, email, web_push, answer_page, api, console): answered, or refused (not an approver)',
+  description: 'Answers by the channel they came from (slack, email, web_push, answer_page, api, console): answered, repeated (the answer already recorded, from whoever gave it: a retry) or refused (not an approver)',
   unit: '{answer}',
 });
 
-export function countAnswer(channel: string, outcome: 'answered' | 'refused'): void {
+export function countAnswer(channel: string, outcome: 'answered' | 'repeated' | 'refused'): void {
   answers.add(1, { channel, outcome });
 }

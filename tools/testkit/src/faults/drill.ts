@@ -154,7 +154,6 @@ export interface PendingSubscription {
 export interface PendingCampaignStart {
   campaignId: string;
   attempts: number;
-  uncertain: boolean;
   at: number;
 }
 export interface Report {
@@ -172,9 +171,6 @@ export interface Question {
   token: string;
   at: number;
   answerDueAt: number;
-  answered200: number;
-  /** An answer attempt whose outcome is unknown (no answer, or a 5xx): a later 409 is then its success. */
-  uncertain: boolean;
   settled: boolean;
   attempts: number;
   waiter: 'waiting' | 'woken' | 'timed-out' | 'failed';

@@ -171,11 +171,18 @@ export async function reconcile(load: Load, rows: FaultRow[]): Promise<FaultDril
     }
   }
 
-  // Questions: each answered once, its answer readable, its waiter woken (or it reads the answer now).
+  // Questions: each answered once (its record holds one answer), its answer readable, its waiter woken (or it reads the answer now).
   let readAfterwards = 0;
   for (const question of questions) {
     const row = rowAt(question.at);
-    if (question.answered200 > 1) row.duplicated += question.answered200 - 1;
+    const record = await settings.step(
+      `reading question ${question.id}'s record`,
+      REQUEST_DEADLINE_MS,
+      call<{ data: { kind: string }[] }>(pool[0] as string, `${SERVER_API}/ask/${question.id}/events`, { key: apiKey, timeoutMs: REQUEST_DEADLINE_MS }),
+    );
+    if (record.status !== 200) row.problems.push(`question ${question.id}'s record reads ${record.status} ${JSON.stringify(record.body)}`);
+    const answers = record.status === 200 ? record.body.data.filter((entry) => entry.kind === 'answered').length : 0;
+    if (answers > 1) row.duplicated += answers - 1;
     const read = await settings.step(
       `reading question ${question.id}`,
       REQUEST_DEADLINE_MS,
