@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /**
  * Engagement tokens: the credential a service worker sends with an impression, click or dismiss
@@ -33,12 +33,16 @@ export interface EngagementSubject {
 }
 
 export class EngagementTokens {
-  constructor(private readonly secret: string) {
+  /** A KeyObject, not the string: Node 24 brand-checks a raw key on every HMAC (about 15 µs each). */
+  private readonly key: KeyObject;
+
+  constructor(secret: string) {
     if (Buffer.byteLength(secret) < 32) throw new Error('ENGAGEMENT_TOKEN_SECRET must be at least 32 bytes');
+    this.key = createSecretKey(secret, 'utf8');
   }
 
   private mac(body: string): string {
-    return createHmac('sha256', this.secret).update(`herald.engagement.${body}`).digest('base64url').slice(0, MAC_CHARS);
+    return createHmac('sha256', this.key).update(`herald.engagement.${body}`).digest('base64url').slice(0, MAC_CHARS);
   }
 
   sign(subject: EngagementSubject, issuedAtMs = Date.now()): string {
