@@ -18,8 +18,17 @@ redis.on('error', () => undefined);
 // memory while the shared counts were a moment away. A Redis that is down does not stop the start.
 await redis.connect().catch((err: unknown) => logger.warn({ err }, 'Redis unreachable at start: rate limiting per replica until it is back'));
 const clients = createServiceClients(config);
-// Engagement reports go straight to Kafka (the gateway keeps no database); connected on first use.
+// Engagement reports go straight to Kafka (the gateway keeps no database). The producer connects
+// before listening, so a new replica's first reports do not wait for it within their deadline; a
+// Kafka that is down (or slow) holds the start for at most that deadline, then the first publish retries.
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-gateway`, logger, topicPrefix: config.namespace });
+let producerWait: NodeJS.Timeout | undefined;
+await Promise.race([
+  bus.connectProducer(),
+  new Promise((resolve) => (producerWait = setTimeout(resolve, config.engagementPublishTimeoutMs))),
+])
+  .catch((err: unknown) => logger.warn({ err }, 'Kafka unreachable at start: engagement reports answer 503 until it is back'))
+  .finally(() => clearTimeout(producerWait));
 const app = await buildApp({ config, clients, redis, bus, logger });
 await app.listen({ host: config.host, port: config.port });
 

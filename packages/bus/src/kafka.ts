@@ -54,6 +54,12 @@ export interface Bus {
   close(): Promise<void>;
 }
 
+/** The Kafka bus, which can also connect its producer ahead of the first publish. */
+export interface KafkaBus extends Bus {
+  /** Connects the producer now (the first publish otherwise pays for it, with its own deadline). */
+  connectProducer(): Promise<void>;
+}
+
 export const EVENT_ID_HEADER = 'herald-event-id';
 
 export interface KafkaBusOptions {
@@ -193,7 +199,7 @@ async function leaveOrphans(client: () => GroupClient, groupId: string, orphans:
   return [];
 }
 
-export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', sessionTimeoutMs = 30_000 }: KafkaBusOptions): Bus {
+export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', sessionTimeoutMs = 30_000 }: KafkaBusOptions): KafkaBus {
   const outage = outageAwareLog(logger);
   const kafka = new Kafka({
     clientId,
@@ -258,6 +264,10 @@ export function createKafkaBus({ brokers, clientId, logger, topicPrefix = '', se
 
   return {
     publish,
+
+    async connectProducer() {
+      await connectedProducer();
+    },
 
     async subscribe({ consumer: { group: groupId, topics }, handle, maxAttempts = 5, concurrency = 1 }) {
       const deadLetters = new Map(topics.map((declared) => [declared.name, declared.deadLetter]));
