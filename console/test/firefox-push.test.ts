@@ -67,17 +67,24 @@ async function pageAt(url: string): Promise<Page> {
 /**
  * Presses the button named `from` (by keyboard: focus and Enter; or a click) until the button named
  * `to` replaces it, or the console shows an error (which fails, naming it). A press can land while
- * the section re-renders (its devices query settling) and reach a button that is gone: the button
- * is pressed again, at most three times.
+ * the section re-renders (its devices query settling) and reach a button that is gone, or find no
+ * box to click: the button is pressed again, at most three times.
  */
 async function pressUntil(on: Page, from: string, to: string, how: 'keyboard' | 'mouse'): Promise<void> {
+  await on.bringToFront();
   for (let attempt = 1; ; attempt += 1) {
     const button = await on.waitForSelector(`button::-p-text(${from}), button::-p-text(${to})`);
     if ((await button?.evaluate((element) => element.textContent)) === to) return;
-    if (how === 'keyboard') {
-      await button?.focus();
-      await on.keyboard.press('Enter');
-    } else await button?.click();
+    try {
+      if (how === 'keyboard') {
+        await button?.focus();
+        await on.keyboard.press('Enter');
+      } else await button?.click();
+    } catch (err) {
+      // The button was replaced or had no box at that instant (puppeteer: "not clickable"): press again.
+      if (attempt < 3) continue;
+      throw err;
+    }
     const after = await on
       .waitForSelector(`button::-p-text(${to}), p.error[role="alert"]`, { timeout: 30_000 })
       .catch((err: unknown) => (attempt < 3 ? undefined : Promise.reject(err)));
