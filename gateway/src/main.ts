@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 import { createKafkaBus } from '@herald/bus';
 import { drainOnSignal, loadConfig } from '@herald/config';
 import { createLogger } from '@herald/logging';
@@ -22,13 +24,9 @@ const clients = createServiceClients(config);
 // before listening, so a new replica's first reports do not wait for it within their deadline; a
 // Kafka that is down (or slow) holds the start for at most that deadline, then the first publish retries.
 const bus = createKafkaBus({ brokers: config.kafkaBrokers, clientId: `${config.kafkaClientId}-gateway`, logger, topicPrefix: config.namespace });
-let producerWait: NodeJS.Timeout | undefined;
-await Promise.race([
-  bus.connectProducer(),
-  new Promise((resolve) => (producerWait = setTimeout(resolve, config.engagementPublishTimeoutMs))),
-])
-  .catch((err: unknown) => logger.warn({ err }, 'Kafka unreachable at start: engagement reports answer 503 until it is back'))
-  .finally(() => clearTimeout(producerWait));
+await Promise.race([bus.connectProducer(), sleep(config.engagementPublishTimeoutMs, undefined, { ref: false })]).catch((err: unknown) =>
+  logger.warn({ err }, 'Kafka unreachable at start: engagement reports answer 503 until it is back'),
+);
 const app = await buildApp({ config, clients, redis, bus, logger });
 await app.listen({ host: config.host, port: config.port });
 
